@@ -1,0 +1,68 @@
+"""The diagnostic codes: one table, shared by the analysis, the CLI and the language server."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Severity(StrEnum):
+    ERROR = "error"
+    WARNING = "warning"
+    INFORMATION = "information"
+    HINT = "hint"
+
+
+@dataclass(frozen=True, slots=True)
+class Code:
+    code: str
+    severity: Severity
+    title: str
+    unnecessary: bool = False
+
+    @property
+    def doc_anchor(self) -> str:
+        return self.code.lower()
+
+
+CODES: dict[str, Code] = {
+    c.code: c
+    for c in (
+        Code("FX001", Severity.ERROR, "traced value used in control flow"),
+        Code("FX002", Severity.ERROR, "traced value iterated"),
+        Code("FX003", Severity.ERROR, "traced value converted to a Python value"),
+        Code("FX004", Severity.ERROR, "exception while tracing"),
+        Code("FX005", Severity.ERROR, "value used before it is defined"),
+        Code("FX006", Severity.ERROR, "graph lint failure"),
+        Code("FX010", Severity.WARNING, "unused computation", unnecessary=True),
+        Code("FX011", Severity.WARNING, "in-place op on an input, parameter or buffer"),
+        Code("FX012", Severity.WARNING, "tensor baked into the graph as a constant"),
+        Code("FX013", Severity.WARNING, "call runs only at trace time"),
+        Code("FX014", Severity.ERROR, "traced graph differs from eager forward"),
+        Code("FX020", Severity.INFORMATION, "rewrite available"),
+        Code("FX100", Severity.ERROR, "file cannot be executed"),
+        Code("FX101", Severity.INFORMATION, "module cannot be constructed"),
+        Code("FX102", Severity.ERROR, "worker timed out or crashed"),
+    )
+}
+
+DOCS_URL = "https://github.com/fxls/fxls/blob/main/docs/diagnostics.md"
+
+
+def doc_url(code: str) -> str:
+    return f"{DOCS_URL}#{code.lower()}"
+
+
+def parse_code_list(text: str | list[str] | None) -> set[str]:
+    """Parse ``"FX001,FX010"`` or a list into a set of codes; prefixes like ``FX0`` allowed."""
+    if not text:
+        return set()
+    items = text.split(",") if isinstance(text, str) else list(text)
+    return {item.strip().upper() for item in items if item.strip()}
+
+
+def code_selected(code: str, select: set[str], ignore: set[str]) -> bool:
+    """Ruff-style selection: prefixes match, ignore wins over select, empty select = all."""
+    if any(code.startswith(prefix) for prefix in ignore):
+        return False
+    return not select or any(code.startswith(prefix) for prefix in select)

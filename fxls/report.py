@@ -1,0 +1,130 @@
+"""The report of one analysed file: plain data that crosses the worker boundary.
+
+Spans are in Python code-position units (1-based lines, 0-based UTF-8 byte columns) as
+fxcore records them; ``fxls.positions`` converts them to editor units, once, at the edge.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(slots=True)
+class Span:
+    """A region of a file: 1-based lines, 0-based UTF-8 byte columns (end exclusive)."""
+
+    file: str
+    line: int
+    end_line: int
+    col: int
+    end_col: int
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Span:
+        return cls(data["file"], data["line"], data["end_line"], data["col"], data["end_col"])
+
+    def key(self) -> tuple[str, int, int, int, int]:
+        return (self.file, self.line, self.col, self.end_line, self.end_col)
+
+
+@dataclass(slots=True)
+class RelatedInfo:
+    span: Span
+    message: str
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RelatedInfo:
+        return cls(Span.from_dict(data["span"]), data["message"])
+
+
+@dataclass(slots=True)
+class Diagnostic:
+    code: str
+    severity: str
+    message: str
+    span: Span
+    module: str | None = None
+    related: list[RelatedInfo] = field(default_factory=list)
+    #: what quick fixes need (rewrite id, replacement text, ...); opaque to the CLI
+    data: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Diagnostic:
+        return cls(
+            data["code"],
+            data["severity"],
+            data["message"],
+            Span.from_dict(data["span"]),
+            data.get("module"),
+            [RelatedInfo.from_dict(r) for r in data.get("related", [])],
+            data.get("data", {}),
+        )
+
+
+@dataclass(slots=True)
+class NodeInfo:
+    """One graph node as the editor shows it (hover, inlay hints)."""
+
+    name: str
+    op: str
+    target: str
+    args: str
+    kwargs: str
+    users: list[str]
+    span: Span | None = None
+    stack: list[Span] = field(default_factory=list)
+    shape: list[int] | None = None
+    dtype: str | None = None
+    module_path: str | None = None
+    module_type: str | None = None
+    module_params: int | None = None
+    backward: str | None = None
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> NodeInfo:
+        fields = dict(data)
+        fields["span"] = Span.from_dict(data["span"]) if data.get("span") else None
+        fields["stack"] = [Span.from_dict(s) for s in data.get("stack", [])]
+        return cls(**fields)
+
+
+@dataclass(slots=True)
+class ModuleReport:
+    name: str
+    status: str  # traced | partial | failed | skipped
+    node_count: int = 0
+    span: Span | None = None  # the class name
+    nodes: list[NodeInfo] = field(default_factory=list)
+    code: str | None = None  # generated forward code, when traced
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ModuleReport:
+        return cls(
+            data["name"],
+            data["status"],
+            data.get("node_count", 0),
+            Span.from_dict(data["span"]) if data.get("span") else None,
+            [NodeInfo.from_dict(n) for n in data.get("nodes", [])],
+            data.get("code"),
+        )
+
+
+@dataclass(slots=True)
+class FileReport:
+    path: str
+    modules: list[ModuleReport] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> FileReport:
+        return cls(
+            data["path"],
+            [ModuleReport.from_dict(m) for m in data.get("modules", [])],
+            [Diagnostic.from_dict(d) for d in data.get("diagnostics", [])],
+            data.get("timings_ms", {}),
+        )
