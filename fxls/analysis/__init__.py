@@ -1,0 +1,1 @@
+"""Analysis of one file: source text + settings -> FileReport. Runs inside the worker."""

@@ -1,0 +1,77 @@
+"""Project settings: ``[tool.fxls]`` in pyproject.toml, merged with editor/CLI overrides.
+
+Resolution order (later wins): built-in defaults -> the nearest pyproject.toml's
+``[tool.fxls]`` above the analysed file -> editor settings / command-line flags.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+DEFAULT_TIMEOUT_S = 10.0
+
+
+@dataclass(slots=True)
+class Settings:
+    select: list[str] = field(default_factory=list)
+    ignore: list[str] = field(default_factory=list)
+    timeout: float = DEFAULT_TIMEOUT_S
+    #: qualified class names (``pkg.mod.Block``) or bare class names traced as leaves
+    leaf_modules: list[str] = field(default_factory=list)
+    #: qualified function names (``pkg.mod.helper``) wrapped as call_function leaves
+    autowrap_functions: list[str] = field(default_factory=list)
+    #: python files with pattern/replacement rewrite rules (paths relative to the project root)
+    rule_files: list[str] = field(default_factory=list)
+    #: compare the traced graph against eager forward (FX014); costs one eager run
+    check_eager: bool = True
+    #: the directory holding pyproject.toml (or the file's folder); put on sys.path
+    root: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Settings:
+        known = {f.name for f in fields(cls)}
+        settings = cls()
+        for key, value in data.items():
+            key = key.replace("-", "_")
+            if key in known and value is not None:
+                setattr(settings, key, value)
+        return settings
+
+    def merged(self, overrides: dict[str, Any]) -> Settings:
+        data = self.to_dict()
+        data.update({k.replace("-", "_"): v for k, v in overrides.items() if v is not None})
+        return Settings.from_dict(data)
+
+
+def find_project_root(path: Path) -> Path | None:
+    start = path if path.is_dir() else path.parent
+    for folder in (start, *start.parents):
+        if (folder / "pyproject.toml").is_file():
+            return folder
+    return None
+
+
+def load_settings(path: str | Path, overrides: dict[str, Any] | None = None) -> Settings:
+    """Settings for the file or folder ``path``: its project's ``[tool.fxls]`` plus overrides.
+
+    A malformed pyproject.toml is ignored (defaults apply) rather than failing the check.
+    """
+    target = Path(path).resolve()
+    root = find_project_root(target)
+    data: dict[str, Any] = {}
+    if root is not None:
+        try:
+            with open(root / "pyproject.toml", "rb") as handle:
+                data = tomllib.load(handle).get("tool", {}).get("fxls", {})
+        except (OSError, tomllib.TOMLDecodeError):
+            data = {}
+    settings = Settings.from_dict(data)
+    fallback = target if target.is_dir() else target.parent
+    settings.root = str(root if root is not None else fallback)
+    return settings.merged(overrides or {})
