@@ -1,0 +1,191 @@
+"""The ``fxls`` command: ``check`` (lint files), ``graph`` (print one traced graph), ``serve``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from fxls import __version__
+from fxls.codes import CODES
+from fxls.files import collect_python_files
+from fxls.output.json_format import format_json
+from fxls.output.located import SourceCache
+from fxls.output.sarif import format_sarif
+from fxls.output.text import format_text
+from fxls.report import FileReport
+from fxls.runner import AnalysisRequest, analyze_many
+from fxls.settings import load_settings
+
+EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(Exception):
+    pass
+
+
+def _code_list(text: str) -> list[str]:
+    codes = [c.strip().upper() for c in text.split(",") if c.strip()]
+    for code in codes:
+        if not any(known.startswith(code) for known in CODES):
+            raise argparse.ArgumentTypeError(f"unknown diagnostic code or prefix: {code}")
+    return codes
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="fxls", description="FX traceability diagnostics for PyTorch models."
+    )
+    parser.add_argument("--version", action="version", version=f"fxls {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    check = commands.add_parser("check", help="trace every nn.Module in the files and report")
+    check.add_argument("paths", nargs="*", default=["."], help="files or folders (default: .)")
+    check.add_argument("--format", choices=["text", "json", "sarif"], default="text")
+    check.add_argument("--select", type=_code_list, help="only these codes (prefixes allowed)")
+    check.add_argument("--ignore", type=_code_list, help="never these codes")
+    check.add_argument("--timeout", type=float, help="seconds per file (default 10)")
+    check.add_argument("--python", help="interpreter that runs the user code")
+    check.add_argument("--jobs", type=int, default=0, help="files analysed at once")
+    check.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    graph = commands.add_parser("graph", help="print the traced graph of one module")
+    graph.add_argument("target", help="FILE::Class")
+    graph.add_argument("--format", choices=["code", "table", "dot", "json"], default="code")
+    graph.add_argument("--timeout", type=float)
+    graph.add_argument("--python")
+
+    serve = commands.add_parser("serve", help="run the language server")
+    serve.add_argument("--stdio", action="store_true", help="speak LSP on stdio (default)")
+    serve.add_argument("--tcp", action="store_true", help="listen on TCP instead")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=2087)
+    return parser
+
+
+def _overrides(args: argparse.Namespace) -> dict[str, object]:
+    overrides: dict[str, object] = {}
+    if getattr(args, "select", None):
+        overrides["select"] = args.select
+    if getattr(args, "ignore", None):
+        overrides["ignore"] = args.ignore
+    if getattr(args, "timeout", None):
+        overrides["timeout"] = args.timeout
+    return overrides
+
+
+def _read_requests(paths: list[str], overrides: dict[str, object]) -> list[AnalysisRequest]:
+    requests = []
+    for path in paths:
+        try:
+            source = Path(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            raise UsageError(f"cannot read {path}: {error}") from error
+        requests.append(AnalysisRequest(path, source, load_settings(path, overrides)))
+    return requests
+
+
+class _Progress:
+    """A one-line progress bar on stderr, only on a terminal and for runs of several files."""
+
+    def __init__(self, total: int, enabled: bool) -> None:
+        self.total, self.done = total, 0
+        self.enabled = enabled and total > 1 and sys.stderr.isatty()
+
+    def advance(self, path: str) -> None:
+        self.done += 1
+        if self.enabled:
+            width = 24
+            filled = width * self.done // self.total
+            bar = "#" * filled + "-" * (width - filled)
+            sys.stderr.write(f"\r[{bar}] {self.done}/{self.total} {path[-40:]:<40}")
+            sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.enabled:
+            sys.stderr.write("\r" + " " * 80 + "\r")
+            sys.stderr.flush()
+
+
+def run_check(args: argparse.Namespace) -> int:
+    missing = [p for p in args.paths if not os.path.exists(p)]
+    if missing:
+        raise UsageError(f"no such file or folder: {', '.join(missing)}")
+    requests = _read_requests(collect_python_files(args.paths), _overrides(args))
+    progress = _Progress(len(requests), not args.no_progress)
+    try:
+        reports = asyncio.run(
+            analyze_many(
+                requests,
+                python=args.python or sys.executable,
+                jobs=args.jobs or os.cpu_count() or 1,
+                on_done=lambda report: progress.advance(report.path),
+            )
+        )
+    finally:
+        progress.close()
+    sources = SourceCache()
+    for request in requests:
+        sources.add(request.path, request.source)
+    formatter = {"text": format_text, "json": format_json, "sarif": format_sarif}[args.format]
+    sys.stdout.write(formatter(reports, sources))
+    return EXIT_ERRORS if _has_errors(reports) else EXIT_OK
+
+
+def _has_errors(reports: list[FileReport]) -> bool:
+    return any(d.severity == "error" for r in reports for d in r.diagnostics)
+
+
+def run_graph(args: argparse.Namespace) -> int:
+    from fxls.graph_render import render_module
+
+    path, sep, class_name = args.target.rpartition("::")
+    if not sep or not path or not class_name:
+        raise UsageError("expected FILE::Class, e.g. model.py::Encoder")
+    if not os.path.isfile(path):
+        raise UsageError(f"no such file: {path}")
+    (request,) = _read_requests([path], _overrides(args))
+    (report,) = asyncio.run(
+        analyze_many([request], python=args.python or sys.executable, jobs=1)
+    )
+    module = next((m for m in report.modules if m.name == class_name), None)
+    if module is None:
+        names = ", ".join(m.name for m in report.modules) or "none"
+        failures = [d for d in report.diagnostics if d.code in ("FX100", "FX102")]
+        reason = f" ({failures[0].message})" if failures else ""
+        raise UsageError(f"no module {class_name} in {path}{reason}; modules: {names}")
+    if not module.nodes:
+        sys.stderr.write(f"{class_name}: {module.status}, no graph to show\n")
+        return EXIT_ERRORS
+    sys.stdout.write(render_module(module, args.format))
+    return EXIT_OK
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    from fxls.server.app import serve
+
+    serve(tcp=args.tcp, host=args.host, port=args.port)
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_:
+        return int(exit_.code or 0) and EXIT_USAGE
+    handlers = {"check": run_check, "graph": run_graph, "serve": run_serve}
+    try:
+        return handlers[args.command](args)
+    except UsageError as error:
+        sys.stderr.write(f"fxls: error: {error}\n")
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Presenting reports: one module per output format (text, JSON, SARIF)."""

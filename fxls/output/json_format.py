@@ -1,0 +1,36 @@
+"""The JSON contract of ``fxls check --format json`` (SPEC: version 1, LSP positions)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fxls.output.located import SourceCache, locate
+from fxls.report import FileReport
+
+
+def report_to_json(report: FileReport, sources: SourceCache) -> dict[str, Any]:
+    return {
+        "path": report.path,
+        "modules": [
+            {"name": m.name, "status": m.status, "nodes": m.node_count} for m in report.modules
+        ],
+        "diagnostics": [
+            {
+                "code": item.diagnostic.code,
+                "severity": item.diagnostic.severity,
+                "message": item.diagnostic.message,
+                "module": item.diagnostic.module,
+                "range": {
+                    "start": {"line": item.start.line, "character": item.start.character},
+                    "end": {"line": item.end.line, "character": item.end.character},
+                },
+            }
+            for item in locate(report, sources)
+        ],
+    }
+
+
+def format_json(reports: list[FileReport], sources: SourceCache) -> str:
+    document = {"version": 1, "files": [report_to_json(r, sources) for r in reports]}
+    return json.dumps(document, indent=2) + "\n"

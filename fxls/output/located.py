@@ -1,0 +1,59 @@
+"""Reports with editor positions: the one place CLI output converts spans.
+
+Spans in a report are Python units (1-based lines, UTF-8 byte columns); outputs show
+LSP positions (0-based lines, UTF-16 code units) in JSON/SARIF and 1-based code-point
+columns in text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from fxls.positions import UTF16, LineIndex, Position
+from fxls.report import Diagnostic, FileReport
+
+
+@dataclass(slots=True)
+class LocatedDiagnostic:
+    diagnostic: Diagnostic
+    start: Position
+    end: Position
+    #: where the span lives, as shown to the user (the report path for this file)
+    path: str
+
+
+class SourceCache:
+    """Line indexes of files diagnostics point into, read once each."""
+
+    def __init__(self) -> None:
+        self._indexes: dict[str, LineIndex] = {}
+
+    def add(self, path: str, text: str) -> None:
+        self._indexes[str(Path(path).resolve())] = LineIndex(text)
+
+    def index(self, path: str) -> LineIndex:
+        key = str(Path(path).resolve())
+        index = self._indexes.get(key)
+        if index is None:
+            try:
+                text = Path(key).read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                text = ""
+            index = self._indexes[key] = LineIndex(text)
+        return index
+
+
+def locate(
+    report: FileReport, sources: SourceCache, encoding: str = UTF16
+) -> list[LocatedDiagnostic]:
+    located = []
+    own_file = str(Path(report.path).resolve())
+    for diagnostic in report.diagnostics:
+        span = diagnostic.span
+        index = sources.index(span.file)
+        start = index.to_position(span.line, span.col, encoding)
+        end = index.to_position(span.end_line, span.end_col, encoding)
+        shown = report.path if str(Path(span.file).resolve()) == own_file else span.file
+        located.append(LocatedDiagnostic(diagnostic, start, end, shown))
+    return located

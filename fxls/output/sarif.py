@@ -1,0 +1,75 @@
+"""SARIF 2.1.0 for code-scanning tools (1-based lines/columns in UTF-16 code units)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from fxls import __version__
+from fxls.codes import CODES, doc_url
+from fxls.output.located import SourceCache, locate
+from fxls.report import FileReport
+
+_LEVELS = {"error": "error", "warning": "warning", "information": "note", "hint": "note"}
+
+
+def _rules() -> list[dict[str, Any]]:
+    return [
+        {
+            "id": code.code,
+            "name": code.title.replace(" ", "-"),
+            "shortDescription": {"text": code.title},
+            "helpUri": doc_url(code.code),
+            "defaultConfiguration": {"level": _LEVELS[code.severity.value]},
+        }
+        for code in CODES.values()
+    ]
+
+
+def format_sarif(reports: list[FileReport], sources: SourceCache) -> str:
+    rule_index = {code: i for i, code in enumerate(CODES)}
+    results = []
+    for report in reports:
+        for item in locate(report, sources):
+            d = item.diagnostic
+            results.append(
+                {
+                    "ruleId": d.code,
+                    "ruleIndex": rule_index.get(d.code, 0),
+                    "level": _LEVELS.get(d.severity, "warning"),
+                    "message": {"text": d.message},
+                    "locations": [
+                        {
+                            "physicalLocation": {
+                                "artifactLocation": {"uri": Path(item.path).as_posix()},
+                                "region": {
+                                    "startLine": item.start.line + 1,
+                                    "startColumn": item.start.character + 1,
+                                    "endLine": item.end.line + 1,
+                                    "endColumn": item.end.character + 1,
+                                },
+                            }
+                        }
+                    ],
+                }
+            )
+    document = {
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "fxls",
+                        "version": __version__,
+                        "informationUri": "https://github.com/fxls/fxls",
+                        "rules": _rules(),
+                    }
+                },
+                "columnKind": "utf16CodeUnits",
+                "results": results,
+            }
+        ],
+    }
+    return json.dumps(document, indent=2) + "\n"

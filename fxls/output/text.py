@@ -1,0 +1,17 @@
+"""``path:line:col: CODE message``, one diagnostic per line (1-based line and column)."""
+
+from __future__ import annotations
+
+from fxls.output.located import SourceCache, locate
+from fxls.positions import UTF32
+from fxls.report import FileReport
+
+
+def format_text(reports: list[FileReport], sources: SourceCache) -> str:
+    lines = []
+    for report in reports:
+        for item in locate(report, sources, UTF32):
+            d = item.diagnostic
+            where = f"{item.path}:{item.start.line + 1}:{item.start.character + 1}"
+            lines.append(f"{where}: {d.code} {d.message}")
+    return "\n".join(lines) + ("\n" if lines else "")

@@ -1,0 +1,76 @@
+"""Run analyses in the worker and turn every outcome, including failures, into a FileReport.
+
+The bridge between worker job results and reports: a timeout, crash or memory blow-up of
+the job becomes an FX102 diagnostic on the file instead of an error of the caller.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fxls.codes import CODES
+from fxls.report import Diagnostic, FileReport, Span
+from fxls.settings import Settings
+
+ANALYZE_TARGET = "fxls.analysis.job:analyze"
+#: time the worker itself may add on top of the user's timeout (fork, result transfer)
+TIMEOUT_SLACK_S = 2.0
+
+
+@dataclass(slots=True)
+class AnalysisRequest:
+    path: str  # as the user gave it (reported back unchanged)
+    source: str
+    settings: Settings
+
+    def params(self) -> dict[str, Any]:
+        return {
+            "path": str(Path(self.path).resolve()),
+            "source": self.source,
+            "settings": self.settings.to_dict(),
+        }
+
+
+_FAILURE_MESSAGES = {
+    "timeout": "analysis timed out after {timeout:g} s (an infinite loop at import or in "
+    "forward?); raise `timeout` in [tool.fxls] if the model is just slow",
+    "crashed": "the worker process running this file crashed ({detail})",
+    "memory": "the analysis ran out of memory ({detail})",
+    "error": "fxls failed while analysing this file: {detail}",
+    "cancelled": "the analysis was cancelled",
+}
+
+
+def failure_report(request: AnalysisRequest, status: str, detail: str) -> FileReport:
+    """An FX102 report for a job that did not produce a report."""
+    template = _FAILURE_MESSAGES.get(status, "the analysis failed ({detail})")
+    message = template.format(timeout=request.settings.timeout, detail=detail or status)
+    first_line = request.source.splitlines()[0] if request.source else ""
+    span = Span(
+        str(Path(request.path).resolve()), 1, 1, 0, len(first_line.encode("utf-8"))
+    )
+    diagnostic = Diagnostic("FX102", CODES["FX102"].severity.value, message, span)
+    return FileReport(request.path, [], [diagnostic])
+
+
+def report_from_result(request: AnalysisRequest, result: Any) -> FileReport:
+    """Turn a worker ``JobResult`` into the file's report."""
+    if result.status == "ok" and isinstance(result.value, dict):
+        report = FileReport.from_dict(result.value)
+        report.path = request.path
+        return report
+    return failure_report(request, result.status, _last_line(_failure_detail(result)))
+
+
+def _failure_detail(result: Any) -> str:
+    detail = getattr(result, "error", None) or getattr(result, "detail", None) or ""
+    if isinstance(detail, dict):
+        detail = detail.get("message") or detail.get("type") or ""
+    return str(detail)
+
+
+def _last_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    return lines[-1] if lines else ""
