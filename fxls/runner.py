@@ -6,6 +6,8 @@ the job becomes an FX102 diagnostic on the file instead of an error of the calle
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,6 +17,8 @@ from fxls.report import Diagnostic, FileReport, Span
 from fxls.settings import Settings
 
 ANALYZE_TARGET = "fxls.analysis.job:analyze"
+#: imported once by the warm worker so that each job starts with them loaded
+WARM_IMPORTS = ("torch", "fxcore", "fxls.analysis.job")
 #: time the worker itself may add on top of the user's timeout (fork, result transfer)
 TIMEOUT_SLACK_S = 2.0
 
@@ -74,3 +78,35 @@ def _failure_detail(result: Any) -> str:
 def _last_line(text: str) -> str:
     lines = text.strip().splitlines()
     return lines[-1] if lines else ""
+
+
+async def analyze_many(
+    requests: list[AnalysisRequest],
+    *,
+    python: str,
+    jobs: int,
+    on_done: Callable[[FileReport], None] | None = None,
+) -> list[FileReport]:
+    """Analyse files in one worker, ``jobs`` at a time; reports come back in request order."""
+    from fxls.worker.client import WorkerClient
+
+    if not requests:
+        return []
+    client = WorkerClient(python, warm_imports=WARM_IMPORTS)
+    await client.start()
+    slots = asyncio.Semaphore(max(1, jobs))
+
+    async def analyze_one(request: AnalysisRequest) -> FileReport:
+        async with slots:
+            result = await client.run(
+                ANALYZE_TARGET, request.params(), timeout=request.settings.timeout
+            )
+        report = report_from_result(request, result)
+        if on_done is not None:
+            on_done(report)
+        return report
+
+    try:
+        return list(await asyncio.gather(*(analyze_one(r) for r in requests)))
+    finally:
+        await client.close()
