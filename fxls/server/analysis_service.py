@@ -1,0 +1,58 @@
+"""The server's handle on the worker: one analysis per document at a time, newest wins."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from fxls.report import FileReport
+from fxls.runner import ANALYZE_TARGET, WARM_IMPORTS, AnalysisRequest, report_from_result
+
+log = logging.getLogger(__name__)
+
+
+class AnalysisService:
+    """Starts the worker lazily, restarts it when it dies or when the interpreter changes."""
+
+    def __init__(self, python: str) -> None:
+        self.python = python
+        self._client: Any = None
+        self._lock = asyncio.Lock()
+
+    async def _ensure_client(self) -> Any:
+        async with self._lock:
+            if self._client is None:
+                from fxls.worker.client import WorkerClient
+
+                client = WorkerClient(self.python, warm_imports=WARM_IMPORTS)
+                await client.start()
+                self._client = client
+            return self._client
+
+    async def analyze(self, key: str, request: AnalysisRequest) -> FileReport | None:
+        """The report for ``request``, or None when a newer request for ``key`` superseded it."""
+        client = await self._ensure_client()
+        result = await client.run(
+            ANALYZE_TARGET, request.params(), timeout=request.settings.timeout, job_id=key
+        )
+        if result.status == "cancelled":
+            return None
+        return report_from_result(request, result)
+
+    async def set_python(self, python: str) -> None:
+        if python != self.python:
+            self.python = python
+            await self.restart()
+
+    async def restart(self) -> None:
+        async with self._lock:
+            client, self._client = self._client, None
+        if client is not None:
+            try:
+                await client.close()
+            except Exception:  # a dead worker cannot be closed politely; it is gone anyway
+                log.exception("closing the worker failed")
+
+    async def close(self) -> None:
+        await self.restart()

@@ -1,0 +1,300 @@
+"""The fxls language server: wiring of LSP features to the analysis service and the report.
+
+Handlers are thin: they convert positions once (``lsp_convert.RangeConverter``), look
+things up in the cached report (``documents``), and render (``hover``, ``inlay``). Tracing
+happens only on open/save (and, opt-in, after a pause in typing), never on hover.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+from pygls.uris import to_fs_path
+
+from fxls import __version__
+from fxls.graph_render import RENDERERS, render_module
+from fxls.runner import AnalysisRequest
+from fxls.server.analysis_service import AnalysisService
+from fxls.server.config import ServerConfig
+from fxls.server.documents import DocumentState, module_at, nodes_at
+from fxls.server.hover import module_markdown, nodes_markdown
+from fxls.server.inlay import shape_hints
+from fxls.server.lsp_convert import RangeConverter, to_lsp_diagnostics
+from fxls.settings import load_settings
+
+log = logging.getLogger("fxls.server")
+
+SHOW_GRAPH = "fxls.showGraph"
+RESTART_WORKER = "fxls.restartWorker"
+
+
+class FxlsServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__(
+            "fxls", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental
+        )
+        self.config = ServerConfig()
+        self.analysis = AnalysisService(self.config.python)
+        self.states: dict[str, DocumentState] = {}
+        self._debounce: dict[str, asyncio.TimerHandle] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._progress_ids = itertools.count(1)
+
+    # -- helpers -------------------------------------------------------------------------
+
+    @property
+    def encoding(self) -> str:
+        encoding = self.server_capabilities.position_encoding
+        return str(encoding.value if hasattr(encoding, "value") else encoding or "utf-16")
+
+    def state_for(self, uri: str) -> DocumentState:
+        state = self.states.get(uri)
+        if state is None:
+            state = self.states[uri] = DocumentState(uri, to_fs_path(uri) or uri)
+        return state
+
+    def converter(self, state: DocumentState) -> RangeConverter:
+        return RangeConverter(state.path, state.analysed_text, self.encoding)
+
+    def spawn(self, coroutine: Any) -> None:
+        task = asyncio.ensure_future(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # -- analysis ------------------------------------------------------------------------
+
+    def schedule(self, uri: str, delay_s: float = 0.0) -> None:
+        pending = self._debounce.pop(uri, None)
+        if pending is not None:
+            pending.cancel()
+        if delay_s <= 0:
+            self.spawn(self.analyze(uri))
+            return
+        loop = asyncio.get_running_loop()
+        self._debounce[uri] = loop.call_later(
+            delay_s, lambda: (self._debounce.pop(uri, None), self.spawn(self.analyze(uri)))
+        )
+
+    async def analyze(self, uri: str) -> None:
+        try:
+            document = self.workspace.get_text_document(uri)
+            state = self.state_for(uri)
+            state.generation += 1
+            generation = state.generation
+            text, version = document.source, document.version
+            overrides = {
+                "timeout": self.config.trace_timeout,
+                "select": self.config.select or None,
+                "ignore": self.config.ignore or None,
+            }
+            settings = load_settings(state.path, overrides)
+            request = AnalysisRequest(state.path, text, settings)
+            async with self._progress(f"Tracing {Path(state.path).name}"):
+                report = await self.analysis.analyze(uri, request)
+            if report is None or generation != state.generation:
+                return  # superseded by a newer save: its result will publish
+            state.report, state.analysed_text, state.analysed_version = report, text, version
+            diagnostics = to_lsp_diagnostics(report, self.converter(state))
+            self.text_document_publish_diagnostics(
+                types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=version)
+            )
+            self._refresh_views()
+        except Exception:
+            log.exception("analysis of %s failed", uri)
+
+    def _refresh_views(self) -> None:
+        workspace = self.client_capabilities.workspace
+        if workspace is None:
+            return
+        if workspace.inlay_hint and workspace.inlay_hint.refresh_support:
+            self.workspace_inlay_hint_refresh(None)
+        if workspace.code_lens and workspace.code_lens.refresh_support:
+            self.workspace_code_lens_refresh(None)
+
+    def _progress(self, title: str) -> _Progress:
+        return _Progress(self, f"fxls-trace-{next(self._progress_ids)}", title)
+
+
+class _Progress:
+    """Work-done progress around one trace, if the client supports it; never fails the trace."""
+
+    def __init__(self, server: FxlsServer, token: str, title: str) -> None:
+        self.server, self.token, self.title = server, token, title
+        window = server.client_capabilities.window
+        self.enabled = bool(window and window.work_done_progress)
+
+    async def __aenter__(self) -> None:
+        if not self.enabled:
+            return
+        try:
+            await self.server.work_done_progress.create_async(self.token)
+            self.server.work_done_progress.begin(
+                self.token, types.WorkDoneProgressBegin(title=self.title, cancellable=False)
+            )
+        except Exception:
+            self.enabled = False
+
+    async def __aexit__(self, *exc: object) -> None:
+        if not self.enabled:
+            return
+        try:
+            self.server.work_done_progress.end(self.token, types.WorkDoneProgressEnd())
+        finally:
+            # pygls keeps every token forever (pygls #607); a long session must not grow.
+            self.server.work_done_progress.tokens.pop(self.token, None)
+
+
+server = FxlsServer()
+
+
+@server.feature(types.INITIALIZE)
+def on_initialize(ls: FxlsServer, params: types.InitializeParams) -> None:
+    ls.config = ls.config.updated(params.initialization_options or {})
+    ls.analysis.python = ls.config.python
+
+
+@server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+async def on_configuration(ls: FxlsServer, params: types.DidChangeConfigurationParams) -> None:
+    try:
+        ls.config = ls.config.updated(params.settings or {})
+        await ls.analysis.set_python(ls.config.python)
+        for uri in list(ls.states):
+            ls.schedule(uri)
+    except Exception:
+        log.exception("applying settings failed")
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+def on_open(ls: FxlsServer, params: types.DidOpenTextDocumentParams) -> None:
+    ls.state_for(params.text_document.uri)
+    ls.schedule(params.text_document.uri)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+def on_change(ls: FxlsServer, params: types.DidChangeTextDocumentParams) -> None:
+    if ls.config.trace_on_change:
+        ls.schedule(params.text_document.uri, ls.config.trace_on_change_delay_ms / 1000)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
+def on_save(ls: FxlsServer, params: types.DidSaveTextDocumentParams) -> None:
+    if ls.config.trace_on_save:
+        ls.schedule(params.text_document.uri)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+def on_close(ls: FxlsServer, params: types.DidCloseTextDocumentParams) -> None:
+    uri = params.text_document.uri
+    ls.states.pop(uri, None)
+    pending = ls._debounce.pop(uri, None)
+    if pending is not None:
+        pending.cancel()
+    ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+
+@server.feature(types.TEXT_DOCUMENT_HOVER)
+def on_hover(ls: FxlsServer, params: types.HoverParams) -> types.Hover | None:
+    state = ls.states.get(params.text_document.uri)
+    if state is None or state.report is None:
+        return None
+    converter = ls.converter(state)
+    line, col = converter.to_python(params.position)
+    hits = nodes_at(state.report, state.path, line, col)
+    if hits:
+        text = nodes_markdown(hits)
+    else:
+        module = module_at(state.report, line, col)
+        if module is None:
+            return None
+        text = module_markdown(module)
+    return types.Hover(types.MarkupContent(types.MarkupKind.Markdown, text))
+
+
+@server.feature(types.TEXT_DOCUMENT_INLAY_HINT, types.InlayHintOptions())
+def on_inlay_hint(ls: FxlsServer, params: types.InlayHintParams) -> list[types.InlayHint]:
+    state = ls.states.get(params.text_document.uri)
+    if not ls.config.inlay_hints_shapes or state is None or state.report is None:
+        return []
+    converter = ls.converter(state)
+    first, last = params.range.start.line + 1, params.range.end.line + 1
+    hints = []
+    for line, col, label in shape_hints(state.report, state.path, state.analysed_text):
+        if first <= line <= last:
+            position = converter.index.to_position(line, col, ls.encoding)
+            hints.append(
+                types.InlayHint(
+                    position=types.Position(position.line, position.character),
+                    label=label,
+                    kind=types.InlayHintKind.Type,
+                    padding_left=False,
+                )
+            )
+    return hints
+
+
+@server.feature(types.TEXT_DOCUMENT_CODE_LENS, types.CodeLensOptions(resolve_provider=False))
+def on_code_lens(ls: FxlsServer, params: types.CodeLensParams) -> list[types.CodeLens]:
+    state = ls.states.get(params.text_document.uri)
+    if state is None or state.report is None:
+        return []
+    converter = ls.converter(state)
+    lenses = []
+    for module in state.report.modules:
+        if module.span is None:
+            continue
+        title = f"fxls: {module.status} · {module.node_count} nodes"
+        command = types.Command(title, SHOW_GRAPH, [params.text_document.uri, module.name, "code"])
+        lenses.append(types.CodeLens(range=converter.range(module.span), command=command))
+    return lenses
+
+
+@server.command(SHOW_GRAPH)
+def show_graph(ls: FxlsServer, args: list[Any]) -> dict[str, Any]:
+    """``[uri, className, format?]`` -> ``{"name", "status", "format", "text"}``."""
+    if not isinstance(args, list | tuple) or len(args) < 2:
+        raise ValueError("fxls.showGraph expects [uri, className, format?]")
+    uri, class_name = str(args[0]), str(args[1])
+    fmt = str(args[2]) if len(args) > 2 else "code"
+    if fmt not in RENDERERS:
+        raise ValueError(f"unknown graph format {fmt!r}; one of {', '.join(RENDERERS)}")
+    state = ls.states.get(uri)
+    if state is None or state.report is None:
+        raise ValueError(f"{uri} has not been traced yet: open or save it first")
+    module = next((m for m in state.report.modules if m.name == class_name), None)
+    if module is None:
+        raise ValueError(f"no module {class_name} in {uri}")
+    return {
+        "name": module.name,
+        "status": module.status,
+        "format": fmt,
+        "text": render_module(module, fmt),
+    }
+
+
+@server.command(RESTART_WORKER)
+async def restart_worker(ls: FxlsServer, *args: Any) -> bool:
+    await ls.analysis.restart()
+    for uri in list(ls.states):
+        ls.schedule(uri)
+    return True
+
+
+@server.feature(types.SHUTDOWN)
+async def on_shutdown(ls: FxlsServer, *args: Any) -> None:
+    await ls.analysis.close()
+
+
+def serve(*, tcp: bool = False, host: str = "127.0.0.1", port: int = 2087) -> None:
+    logging.basicConfig(level=logging.WARNING)
+    for name in ("pygls", "pygls.protocol", "pygls.server"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+    if tcp:
+        server.start_tcp(host, port)
+    else:
+        server.start_io()

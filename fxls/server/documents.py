@@ -1,0 +1,70 @@
+"""What the server knows about each open document: its latest report, and lookups in it.
+
+Lookups take Python positions (1-based line, UTF-8 byte column); the server converts the
+client's position once, with :mod:`fxls.positions`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fxls.report import FileReport, ModuleReport, NodeInfo, Span
+
+
+@dataclass(slots=True)
+class DocumentState:
+    uri: str
+    path: str
+    #: bumps for every analysis started; only the newest may publish
+    generation: int = 0
+    report: FileReport | None = None
+    #: the text the report was computed from (hover positions refer to it)
+    analysed_text: str = ""
+    analysed_version: int | None = None
+    #: module classes' spans in this file, from the report
+    module_spans: dict[str, Span] = field(default_factory=dict)
+
+
+def _contains(span: Span, line: int, col: int) -> bool:
+    if line < span.line or line > span.end_line:
+        return False
+    if line == span.line and col < span.col:
+        return False
+    return not (line == span.end_line and col > span.end_col)
+
+
+def _extent(span: Span) -> tuple[int, int]:
+    return (span.end_line - span.line, span.end_col - span.col)
+
+
+def nodes_at(
+    report: FileReport, path: str, line: int, col: int
+) -> list[tuple[ModuleReport, NodeInfo]]:
+    """The nodes created by the innermost expression at (line, col) of ``path``.
+
+    Several nodes may share that expression (e.g. ``a, b = x.chunk(2)``); all are returned,
+    from every module whose trace reached it.
+    """
+    target = str(Path(path).resolve())
+    hits: list[tuple[tuple[int, int], ModuleReport, NodeInfo]] = []
+    for module in report.modules:
+        for node in module.nodes:
+            span = node.span
+            if span is None or not _contains(span, line, col):
+                continue
+            if str(Path(span.file).resolve()) != target:
+                continue
+            hits.append((_extent(span), module, node))
+    if not hits:
+        return []
+    smallest = min(extent for extent, _, _ in hits)
+    return [(module, node) for extent, module, node in hits if extent == smallest]
+
+
+def module_at(report: FileReport, line: int, col: int) -> ModuleReport | None:
+    """The module whose class name is at (line, col)."""
+    for module in report.modules:
+        if module.span is not None and _contains(module.span, line, col):
+            return module
+    return None
