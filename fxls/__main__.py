@@ -1,0 +1,5 @@
+import sys
+
+from fxls.cli import main
+
+sys.exit(main())

@@ -1,0 +1,124 @@
+"""End to end: real client, real ``fxls serve``, real worker tracing real models."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lsprotocol import types
+from pytest_lsp import LanguageClient
+
+from tests.server.conftest import open_and_wait, save_and_wait
+
+GATED = """import torch
+from torch import nn
+
+
+class Gate(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 4)
+
+    def forward(self, x):
+        h = self.fc(x)
+        if h.sum() > 0:  # 门控 😀
+            h = h.relu()
+        return h
+"""
+
+CLEAN = GATED.replace(
+    "        if h.sum() > 0:  # 门控 😀\n            h = h.relu()\n", "        h = h.relu()\n"
+)
+
+
+def _ranges(diagnostics: list[types.Diagnostic], code: str) -> list[tuple[int, int, int, int]]:
+    return [
+        (d.range.start.line, d.range.start.character, d.range.end.line, d.range.end.character)
+        for d in diagnostics
+        if d.code == code
+    ]
+
+
+async def test_open_publishes_fx001_on_the_condition(client: LanguageClient, tmp_path: Path):
+    path = tmp_path / "gate.py"
+    path.write_text(GATED, encoding="utf-8")
+    diagnostics = await open_and_wait(client, path, GATED)
+    assert _ranges(diagnostics, "FX001") == [(11, 11, 11, 22)]
+    (fx001,) = [d for d in diagnostics if d.code == "FX001"]
+    assert fx001.severity == types.DiagnosticSeverity.Error
+    assert fx001.code_description is not None and "#fx001" in fx001.code_description.href
+
+
+async def test_save_republishes_for_the_new_text(client: LanguageClient, tmp_path: Path):
+    path = tmp_path / "gate.py"
+    path.write_text(GATED, encoding="utf-8")
+    await open_and_wait(client, path, GATED)
+    diagnostics = await save_and_wait(client, path, CLEAN, 2)
+    assert _ranges(diagnostics, "FX001") == []
+
+
+async def test_quick_saves_end_with_the_final_texts_diagnostics(
+    client: LanguageClient, tmp_path: Path
+):
+    path = tmp_path / "gate.py"
+    path.write_text(GATED, encoding="utf-8")
+    await open_and_wait(client, path, GATED)
+    uri = path.as_uri()
+    for version in range(2, 21):
+        text = CLEAN if version % 2 else GATED
+        path.write_text(text, encoding="utf-8")
+        client.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                types.VersionedTextDocumentIdentifier(uri, version),
+                [types.TextDocumentContentChangeWholeDocument(text)],
+            )
+        )
+        client.text_document_did_save(
+            types.DidSaveTextDocumentParams(types.TextDocumentIdentifier(uri))
+        )
+    final = await save_and_wait(client, path, CLEAN, 21)
+    assert _ranges(final, "FX001") == []
+
+
+async def test_hover_shows_the_node_an_expression_produced(client: LanguageClient, tmp_path: Path):
+    path = tmp_path / "gate.py"
+    path.write_text(CLEAN, encoding="utf-8")
+    await open_and_wait(client, path, CLEAN)
+    hover = await client.text_document_hover_async(
+        types.HoverParams(types.TextDocumentIdentifier(path.as_uri()), types.Position(10, 14))
+    )
+    assert hover is not None
+    text = hover.contents.value
+    assert "call_module" in text and "torch.nn" in text and "Linear" in text
+
+
+async def test_code_lens_and_show_graph(client: LanguageClient, tmp_path: Path):
+    path = tmp_path / "gate.py"
+    path.write_text(CLEAN, encoding="utf-8")
+    await open_and_wait(client, path, CLEAN)
+    lenses = await client.text_document_code_lens_async(
+        types.CodeLensParams(types.TextDocumentIdentifier(path.as_uri()))
+    )
+    assert len(lenses) == 1 and lenses[0].command.title.startswith("fxls: traced")
+    result = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams("fxls.showGraph", [path.as_uri(), "Gate", "code"])
+    )
+    assert "def forward(self, x)" in result["text"]
+
+
+async def test_bad_requests_are_answered_and_the_server_lives(
+    client: LanguageClient, tmp_path: Path
+):
+    unknown = types.TextDocumentIdentifier((tmp_path / "nope.py").as_uri())
+    assert (
+        await client.text_document_hover_async(types.HoverParams(unknown, types.Position(999, 999)))
+        is None
+    )
+    path = tmp_path / "gate.py"
+    path.write_text(CLEAN, encoding="utf-8")
+    await open_and_wait(client, path, CLEAN)
+    far = await client.text_document_hover_async(
+        types.HoverParams(types.TextDocumentIdentifier(path.as_uri()), types.Position(500, 80))
+    )
+    assert far is None
+    diagnostics = await save_and_wait(client, path, GATED, 2)
+    assert _ranges(diagnostics, "FX001") == [(11, 11, 11, 22)]
