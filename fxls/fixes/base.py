@@ -1,0 +1,64 @@
+"""Edits in Python units (1-based lines, UTF-8 byte columns) and applying them to text."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class TextEdit:
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+    new_text: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "line": self.line,
+            "col": self.col,
+            "end_line": self.end_line,
+            "end_col": self.end_col,
+            "new_text": self.new_text,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TextEdit:
+        return cls(data["line"], data["col"], data["end_line"], data["end_col"], data["new_text"])
+
+
+@dataclass(slots=True)
+class Fix:
+    """One proposed fix: a title for the editor and the edits that make it."""
+
+    title: str
+    code: str
+    edits: list[TextEdit]
+    #: safe fixes are applied by ``source.fixAll.fxls``; others only on request
+    safe: bool = True
+    #: what verification checks beyond "the diagnostic is gone and nothing new appeared"
+    expect_same_outputs: bool = True
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+def _offset(lines: list[str], line: int, byte_col: int) -> int:
+    """Character offset in the joined text of (1-based line, byte column)."""
+    offset = sum(len(text) for text in lines[: line - 1])
+    current = lines[line - 1] if line - 1 < len(lines) else ""
+    body = current.rstrip("\r\n")
+    prefix = body.encode("utf-8")[:byte_col].decode("utf-8", errors="ignore")
+    return offset + len(prefix)
+
+
+def apply_edits(text: str, edits: list[TextEdit]) -> str:
+    """Apply non-overlapping edits (any order) to ``text``."""
+    lines = text.splitlines(keepends=True)
+    located = sorted(
+        ((_offset(lines, e.line, e.col), _offset(lines, e.end_line, e.end_col), e) for e in edits),
+        key=lambda item: item[0],
+        reverse=True,
+    )
+    for start, end, edit in located:
+        text = text[:start] + edit.new_text + text[end:]
+    return text

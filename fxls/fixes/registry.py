@@ -1,0 +1,55 @@
+"""Which fixes apply to a diagnostic: dispatch on its code, using its span and ``data``."""
+
+from __future__ import annotations
+
+from fxls.fixes import buffers, conversions, pragmas, statements
+from fxls.fixes.base import Fix
+from fxls.fixes.source_map import locate
+from fxls.report import Diagnostic
+
+
+def fixes_for(source: str, diagnostic: Diagnostic) -> list[Fix]:
+    """Candidate fixes for ``diagnostic`` in ``source`` (unverified)."""
+    located = locate(source, diagnostic.span)
+    if located is None:
+        return []
+    code = diagnostic.code
+    fixes: list[Fix] = []
+    if code == "FX010":
+        fixes += statements.remove_dead_computation(located)
+    elif code == "FX011":
+        fixes += statements.out_of_place(located)
+    elif code == "FX012":
+        fixes += buffers.register_buffer(located)
+    elif code == "FX013":
+        fixes += statements.remove_trace_time_call(located)
+    elif code == "FX020":
+        data = diagnostic.data
+        fixes += buffers.apply_rewrite(located, data.get("replacement"), data.get("rule"))
+    elif code == "FX101" and diagnostic.module:
+        fixes += pragmas.init_stub(located, diagnostic.module)
+    elif code in ("FX001", "FX002", "FX003"):
+        if code == "FX001":
+            fixes += statements.assert_to_torch_assert(located)
+            fixes += statements.branch_to_where(located)
+        if code == "FX003":
+            fixes += conversions.keep_symbolic(located)
+        fixes += _structural_fixes(located, diagnostic)
+    return fixes
+
+
+def _structural_fixes(located, diagnostic: Diagnostic) -> list[Fix]:
+    """Leaf / wrap / concrete: make the tracer not look inside, or decide the branch early."""
+    code = diagnostic.code
+    fixes: list[Fix] = []
+    where = pragmas.enclosing_definition(located, diagnostic.span.line)
+    if where is not None:
+        kind, name = where
+        if kind == "function":
+            fixes += pragmas.wrap_function(located, name, code)
+        elif kind == "class" and name != diagnostic.module:
+            fixes += pragmas.mark_leaf(located, name, code)
+        elif kind == "class" and code == "FX001":
+            names = pragmas.condition_parameters(located)
+            fixes += pragmas.make_concrete(located, name, names, code)
+    return fixes
