@@ -34,7 +34,8 @@ HEAD = "import torch\nimport torch.nn.functional as F\nfrom torch import nn\n\n\
 def test_fx010_removes_the_dead_statement() -> None:
     src = (
         HEAD
-        + "class Net(nn.Module):\n    def forward(self, x):\n        y = x * 2  # é\n        return x\n"
+        + "class Net(nn.Module):\n    def forward(self, x):\n"
+        + "        y = x * 2  # é\n        return x\n"
     )
     (fixed,) = _fix(src, "FX010", "x * 2")
     assert fixed == HEAD + "class Net(nn.Module):\n    def forward(self, x):\n        return x\n"
