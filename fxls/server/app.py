@@ -21,6 +21,7 @@ from fxls import __version__
 from fxls.graph_render import RENDERERS, render_module
 from fxls.runner import AnalysisRequest
 from fxls.server.analysis_service import AnalysisService
+from fxls.server.code_actions import FIX_ALL_KIND, FixCache, code_actions
 from fxls.server.config import ServerConfig
 from fxls.server.documents import DocumentState, module_at, nodes_at
 from fxls.server.hover import module_markdown, nodes_markdown
@@ -105,8 +106,25 @@ class FxlsServer(LanguageServer):
                 types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=version)
             )
             self._refresh_views()
+            self._start_fix_verification(state, request)
         except Exception:
             log.exception("analysis of %s failed", uri)
+
+    def _start_fix_verification(self, state: DocumentState, request: AnalysisRequest) -> None:
+        if state.verify_task is not None:
+            state.verify_task.cancel()
+        if state.fixes is None:
+            state.fixes = FixCache()
+        report, text = state.report, state.analysed_text
+        assert report is not None
+
+        async def analyze_variant(variant: str) -> Any:
+            variant_request = AnalysisRequest(request.path, variant, request.settings)
+            return await self.analysis.analyze(f"verify:{state.uri}", variant_request)
+
+        state.verify_task = asyncio.ensure_future(
+            state.fixes.verify_all(text, report, analyze_variant)
+        )
 
     def _refresh_views(self) -> None:
         workspace = self.client_capabilities.workspace
@@ -252,6 +270,25 @@ def on_code_lens(ls: FxlsServer, params: types.CodeLensParams) -> list[types.Cod
         command = types.Command(title, SHOW_GRAPH, [params.text_document.uri, module.name, "code"])
         lenses.append(types.CodeLens(range=converter.range(module.span), command=command))
     return lenses
+
+
+@server.feature(
+    types.TEXT_DOCUMENT_CODE_ACTION,
+    types.CodeActionOptions(
+        code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL_KIND],  # type: ignore[list-item]
+        resolve_provider=False,
+    ),
+)
+def on_code_action(ls: FxlsServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+    state = ls.states.get(params.text_document.uri)
+    if state is None or state.report is None or state.fixes is None:
+        return []
+    try:
+        document = ls.workspace.get_text_document(params.text_document.uri)
+        text = document.source
+    except Exception:
+        return []
+    return code_actions(state.fixes, state.uri, text, params, ls.converter(state))
 
 
 @server.command(SHOW_GRAPH)

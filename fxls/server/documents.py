@@ -6,8 +6,9 @@ client's position once, with :mod:`fxls.positions`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from fxls.report import FileReport, ModuleReport, NodeInfo, Span
 
@@ -22,8 +23,9 @@ class DocumentState:
     #: the text the report was computed from (hover positions refer to it)
     analysed_text: str = ""
     analysed_version: int | None = None
-    #: module classes' spans in this file, from the report
-    module_spans: dict[str, Span] = field(default_factory=dict)
+    #: verified quick fixes for ``analysed_text`` (an ``code_actions.FixCache``)
+    fixes: Any = None
+    verify_task: Any = None
 
 
 def _contains(span: Span, line: int, col: int) -> bool:

@@ -1,0 +1,40 @@
+"""Is a fix good? Compare the report of the fixed text with the report it was made from.
+
+A fix is offered only if, after applying it and re-tracing in the worker:
+- the diagnostic it targets is gone (its code occurs fewer times),
+- no error-severity code occurs more often than before,
+- no module's trace status got worse (traced > partial > failed > skipped), none vanished,
+- and, when both versions could run the module on example inputs, the graph outputs agree
+  (the analysis reports FX014 when graph and eager disagree; a fix must not add one).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from fxls.fixes.base import Fix
+from fxls.report import FileReport
+
+_STATUS_RANK = {"skipped": 0, "failed": 1, "partial": 2, "traced": 3}
+
+
+def fix_holds(before: FileReport, after: FileReport, fix: Fix) -> tuple[bool, str]:
+    """(accepted, reason) for ``fix`` given the reports before and after applying it."""
+    if any(d.code in ("FX100", "FX102") for d in after.diagnostics):
+        return False, "the fixed file no longer runs"
+    count_before = Counter(d.code for d in before.diagnostics)
+    count_after = Counter(d.code for d in after.diagnostics)
+    if count_after[fix.code] >= count_before[fix.code]:
+        return False, f"{fix.code} is still reported"
+    error_codes = {d.code for d in after.diagnostics if d.severity == "error"}
+    for code in error_codes:
+        if code != fix.code and count_after[code] > count_before[code]:
+            return False, f"the fix introduces {code}"
+    statuses_after = {m.name: m.status for m in after.modules}
+    for module in before.modules:
+        status = statuses_after.get(module.name)
+        if status is None:
+            return False, f"{module.name} is gone"
+        if _STATUS_RANK.get(status, 0) < _STATUS_RANK.get(module.status, 0):
+            return False, f"{module.name} now traces {status}"
+    return True, "verified by re-tracing"
