@@ -1,0 +1,313 @@
+"""Python source for a graph: the ``forward`` a GraphModule compiles, as torch.fx writes it.
+
+One statement per node, operators printed as operators, values freed after their last use
+(``;  x = None``), functions referenced through generated globals.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+import typing
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from fxcore._naming import CUSTOM_BUILTINS, Namespace
+from fxcore.node import Node, _get_qualified_name, _type_repr
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+__all__ = ["PythonCode", "generate", "magic_methods", "reflectable_magic_methods"]
+
+reflectable_magic_methods = {
+    "add": "{} + {}",
+    "sub": "{} - {}",
+    "mul": "{} * {}",
+    "floordiv": "{} // {}",
+    "truediv": "{} / {}",
+    "div": "{} / {}",
+    "mod": "{} % {}",
+    "pow": "{} ** {}",
+    "lshift": "{} << {}",
+    "rshift": "{} >> {}",
+    "and_": "{} & {}",
+    "or_": "{} | {}",
+    "xor": "{} ^ {}",
+    "getitem": "{}[{}]",
+    "matmul": "{} @ {}",
+}
+
+magic_methods = {
+    "eq": "{} == {}",
+    "ne": "{} != {}",
+    "lt": "{} < {}",
+    "gt": "{} > {}",
+    "le": "{} <= {}",
+    "ge": "{} >= {}",
+    "pos": "+{}",
+    "neg": "-{}",
+    "invert": "~{}",
+    **reflectable_magic_methods,
+}
+
+inplace_methods = {
+    "iadd": "{} += {}",
+    "iand": "{} &= {}",
+    "ifloordiv": "{} //= {}",
+    "ilshift": "{} <<= {}",
+    "imod": "{} %= {}",
+    "imul": "{} *= {}",
+    "imatmul": "{} @= {}",
+    "ior": "{} |= {}",
+    "ipow": "{} **= {}",
+    "irshift": "{} >>= {}",
+    "isub": "{} -= {}",
+    "itruediv": "{} /= {}",
+    "ixor": "{} ^= {}",
+    "setitem": "{}[{}] = {}",
+}
+
+_TORCH_BUT_NOT_DYNAMO = re.compile(r"^torch(?:\.(?!_dynamo\.|_inductor\.)[^.]+)*$").fullmatch
+_COUNTER = re.compile(r"# COUNTER: (\d+)")
+
+
+@dataclass
+class PythonCode:
+    src: str
+    globals: dict[str, Any]
+    _lineno_map: dict[int, int | None] = field(default_factory=dict)
+    _prologue_start: int = 0
+
+
+def _is_from_torch(obj: object) -> bool:
+    module_name = getattr(obj, "__module__", None)
+    if module_name is not None:
+        return _TORCH_BUT_NOT_DYNAMO(module_name) is not None
+    name = getattr(obj, "__name__", None)
+    if name is not None and name != "torch":
+        for candidate in (torch, torch.nn.functional):
+            if getattr(candidate, name, None) is obj:
+                return True
+    return False
+
+
+def format_target(base: str, target: str) -> str:
+    result = base
+    for atom in target.split("."):
+        result = f"{result}.{atom}" if atom.isidentifier() else f'getattr({result}, "{atom}")'
+    return result
+
+
+def _source_comment(node: Node) -> str:
+    span = node.meta.get("source")
+    if span is None:
+        return "# No stacktrace found for following nodes"
+    return f"# File: {span.file}:{span.line} in {span.function}"
+
+
+def generate(
+    nodes: Iterable[Node],
+    root_module: str,
+    *,
+    verbose: bool = False,
+    func_name: str = "forward",
+    wrap_name_hint: str = "wrap",
+    wrap_fn: Any = None,
+) -> PythonCode:
+    nodes = list(nodes)
+    namespace = Namespace()
+    free_vars: list[str] = []
+    body: list[str] = []
+    globals_: dict[str, Any] = {}
+    wrapped_fns: dict[str, None] = {}
+    return_annotation = ""
+
+    def add_global(name_hint: str, obj: Any) -> str:
+        if _is_from_torch(obj) and obj != torch.device:
+            return _get_qualified_name(obj)
+        name = namespace.create_name(name_hint, obj)
+        if name in globals_:
+            if globals_[name] is not obj:
+                raise AssertionError(f"Global name {name} already assigned to different object")
+            return name
+        globals_[name] = obj
+        return name
+
+    for builtin_name, obj in CUSTOM_BUILTINS.items():
+        add_global(builtin_name, obj)
+    globals_.pop("fx_pytree", None)
+    globals_.pop("pytree", None)
+
+    def type_repr(o: Any) -> str:
+        if o == ():
+            return "()"
+        typename = _type_repr(o)
+        origin = getattr(o, "__origin__", None)
+        if origin is not None:
+            origin_name = add_global(_type_repr(origin), origin)
+            type_args = typing.get_args(o)
+            if type_args:
+                return f"{origin_name}[{','.join(type_repr(a) for a in type_args)}]"
+            return origin_name
+        return add_global(typename, o)
+
+    def get_repr(arg: Any) -> str:
+        if isinstance(arg, Node):
+            return repr(arg)
+        if isinstance(arg, tuple) and hasattr(arg, "_fields"):
+            name = add_global(_get_qualified_name(type(arg)), type(arg))
+            return f"{name}{tuple(arg)!r}"
+        if isinstance(arg, torch._ops.OpOverload):
+            return add_global(_get_qualified_name(arg), arg)
+        if isinstance(arg, enum.Enum):
+            cls = type(arg)
+            return f"{add_global(cls.__name__, cls)}.{arg.name}"
+        if isinstance(arg, torch.Tensor):
+            dtype = str(arg.dtype).split(".")[-1]
+            return f"torch.Tensor(size={list(arg.size())}, dtype={dtype})"
+        if isinstance(arg, tuple):
+            if len(arg) == 1:
+                return f"({get_repr(arg[0])},)"
+            return "(" + ", ".join(get_repr(a) for a in arg) + ")"
+        if isinstance(arg, list):
+            return "[" + ", ".join(get_repr(a) for a in arg) + "]"
+        if isinstance(arg, slice):
+            return f"slice({get_repr(arg.start)}, {get_repr(arg.stop)}, {get_repr(arg.step)})"
+        return repr(arg)
+
+    def format_args(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+        parts = [get_repr(a) for a in args]
+        parts.extend(f"{k} = {get_repr(v)}" for k, v in kwargs.items())
+        return ", ".join(parts)
+
+    last_uses_of: dict[Node, list[Node]] = {}
+    seen: set[Node] = set()
+    for node in reversed(nodes):
+        for input_node in node._input_nodes:
+            if input_node not in seen:
+                seen.add(input_node)
+                last_uses_of.setdefault(node, []).append(input_node)
+
+    def free_after(user: Node) -> None:
+        if user.op == "placeholder":
+            return
+        if user.op == "output":
+            body.append("\n")
+            return
+        to_delete = list(last_uses_of.get(user, ()))
+        if not user.users:
+            to_delete.append(user)
+        if to_delete:
+            body.append(";  " + " = ".join([*(repr(n) for n in to_delete), "None"]) + "\n")
+        else:
+            body.append("\n")
+
+    def emit(node: Node) -> None:
+        nonlocal return_annotation
+        annotation = "" if node.type is None else f" : {type_repr(node.type)}"
+        op = node.op
+        if op == "placeholder":
+            default = "" if not node.args else f" = {get_repr(node.args[0])}"
+            free_vars.append(f"{node.target}{annotation}{default}")
+            raw_name = node.target.replace("*", "")
+            if raw_name != repr(node):
+                body.append(f"{node!r} = {raw_name}\n")
+            return
+        if op == "call_method":
+            body.append(
+                f"{node!r}{annotation} = {format_target(get_repr(node.args[0]), node.target)}"
+                f"({format_args(node.args[1:], node.kwargs)})"
+            )
+            return
+        if op == "call_function":
+            target = node.target
+            fn_name = getattr(target, "__name__", "")
+            if getattr(target, "__module__", "") == "_operator":
+                if fn_name in magic_methods:
+                    rendered = magic_methods[fn_name].format(*(get_repr(a) for a in node.args))
+                    body.append(f"{node!r}{annotation} = {rendered}")
+                    return
+                if fn_name in inplace_methods:
+                    rendered = inplace_methods[fn_name].format(*(get_repr(a) for a in node.args))
+                    body.append(f"{rendered};  {node!r}{annotation} = {get_repr(node.args[0])}")
+                    return
+            global_name = add_global(_get_qualified_name(target), target)
+            if (
+                global_name == "getattr"
+                and isinstance(node.args, tuple)
+                and len(node.args) == 2
+                and isinstance(node.args[1], str)
+                and node.args[1].isidentifier()
+            ):
+                body.append(
+                    f"{node!r}{annotation} = {format_target(get_repr(node.args[0]), node.args[1])}"
+                )
+                return
+            body.append(f"{node!r}{annotation} = {global_name}({format_args(node.args, node.kwargs)})")
+            if node.meta.get("is_wrapped", False):
+                wrapped_fns.setdefault(global_name)
+            return
+        if op == "call_module":
+            body.append(
+                f"{node!r}{annotation} = {format_target(root_module, node.target)}"
+                f"({format_args(node.args, node.kwargs)})"
+            )
+            return
+        if op == "get_attr":
+            body.append(f"{node!r}{annotation} = {format_target(root_module, node.target)}")
+            return
+        if op == "output":
+            if node.type is not None:
+                return_annotation = f" -> {type_repr(node.type)}"
+            body.append(f"return {get_repr(node.args[0])}")
+            return
+        raise NotImplementedError(f"node: {node.op} {node.target}")
+
+    def node_repr(n: Node) -> str:
+        return namespace.create_name(n.name, n)
+
+    saved = [(n, n._repr_fn) for n in nodes]
+    for n in nodes:
+        n._repr_fn = node_repr
+    try:
+        previous_comment = None
+        for index, node in enumerate(nodes):
+            if verbose and node.op not in ("placeholder", "output"):
+                comment = _source_comment(node)
+                if comment != previous_comment:
+                    previous_comment = comment
+                    body.append(f"\n{comment}\n")
+            body.append(f"# COUNTER: {index}\n")
+            emit(node)
+            free_after(node)
+        if not body:
+            body.append("pass\n")
+        wrap_stmts = ""
+        if wrapped_fns:
+            wrap_name = add_global(wrap_name_hint, wrap_fn)
+            wrap_stmts = "\n".join(f'{wrap_name}("{name}")' for name in wrapped_fns)
+        if not free_vars or free_vars[0] != "self":
+            free_vars.insert(0, "self")
+        prologue = f"def {func_name}({', '.join(free_vars)}){return_annotation}:"
+    finally:
+        for n, fn in saved:
+            n._repr_fn = fn
+
+    lineno_map: dict[int, int | None] = {}
+    prologue_len = prologue.count("\n") + 1
+    lines: list[str] = []
+    current: int | None = None
+    for line in "".join(body).split("\n"):
+        counter = _COUNTER.search(line)
+        if counter is not None:
+            current = int(counter.group(1))
+        else:
+            lineno_map[len(lines) + prologue_len] = current
+            lines.append(line)
+    code = "\n".join(lines).lstrip("\n")
+    code = "\n".join("    " + line for line in code.split("\n"))
+    src = f"\n{wrap_stmts}\n\n{prologue}\n{code}"
+    return PythonCode(src, globals_, lineno_map, wrap_stmts.count("\n") + 4)

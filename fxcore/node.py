@@ -1,0 +1,378 @@
+"""Node: one operation of a Graph, with use-def links kept right on every argument change."""
+
+from __future__ import annotations
+
+import builtins
+import inspect
+import types
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from fxcore.immutable_collections import immutable_dict, immutable_list
+
+if TYPE_CHECKING:
+    from fxcore.graph import Graph
+
+__all__ = ["Node", "map_arg", "map_aggregate", "has_side_effect", "Argument", "Target"]
+
+Target = Callable[..., Any] | str
+Argument = Any
+
+OPCODES = (
+    "placeholder",
+    "call_method",
+    "call_module",
+    "call_function",
+    "get_attr",
+    "output",
+    "root",
+)
+
+_side_effectful_functions: set[Callable[..., Any]] = {torch._assert}
+if hasattr(torch, "_assert_async"):
+    _side_effectful_functions.add(torch._assert_async)
+
+
+def has_side_effect(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark ``fn`` so that dead code elimination keeps calls to it."""
+    _side_effectful_functions.add(fn)
+    return fn
+
+
+def _type_repr(obj: object) -> str:
+    if isinstance(obj, type) and not isinstance(obj, types.GenericAlias):
+        if obj.__module__ == "builtins":
+            return obj.__qualname__
+        return f"{obj.__module__}.{obj.__qualname__}"
+    if obj is ...:
+        return "..."
+    if isinstance(obj, types.FunctionType):
+        return obj.__name__
+    return repr(obj)
+
+
+def _module_of(fn: Callable[..., Any]) -> str:
+    module = getattr(fn, "__module__", None)
+    if module is not None:
+        return module
+    name = fn.__name__
+    for candidate in (torch, torch.nn.functional):
+        if getattr(candidate, name, None) is fn:
+            return candidate.__name__
+    raise RuntimeError(f"cannot find module for {fn}")
+
+
+def _get_qualified_name(fn: Callable[..., Any]) -> str:
+    """The dotted name generated code uses to refer to ``fn`` (e.g. ``torch.relu``)."""
+    name = fn.__name__
+    if getattr(builtins, name, None) is fn:
+        return name
+    if (
+        isinstance(fn, types.MethodDescriptorType | types.WrapperDescriptorType)
+        and fn is getattr(torch.Tensor, name, None)
+    ) or (
+        getattr(fn, "__module__", None) == "torch._tensor"
+        and getattr(fn, "__qualname__", None) == f"Tensor.{name}"
+    ):
+        return f"torch.Tensor.{name}"
+    if name == "<lambda>":
+        try:
+            name = inspect.getsource(fn).split("=")[0].strip()
+        except Exception as error:
+            raise RuntimeError("Unable to represent lambda") from error
+    module = _module_of(fn).replace("torch._ops", "torch.ops")
+    if module == "torch" and name == "segment_reduce":
+        name = "_" + name
+    return f"{module}.{name}"
+
+
+def _format_arg(arg: object) -> str:
+    if isinstance(arg, list):
+        return "[" + ", ".join(_format_arg(a) for a in arg) + "]"
+    if isinstance(arg, tuple):
+        inner = ", ".join(_format_arg(a) for a in arg)
+        return f"({inner}{',' if len(arg) == 1 else ''})"
+    if isinstance(arg, dict):
+        return "{" + ", ".join(f"{k}: {_format_arg(v)}" for k, v in arg.items()) + "}"
+    if isinstance(arg, Node):
+        return "%" + str(arg)
+    return str(arg)
+
+
+class Node:
+    """One operation: ``op`` says what kind, ``target`` what is called, args/kwargs with what.
+
+    ``users`` and ``all_input_nodes`` follow ``args``/``kwargs`` automatically. Nodes live in
+    their graph's circular doubly-linked list (``prev``/``next``).
+    """
+
+    def __init__(
+        self,
+        graph: Graph,
+        name: str,
+        op: str,
+        target: Target,
+        args: tuple[Argument, ...],
+        kwargs: dict[str, Argument],
+        return_type: Any | None = None,
+    ) -> None:
+        if op not in OPCODES:
+            raise AssertionError(f"Unknown opcode {op}")
+        if op in ("call_method", "call_module", "get_attr", "placeholder", "output"):
+            if not isinstance(target, str):
+                raise ValueError(f"Node [graph = {graph}, name = '{name}'] target {target} "
+                                 f"has type {type(target)} but a str is expected for {op}")
+        elif op == "call_function" and not callable(target):
+            raise ValueError(f"Node [graph = {graph}, name = '{name}'] target {target} "
+                             f"has type {type(target)} but a Callable is expected")
+        self.graph = graph
+        self.name = name
+        self.op = op
+        self.target = target
+        self._input_nodes: dict[Node, None] = {}
+        self.users: dict[Node, None] = {}
+        self.type = return_type
+        self._prev = self
+        self._next = self
+        self._erased = False
+        self._repr_fn: Callable[[Node], str] | None = None
+        self.meta: dict[str, Any] = {}
+        self._args: tuple[Argument, ...] = ()
+        self._kwargs: dict[str, Argument] = immutable_dict()
+        self._update_args_kwargs(args, kwargs)
+
+    # -- the linked list ---------------------------------------------------------------
+    @property
+    def next(self) -> Node:
+        return self._next
+
+    @property
+    def prev(self) -> Node:
+        return self._prev
+
+    def prepend(self, x: Node) -> None:
+        """Move or insert ``x`` right before this node."""
+        if self.graph is not x.graph:
+            raise AssertionError("Attempting to move a Node into a different Graph")
+        if self is x:
+            return
+        x._remove_from_list()
+        p = self._prev
+        p._next, x._prev = x, p
+        x._next, self._prev = self, x
+
+    def append(self, x: Node) -> None:
+        """Move or insert ``x`` right after this node."""
+        self._next.prepend(x)
+
+    def _remove_from_list(self) -> None:
+        p, n = self._prev, self._next
+        p._next, n._prev = n, p
+        self._prev = self._next = self
+
+    def __lt__(self, other: Node) -> bool:
+        return self.graph._order_of(self) < self.graph._order_of(other)
+
+    def __gt__(self, other: Node) -> bool:
+        return self.graph._order_of(self) > self.graph._order_of(other)
+
+    # -- arguments and use-def ---------------------------------------------------------
+    @property
+    def args(self) -> tuple[Argument, ...]:
+        return self._args
+
+    @args.setter
+    def args(self, value: tuple[Argument, ...]) -> None:
+        self._update_args_kwargs(value, self._kwargs)
+
+    @property
+    def kwargs(self) -> dict[str, Argument]:
+        return self._kwargs
+
+    @kwargs.setter
+    def kwargs(self, value: dict[str, Argument]) -> None:
+        self._update_args_kwargs(self._args, value)
+
+    @property
+    def all_input_nodes(self) -> list[Node]:
+        return list(self._input_nodes)
+
+    def update_arg(self, idx: int, arg: Argument) -> None:
+        args = list(self.args)
+        args[idx] = arg
+        self.args = tuple(args)
+
+    def insert_arg(self, idx: int, arg: Argument) -> None:
+        if not 0 <= idx <= len(self.args):
+            raise AssertionError("insert_args index must be between 0 and len(self.args)")
+        self.args = (*self.args[:idx], arg, *self.args[idx:])
+
+    def update_kwarg(self, key: str, arg: Argument) -> None:
+        self.kwargs = {**self.kwargs, key: arg}
+
+    def _update_args_kwargs(self, new_args: Any, new_kwargs: Any) -> None:
+        for old_input in self._input_nodes:
+            old_input.users.pop(self, None)
+        inputs: dict[Node, None] = {}
+        self._input_nodes = inputs
+
+        def register(n: Node) -> Node:
+            inputs.setdefault(n)
+            n.users.setdefault(self)
+            return n
+
+        self._args = map_arg(new_args, register)
+        self._kwargs = map_arg(new_kwargs, register)
+
+    def replace_all_uses_with(
+        self,
+        replace_with: Node,
+        delete_user_cb: Callable[[Node], bool] | None = None,
+        *,
+        propagate_meta: bool = False,
+    ) -> list[Node]:
+        """Make every user (for which ``delete_user_cb`` says yes) use ``replace_with``."""
+        if propagate_meta:
+            if replace_with.meta:
+                raise AssertionError(
+                    "Called node.replace_all_uses_with(replace_with, propagate_meta=True), "
+                    "but replace_with already has .meta keys"
+                )
+            replace_with.meta.update(self.meta)
+        replaced = []
+        for user in list(self.users):
+            if delete_user_cb is not None and not delete_user_cb(user):
+                continue
+            user._replace_input(self, replace_with)
+            replaced.append(user)
+        return replaced
+
+    def replace_input_with(self, old_input: Node, new_input: Node) -> None:
+        self._replace_input(old_input, new_input)
+
+    def _replace_input(self, old: Node, new: Node) -> None:
+        def swap(n: Node) -> Node:
+            return new if n is old else n
+
+        self._update_args_kwargs(map_arg(self._args, swap), map_arg(self._kwargs, swap))
+
+    # -- properties --------------------------------------------------------------------
+    @property
+    def stack_trace(self) -> str | None:
+        return self.meta.get("stack_trace")
+
+    @stack_trace.setter
+    def stack_trace(self, trace: str | None) -> None:
+        self.meta["stack_trace"] = trace
+
+    def is_impure(self, impure_random: bool = True) -> bool:
+        if self.op in ("placeholder", "output"):
+            return True
+        if self.op == "call_module":
+            owner = self.graph.owning_module
+            if owner is None:
+                raise AssertionError("self.graph.owning_module not set for purity check")
+            return bool(getattr(owner.get_submodule(self.target), "_is_impure", False))
+        if self.op == "call_function":
+            if self.target in _side_effectful_functions:
+                return True
+            schema = getattr(self.target, "_schema", None)
+            if schema is not None and getattr(schema, "is_mutable", False):
+                return True
+        return False
+
+    def _rename(self, candidate: str) -> None:
+        if candidate == self.name:
+            return
+        name = self.graph._graph_namespace.create_name(candidate, None)
+        self.name = name
+        self.graph._graph_namespace._rename_object(self, name)
+
+    # -- printing ----------------------------------------------------------------------
+    def __repr__(self) -> str:
+        if self._repr_fn is not None:
+            return self._repr_fn(self)
+        return self.name
+
+    @staticmethod
+    def _pretty_print_target(target: object) -> str:
+        if isinstance(target, str):
+            return target
+        module = getattr(target, "__module__", None)
+        name = getattr(target, "__name__", None)
+        if module is not None and name is not None:
+            if module == "builtins":
+                return f"builtins.{name}"
+            if module == "_operator":
+                return f"operator.{name}"
+        return _get_qualified_name(target)  # type: ignore[arg-type]
+
+    def format_node(
+        self,
+        placeholder_names: list[str] | None = None,
+        maybe_return_typename: list[str] | None = None,
+        *,
+        include_tensor_metadata: bool = False,
+    ) -> str | None:
+        typename = f"{_type_repr(self.type)} " if self.type is not None else ""
+        if self.op == "placeholder":
+            if placeholder_names:  # torch.fx tests truthiness: an empty list prints fully
+                arg = self.target + (f": {_type_repr(self.type)}" if self.type else "")
+                placeholder_names.append(str(arg))
+                return None
+            typename = f"{_type_repr(self.type)} " if self.type else ""
+            default = f"(default={self.args[0]})" if self.args else ""
+            return (
+                f"%{self.name} : {typename}[num_users={len(self.users)}] = "
+                f"placeholder[target={self.target}]{default}"
+            )
+        if self.op == "get_attr":
+            return (
+                f"%{self.name} : {typename}[num_users={len(self.users)}] = "
+                f"get_attr[target={self._pretty_print_target(self.target)}]"
+            )
+        if self.op == "output":
+            if self.type and maybe_return_typename is not None:
+                maybe_return_typename[0] = f" -> {_type_repr(self.type)}"
+            return f"return {self.args[0]}"
+        return (
+            f"%{self.name} : {typename}[num_users={len(self.users)}] = "
+            f"{self.op}[target={self._pretty_print_target(self.target)}]("
+            f"args = {_format_arg(self.args)}, kwargs = {_format_arg(self.kwargs)})"
+        )
+
+
+def map_arg(a: Argument, fn: Callable[[Node], Argument]) -> Argument:
+    """Apply ``fn`` to every Node inside ``a`` (tuples, lists, dicts, slices), rebuilding it."""
+    return map_aggregate(a, lambda x: fn(x) if isinstance(x, Node) else x)
+
+
+def map_aggregate(a: Argument, fn: Callable[[Argument], Argument]) -> Argument:
+    """Apply ``fn`` to every leaf of ``a``; lists and dicts come back immutable."""
+    cls = type(a)
+    if cls is tuple:
+        return tuple(map_aggregate(elem, fn) for elem in a)
+    if cls is list or cls is immutable_list:
+        return immutable_list(map_aggregate(elem, fn) for elem in a)
+    if cls is dict or cls is immutable_dict:
+        return immutable_dict((k, map_aggregate(v, fn)) for k, v in a.items())
+    if isinstance(a, tuple):
+        mapped = [map_aggregate(elem, fn) for elem in a]
+        return cls(*mapped) if hasattr(a, "_fields") else cls(mapped)
+    if isinstance(a, list):
+        return immutable_list(map_aggregate(elem, fn) for elem in a)
+    if isinstance(a, dict):
+        result = immutable_dict((k, map_aggregate(v, fn)) for k, v in a.items())
+        return result
+    if cls is slice:
+        return slice(map_aggregate(a.start, fn), map_aggregate(a.stop, fn),
+                     map_aggregate(a.step, fn))
+    return fn(a)
+
+
+def _iter_nodes(a: Argument) -> Iterator[Node]:
+    found: list[Node] = []
+    map_arg(a, found.append)
+    return iter(found)
