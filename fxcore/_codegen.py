@@ -246,7 +246,9 @@ def generate(
                     f"{node!r}{annotation} = {format_target(get_repr(node.args[0]), node.args[1])}"
                 )
                 return
-            body.append(f"{node!r}{annotation} = {global_name}({format_args(node.args, node.kwargs)})")
+            body.append(
+                f"{node!r}{annotation} = {global_name}({format_args(node.args, node.kwargs)})"
+            )
             if node.meta.get("is_wrapped", False):
                 wrapped_fns.setdefault(global_name)
             return

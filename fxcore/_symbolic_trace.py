@@ -36,8 +36,17 @@ _is_fx_tracing = False
 
 #: (id of a module's globals, function name) -> those globals; filled by ``wrap()``
 _wrapped_fns_to_patch: dict[tuple[int, str], dict[str, Any]] = {}
-_BASE_VALUE_TYPES = (str, int, float, bool, complex, torch.dtype, torch.device,
-                     torch.memory_format, torch.layout)
+_BASE_VALUE_TYPES = (
+    str,
+    int,
+    float,
+    bool,
+    complex,
+    torch.dtype,
+    torch.device,
+    torch.memory_format,
+    torch.layout,
+)
 
 
 def is_fx_tracing() -> bool:
@@ -291,8 +300,10 @@ class Tracer(TracerBase):
             if name not in parameter_proxy_cache:
                 factory = None
                 if self.param_shapes_constant:
+
                     def factory(node: Node) -> Proxy:
                         return ParameterProxy(self, node, name, attr_val)
+
                 parameter_proxy_cache[name] = self.create_proxy(
                     "get_attr", name, (), {}, proxy_factory_fn=factory
                 )
@@ -347,7 +358,10 @@ class Tracer(TracerBase):
         return root_fn, args
 
     def _proxy_placeholder(
-        self, name: str, concrete_args: dict[str, Any] | None, sig: inspect.Signature,
+        self,
+        name: str,
+        concrete_args: dict[str, Any] | None,
+        sig: inspect.Signature,
         fn: Callable[..., Any],
     ) -> Any:
         if concrete_args is not None and name in concrete_args:
@@ -370,8 +384,10 @@ class Tracer(TracerBase):
                     self.create_proxy(
                         "call_function",
                         _assert_is_none,
-                        (out, f"{name} has been specialized to have value None but got "
-                              "another value"),
+                        (
+                            out,
+                            f"{name} has been specialized to have value None but got another value",
+                        ),
                         {},
                     )
                 else:
@@ -390,13 +406,19 @@ class Tracer(TracerBase):
             param = sig.parameters[name]
             default = () if param.default is inspect.Parameter.empty else (param.default,)
         return self.create_proxy(
-            "placeholder", name, default, {},
+            "placeholder",
+            name,
+            default,
+            {},
             type_expr=getattr(fn, "__annotations__", {}).get(name, None),
         )
 
     # -- the trace ---------------------------------------------------------------------
+    @trace_boundary
     def trace(
-        self, root: torch.nn.Module | Callable[..., Any], concrete_args: dict[str, Any] | None = None
+        self,
+        root: torch.nn.Module | Callable[..., Any],
+        concrete_args: dict[str, Any] | None = None,
     ) -> Graph:
         global _is_fx_tracing
         previous_flag = _is_fx_tracing
@@ -454,7 +476,10 @@ class Tracer(TracerBase):
                     _autowrap_check(patcher, module.__dict__, self._autowrap_function_ids)
                 result = self._run_root(fn, args)
                 self.create_node(
-                    "output", "output", (self.create_arg(result),), {},
+                    "output",
+                    "output",
+                    (self.create_arg(result),),
+                    {},
                     type_expr=fn.__annotations__.get("return", None),
                 )
             self.submodule_paths = None

@@ -208,7 +208,9 @@ class Graph:
     def output(self, result: Argument, type_expr: Any | None = None) -> Node:
         return self.create_node("output", "output", (result,), type_expr=type_expr)
 
-    def node_copy(self, node: Node, arg_transform: Callable[[Node], Argument] = lambda x: x) -> Node:
+    def node_copy(
+        self, node: Node, arg_transform: Callable[[Node], Argument] = lambda x: x
+    ) -> Node:
         args = map_arg(node.args, arg_transform)
         kwargs = map_arg(node.kwargs, arg_transform)
         copied = self.create_node(node.op, node.target, args, kwargs, node.name, node.type)

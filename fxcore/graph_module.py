@@ -153,8 +153,12 @@ class GraphModule(torch.nn.Module):
         return "\n".join([super().__str__(), self._code])
 
     def print_readable(
-        self, print_output: bool = True, include_stride: bool = False,
-        include_device: bool = False, colored: bool = False, **_: Any,
+        self,
+        print_output: bool = True,
+        include_stride: bool = False,
+        include_device: bool = False,
+        colored: bool = False,
+        **_: Any,
     ) -> str:
         text = self._readable(type(self).__name__)
         if print_output:
@@ -245,17 +249,21 @@ class GraphModule(torch.nn.Module):
         blobs = []
         for name, child in self.named_children():
             torch.save(child, folder / f"{name}.pt")
-            blobs.append(f"        self.{name} = torch.load(r'{folder / (name + '.pt')}', "
-                         "weights_only=False)")
+            blobs.append(
+                f"        self.{name} = torch.load(r'{folder / (name + '.pt')}', "
+                "weights_only=False)"
+            )
         tensors = []
-        for name, _ in itertools.chain(self.named_parameters(recurse=False),
-                                       self.named_buffers(recurse=False)):
+        for name, _ in itertools.chain(
+            self.named_parameters(recurse=False), self.named_buffers(recurse=False)
+        ):
             tensors.append(f"        self.{name} = state['{name}']")
         python_code = self._graph.python_code(root_module="self")
         imports = "\n".join(_import_lines(python_code.globals))
         body = "\n".join(blobs + tensors) or "        pass"
-        forward = "\n".join(("    " + line) if line else line
-                            for line in python_code.src.strip("\n").splitlines())
+        forward = "\n".join(
+            ("    " + line) if line else line for line in python_code.src.strip("\n").splitlines()
+        )
         text = (
             f"import torch\n{imports}\n\n\nclass {module_name}(torch.nn.Module):\n"
             f"    def __init__(self):\n        super().__init__()\n"
@@ -319,8 +327,14 @@ def _deserialize_graph(rows: list[tuple[Any, ...]]) -> Graph:
 
     with graph._recording_off():
         for op, name, target, args, kwargs, type_expr in rows:
-            node = graph.create_node(op, target, map_aggregate(args, resolve),
-                                     dict(map_aggregate(kwargs, resolve)), name, type_expr)
+            node = graph.create_node(
+                op,
+                target,
+                map_aggregate(args, resolve),
+                dict(map_aggregate(kwargs, resolve)),
+                name,
+                type_expr,
+            )
             nodes.append(node)
     return graph
 

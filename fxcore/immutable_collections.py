@@ -14,7 +14,7 @@ def _refuse(self: Any, *args: Any, **kwargs: Any) -> NoReturn:
     raise NotImplementedError(f"'{type(self).__name__}' object does not support mutation.")
 
 
-class immutable_list(list):  # noqa: N801 - torch.fx's public name
+class immutable_list(list):
     __setitem__ = _refuse
     __delitem__ = _refuse
     __iadd__ = _refuse
@@ -35,7 +35,7 @@ class immutable_list(list):  # noqa: N801 - torch.fx's public name
         return (immutable_list, (tuple(self),))
 
 
-class immutable_dict(dict):  # noqa: N801 - torch.fx's public name
+class immutable_dict(dict):
     __setitem__ = _refuse
     __delitem__ = _refuse
     __ior__ = _refuse

@@ -122,11 +122,15 @@ class Node:
             raise AssertionError(f"Unknown opcode {op}")
         if op in ("call_method", "call_module", "get_attr", "placeholder", "output"):
             if not isinstance(target, str):
-                raise ValueError(f"Node [graph = {graph}, name = '{name}'] target {target} "
-                                 f"has type {type(target)} but a str is expected for {op}")
+                raise ValueError(
+                    f"Node [graph = {graph}, name = '{name}'] target {target} "
+                    f"has type {type(target)} but a str is expected for {op}"
+                )
         elif op == "call_function" and not callable(target):
-            raise ValueError(f"Node [graph = {graph}, name = '{name}'] target {target} "
-                             f"has type {type(target)} but a Callable is expected")
+            raise ValueError(
+                f"Node [graph = {graph}, name = '{name}'] target {target} "
+                f"has type {type(target)} but a Callable is expected"
+            )
         self.graph = graph
         self.name = name
         self.op = op
@@ -367,8 +371,9 @@ def map_aggregate(a: Argument, fn: Callable[[Argument], Argument]) -> Argument:
         result = immutable_dict((k, map_aggregate(v, fn)) for k, v in a.items())
         return result
     if cls is slice:
-        return slice(map_aggregate(a.start, fn), map_aggregate(a.stop, fn),
-                     map_aggregate(a.step, fn))
+        return slice(
+            map_aggregate(a.start, fn), map_aggregate(a.stop, fn), map_aggregate(a.step, fn)
+        )
     return fn(a)
 
 

@@ -145,11 +145,9 @@ class TracerBase:
                 result[key] = self.create_arg(v)
             return result
         if isinstance(a, slice):
-            return slice(self.create_arg(a.start), self.create_arg(a.stop),
-                         self.create_arg(a.step))
+            return slice(self.create_arg(a.start), self.create_arg(a.stop), self.create_arg(a.step))
         if isinstance(a, range):
-            return range(self.create_arg(a.start), self.create_arg(a.stop),
-                         self.create_arg(a.step))
+            return range(self.create_arg(a.start), self.create_arg(a.stop), self.create_arg(a.step))
         if isinstance(a, _BASE_TYPES) or a is None or a is ...:
             return a
         if isinstance(a, enum.Enum):
@@ -361,4 +359,3 @@ for _method in magic_methods:
     _define_magic(_method)
 for _method in reflectable_magic_methods:
     _define_reflected(_method)
-

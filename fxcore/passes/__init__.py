@@ -1,0 +1,1 @@
+"""Graph passes shipped with fxcore (torch.fx.passes layout)."""
