@@ -1,0 +1,73 @@
+"""``python -m fxls.worker '<json config>'``: the warm worker process.
+
+The client talks to it over the worker's original stdin/stdout, which are moved to private
+fds first thing; afterwards fd 1 is a copy of stderr, so stray prints cannot corrupt the
+protocol (nor the caller's stdout if that was inherited).
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import signal
+import sys
+import traceback
+from typing import Any
+
+
+def _take_channel() -> tuple[int, int]:
+    channel_in, channel_out = os.dup(0), os.dup(1)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    os.dup2(2, 1)
+    return channel_in, channel_out
+
+
+def _warm_up(modules: list[str]) -> dict[str, str]:
+    """Import ``modules`` (never run user code); returns the import errors by module."""
+    import importlib
+
+    errors: dict[str, str] = {}
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except BaseException as exc:
+            errors[name] = f"{type(exc).__name__}: {exc}"
+        _single_threaded_torch()
+    return errors
+
+
+def _single_threaded_torch() -> None:
+    """Forking after torch ran a multi-threaded op hangs the child: keep the parent at 1."""
+    torch: Any = sys.modules.get("torch")
+    if torch is None or getattr(_single_threaded_torch, "done", False):
+        return
+    try:
+        torch.set_num_threads(1)
+    except Exception:
+        traceback.print_exc()
+    _single_threaded_torch.done = True  # type: ignore[attr-defined]
+
+
+def main() -> None:
+    channel_in, channel_out = _take_channel()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the caller decides when the worker ends
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    config: dict[str, Any] = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
+
+    from fxls.worker.child import Limits
+    from fxls.worker.server import Worker
+
+    errors = _warm_up(list(config.get("warm_imports", ())))
+    gc.collect()
+    gc.freeze()  # keep the warm heap shared with the children (no copy-on-write by the GC)
+    limits = Limits(config.get("memory_limit_mb"), config.get("cpu_limit_s"))
+    worker = Worker(channel_in, channel_out, limits)
+    ready = {"op": "ready", "pid": os.getpid(), "python": sys.version, "import_errors": errors}
+    worker.serve(ready)
+
+
+if __name__ == "__main__":
+    main()

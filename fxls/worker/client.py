@@ -1,0 +1,332 @@
+"""The caller's side: start the warm worker, run jobs in it, survive its death."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fxls.worker.protocol import HEADER, decode, encode
+
+#: the directory holding ``fxls`` and ``fxcore``; put on the worker's PYTHONPATH
+REPO_ROOT = str(Path(__file__).resolve().parents[2])
+#: extra time the client waits beyond a job's timeout before giving up on the worker
+TIMEOUT_GUARD_S = 10.0
+STARTUP_TIMEOUT_S = 120.0
+CLOSE_TIMEOUT_S = 3.0
+#: attempts for a job the worker never started because it died first
+_DELIVERY_ATTEMPTS = 3
+
+
+@dataclass
+class JobResult:
+    status: str  # "ok" | "timeout" | "crashed" | "memory" | "error" | "cancelled"
+    value: Any = None  # the target's return value (plain JSON data) when ok
+    error: str | None = None  # human-readable detail (traceback, signal, exit code, ...)
+    output: str = ""  # captured stdout+stderr of the job (tail)
+    duration_ms: float = 0.0
+
+
+@dataclass
+class _Pending:
+    future: asyncio.Future[dict[str, Any]]
+    proc: asyncio.subprocess.Process  # the worker the job was sent to
+    started: bool = False  # the worker acknowledged it (a fork is running the job)
+
+
+_SUPERSEDED = {"status": "cancelled", "error": "superseded by a newer job with the same job_id"}
+
+
+class WorkerError(RuntimeError):
+    """The worker could not be started."""
+
+
+class WorkerClient:
+    """Runs ``module:function(params)`` jobs, each in a fresh fork of one warm worker."""
+
+    def __init__(
+        self,
+        python: str,
+        *,
+        warm_imports: tuple[str, ...] = (),
+        env: dict[str, str] | None = None,
+        memory_limit_mb: int = 4096,
+        cpu_limit_s: float | None = None,
+    ) -> None:
+        self.python = python
+        self.warm_imports = tuple(warm_imports)
+        self.env = env
+        self.memory_limit_mb = memory_limit_mb
+        self.cpu_limit_s = cpu_limit_s
+        self.import_errors: dict[str, str] = {}
+        self._proc: asyncio.subprocess.Process | None = None
+        self._reader: asyncio.Task[None] | None = None
+        self._pending: dict[int, _Pending] = {}
+        self._job_ids: dict[str, int] = {}
+        self._superseded: set[int] = set()
+        self._ids = itertools.count(1)
+        self._start_lock = asyncio.Lock()
+        self._write_lock = asyncio.Lock()
+        self._closed = False
+
+    @property
+    def pid(self) -> int | None:
+        """The worker's pid while it runs."""
+        return self._proc.pid if self._alive() else None
+
+    # ------------------------------------------------------------ lifecycle
+    async def start(self) -> None:
+        """Start the worker (if it is not running) and wait until its warm imports are done."""
+        async with self._start_lock:
+            self._closed = False
+            if not self._alive():
+                await self._spawn()
+
+    async def close(self) -> None:
+        """Stop the worker; its running jobs are killed and their runs return "cancelled"."""
+        self._closed = True
+        self._fail_pending({"status": "cancelled", "error": "the worker was closed"})
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.returncode is None:
+            with contextlib.suppress(Exception):
+                await self._send_to(proc, {"op": "shutdown"})
+            with contextlib.suppress(Exception):
+                if proc.stdin is not None:
+                    proc.stdin.close()
+            try:
+                await asyncio.wait_for(proc.wait(), CLOSE_TIMEOUT_S)
+            except TimeoutError:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.kill()
+                await proc.wait()
+        if self._reader is not None:
+            self._reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._reader
+            self._reader = None
+        self._fail_pending({"status": "cancelled", "error": "the worker was closed"})
+
+    def _alive(self) -> bool:
+        return (
+            self._proc is not None
+            and self._proc.returncode is None
+            and self._reader is not None
+            and not self._reader.done()
+        )
+
+    async def _spawn(self) -> None:
+        config = {
+            "warm_imports": list(self.warm_imports),
+            "memory_limit_mb": self.memory_limit_mb,
+            "cpu_limit_s": self.cpu_limit_s,
+        }
+        proc = await asyncio.create_subprocess_exec(
+            self.python,
+            "-m",
+            "fxls.worker",
+            json.dumps(config),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            env=self._worker_env(),
+        )
+        assert proc.stdout is not None
+        try:
+            ready = await asyncio.wait_for(_read_frame(proc.stdout), STARTUP_TIMEOUT_S)
+        except BaseException as exc:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            await proc.wait()
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+            raise WorkerError(
+                f"the worker ({self.python} -m fxls.worker) did not start: exit code "
+                f"{proc.returncode}; see its stderr"
+            ) from exc
+        self.import_errors = dict(ready.get("import_errors") or {})
+        self._proc = proc
+        self._reader = asyncio.create_task(self._read_loop(proc))
+
+    def _worker_env(self) -> dict[str, str]:
+        env = dict(os.environ if self.env is None else self.env)
+        paths = [REPO_ROOT, *(p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p)]
+        env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+        return env
+
+    async def _read_loop(self, proc: asyncio.subprocess.Process) -> None:
+        assert proc.stdout is not None
+        try:
+            while True:
+                message = await _read_frame(proc.stdout)
+                self._on_message(message, proc)
+        except (asyncio.IncompleteReadError, ConnectionError, ValueError):
+            pass
+        finally:
+            if self._proc is proc:
+                self._proc = None
+            code = proc.returncode
+            if code is None:
+                with contextlib.suppress(asyncio.TimeoutError, TimeoutError):
+                    code = await asyncio.wait_for(proc.wait(), 1.0)
+            detail = f"the worker process died ({_describe_exit(code)})"
+            self._fail_pending({"status": "crashed", "error": detail}, proc)
+
+    def _on_message(self, message: dict[str, Any], proc: asyncio.subprocess.Process) -> None:
+        pending = self._pending.get(message.get("id"))  # type: ignore[arg-type]
+        if pending is None or pending.proc is not proc:
+            return
+        if message.get("op") == "started":
+            pending.started = True
+        elif message.get("op") == "result":
+            del self._pending[message["id"]]
+            if not pending.future.done():
+                pending.future.set_result(message)
+
+    def _fail_pending(
+        self, outcome: dict[str, Any], proc: asyncio.subprocess.Process | None = None
+    ) -> None:
+        """Resolve the runs sent to ``proc`` (all runs when None) with ``outcome``.
+
+        Runs the worker never acknowledged are marked for a retry on a new worker.
+        """
+        for key, entry in list(self._pending.items()):
+            if proc is not None and entry.proc is not proc:
+                continue
+            del self._pending[key]
+            if not entry.future.done():
+                retry = outcome["status"] == "crashed" and not entry.started
+                entry.future.set_result({**outcome, "retry": retry})
+
+    # ----------------------------------------------------------------- jobs
+    async def run(
+        self,
+        target: str,
+        params: dict[str, Any],
+        *,
+        timeout: float = 10.0,
+        job_id: str | None = None,
+    ) -> JobResult:
+        """Run ``target(params)`` in a fresh fork of the warm worker."""
+        key = next(self._ids)
+        if job_id is not None:
+            self._cancel_job_id(job_id)
+            self._job_ids[job_id] = key
+        try:
+            message: dict[str, Any] = {}
+            for _ in range(_DELIVERY_ATTEMPTS):
+                message = await self._run_once(key, target, params, timeout)
+                if not message.get("retry") or self._closed:
+                    break
+            return _job_result(message)
+        finally:
+            self._superseded.discard(key)
+            if job_id is not None and self._job_ids.get(job_id) == key:
+                del self._job_ids[job_id]
+
+    async def _run_once(
+        self, key: int, target: str, params: dict[str, Any], timeout: float
+    ) -> dict[str, Any]:
+        if key in self._superseded:
+            return _SUPERSEDED
+        try:
+            await self.start()
+        except (OSError, WorkerError) as exc:
+            return {"status": "crashed", "error": f"could not start the worker: {exc}"}
+        proc = self._proc
+        if key in self._superseded:
+            return _SUPERSEDED
+        assert proc is not None
+        # encoded first: params that are not JSON data raise here, before anything is sent
+        request = encode(
+            {"op": "run", "id": key, "target": target, "params": params, "timeout": timeout}
+        )
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._pending[key] = _Pending(future, proc)
+        try:
+            await self._send_to(proc, request)
+        except (ConnectionError, RuntimeError, OSError):
+            # the worker died before the job reached it: the job never ran
+            self._pending.pop(key, None)
+            self._forget(proc)
+            return {"status": "crashed", "error": "the worker process died", "retry": True}
+        try:
+            return await asyncio.wait_for(asyncio.shield(future), timeout + TIMEOUT_GUARD_S)
+        except TimeoutError:
+            await self._cancel(key)
+            return {"status": "timeout", "error": f"timed out after {timeout:g} s"}
+        except asyncio.CancelledError:
+            await asyncio.shield(self._cancel(key))
+            raise
+
+    def _cancel_job_id(self, job_id: str) -> None:
+        """Cancel the run still holding ``job_id``: it returns "cancelled" at once."""
+        old = self._job_ids.pop(job_id, None)
+        if old is None:
+            return
+        self._superseded.add(old)
+        pending = self._pending.pop(old, None)
+        if pending is not None and not pending.future.done():
+            pending.future.set_result(_SUPERSEDED)
+        task = asyncio.ensure_future(self._send_cancel(old))
+        task.add_done_callback(lambda t: t.exception())
+
+    async def _cancel(self, key: int) -> None:
+        pending = self._pending.pop(key, None)
+        if pending is not None and not pending.future.done():
+            pending.future.cancel()
+        await self._send_cancel(key)
+
+    async def _send_cancel(self, key: int) -> None:
+        proc = self._proc
+        if proc is not None and proc.returncode is None:
+            with contextlib.suppress(ConnectionError, RuntimeError, OSError):
+                await self._send_to(proc, {"op": "cancel", "id": key})
+
+    async def _send_to(
+        self, proc: asyncio.subprocess.Process, message: dict[str, Any] | bytes
+    ) -> None:
+        assert proc.stdin is not None
+        data = message if isinstance(message, bytes) else encode(message)
+        async with self._write_lock:
+            proc.stdin.write(data)
+            await proc.stdin.drain()
+
+    def _forget(self, proc: asyncio.subprocess.Process) -> None:
+        """Drop a dead worker so that the next job starts a new one."""
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        if self._proc is proc:
+            self._proc = None
+
+
+async def _read_frame(stream: asyncio.StreamReader) -> dict[str, Any]:
+    header = await stream.readexactly(HEADER.size)
+    (size,) = HEADER.unpack(header)
+    return decode(await stream.readexactly(size))
+
+
+def _describe_exit(code: int | None) -> str:
+    if code is None:
+        return "unknown exit status"
+    if code < 0:
+        import signal
+
+        try:
+            return f"killed by signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exited with code {code}"
+
+
+def _job_result(message: dict[str, Any]) -> JobResult:
+    return JobResult(
+        status=str(message.get("status", "crashed")),
+        value=message.get("value"),
+        error=message.get("error"),
+        output=message.get("output") or "",
+        duration_ms=float(message.get("duration_ms") or 0.0),
+    )

@@ -1,0 +1,476 @@
+"""The warm worker: one process that imports heavy modules once and forks a child per job.
+
+It never runs user code itself. A child is forked *ahead* of each job (the "idle" child) so
+the fork is off the critical path; a job is handed to it through a pipe. The loop is
+single-threaded (``selectors``): forking from a threaded process is unsafe.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from fxls.worker.child import ChildFds, Limits, serve_job
+from fxls.worker.protocol import FrameBuffer, encode, write_all
+
+OUTPUT_TAIL = 64 * 1024
+PARENT_POLL_S = 0.5
+_READ_CHUNK = 1 << 16
+_TRUNCATED = "[... earlier output truncated ...]\n"
+
+
+@dataclass
+class Child:
+    """A forked child and the worker's ends of its pipes."""
+
+    pid: int
+    pidfd: int | None
+    job_w: int  # -1 once closed (after the hand-over)
+    result_r: int
+    out_r: int
+    forked_at: float = field(default_factory=time.monotonic)
+
+
+@dataclass
+class Job:
+    id: Any
+    child: Child
+    started: float
+    deadline: float | None
+    timeout: float | None
+    result: bytearray = field(default_factory=bytearray)
+    output: bytearray = field(default_factory=bytearray)
+    output_total: int = 0
+    killed_for: str | None = None
+    oom_kills: int | None = None
+
+
+class Worker:
+    def __init__(self, channel_in: int, channel_out: int, limits: Limits) -> None:
+        self.channel_in = channel_in
+        self.channel_out = channel_out
+        self.limits = limits
+        self.parent_pid = os.getppid()
+        self.selector = selectors.DefaultSelector()
+        self.frames = FrameBuffer()
+        self.jobs: dict[Any, Job] = {}
+        self.idle: Child | None = None
+        self.running = True
+
+    # ---------------------------------------------------------------- loop
+    def serve(self, ready: dict[str, Any]) -> None:
+        """Fork the first idle child, tell the client ``ready``, then serve until told to stop."""
+        self.selector.register(self.channel_in, selectors.EVENT_READ, ("channel", None))
+        try:
+            self._ensure_idle()
+            self.send(ready)
+            while self.running:
+                for key, _ in self.selector.select(self._select_timeout()):
+                    self._dispatch_event(*key.data)
+                self._check_deadlines()
+                self._poll_exits()
+                if os.getppid() != self.parent_pid:
+                    break
+        finally:
+            self.shutdown()
+
+    def _select_timeout(self) -> float:
+        timeout = PARENT_POLL_S
+        if any(job.child.pidfd is None for job in self.jobs.values()):
+            timeout = 0.02  # no pidfd: exits are noticed by polling
+        now = time.monotonic()
+        for job in self.jobs.values():
+            if job.deadline is not None and job.killed_for is None:
+                timeout = min(timeout, max(0.0, job.deadline - now))
+        return timeout
+
+    def _dispatch_event(self, kind: str, obj: Any) -> None:
+        if kind == "channel":
+            self._read_channel()
+        elif kind == "out":
+            self._read_output(obj)
+        elif kind == "result":
+            self._read_result(obj)
+        elif kind == "exit":
+            self._finish(obj)
+        elif kind == "idle-exit":
+            self._idle_died(obj)
+
+    # ------------------------------------------------------------- channel
+    def _read_channel(self) -> None:
+        try:
+            data = os.read(self.channel_in, 1 << 20)
+        except OSError:
+            data = b""
+        if not data:  # the client is gone
+            self.running = False
+            return
+        for message in self.frames.feed(data):
+            self._handle(message)
+
+    def _handle(self, message: dict[str, Any]) -> None:
+        op = message.get("op")
+        if op == "run":
+            self._start_job(message)
+        elif op == "cancel":
+            job = self.jobs.get(message.get("id"))
+            if job is not None:
+                self._kill(job, "cancelled")
+        elif op == "shutdown":
+            self.running = False
+
+    def send(self, message: dict[str, Any]) -> None:
+        try:
+            write_all(self.channel_out, encode(message))
+        except OSError:  # the client is gone
+            self.running = False
+
+    # ---------------------------------------------------------------- jobs
+    def _start_job(self, message: dict[str, Any]) -> None:
+        job_id = message.get("id")
+        payload = json.dumps({"target": message["target"], "params": message.get("params")})
+        child = self._hand_over(payload.encode("utf-8"))
+        if child is None:
+            self.send(_result(job_id, "crashed", error="could not start a job process"))
+            return
+        timeout = message.get("timeout")
+        now = time.monotonic()
+        job = Job(
+            id=job_id,
+            child=child,
+            started=now,
+            deadline=now + timeout if timeout else None,
+            timeout=timeout,
+            oom_kills=oom_kill_count(),
+        )
+        self.jobs[job_id] = job
+        self.selector.register(child.out_r, selectors.EVENT_READ, ("out", job))
+        self.selector.register(child.result_r, selectors.EVENT_READ, ("result", job))
+        if child.pidfd is not None:
+            self.selector.register(child.pidfd, selectors.EVENT_READ, ("exit", job))
+        self.send({"op": "started", "id": job_id})
+        self._ensure_idle()  # fork the next job's process now, off the critical path
+
+    def _hand_over(self, payload: bytes) -> Child | None:
+        """Give the job to the idle child (forking one if needed); None if that keeps failing."""
+        for _ in range(3):
+            self._ensure_idle()
+            child, self.idle = self.idle, None
+            if child is None:
+                return None
+            if child.pidfd is not None:
+                self.selector.unregister(child.pidfd)
+            try:
+                write_all(child.job_w, payload)
+                return child
+            except OSError:  # the idle child died; reap it and try a fresh one
+                self._discard(child)
+            finally:
+                _close_job_w(child)
+        return None
+
+    def _read_output(self, job: Job) -> None:
+        data = _read_some(job.child.out_r)
+        if data:
+            _append_tail(job, data)
+        elif data is not None:
+            self._unregister(job.child.out_r)
+
+    def _read_result(self, job: Job) -> None:
+        data = _read_some(job.child.result_r)
+        if data:
+            job.result += data
+        elif data is not None:
+            self._unregister(job.child.result_r)
+
+    def _check_deadlines(self) -> None:
+        now = time.monotonic()
+        for job in list(self.jobs.values()):
+            if job.deadline is not None and job.killed_for is None and now >= job.deadline:
+                self._kill(job, "timeout")
+
+    def _poll_exits(self) -> None:
+        for job in list(self.jobs.values()):
+            if job.child.pidfd is None and _has_exited(job.child.pid):
+                self._finish(job)
+
+    def _kill(self, job: Job, reason: str) -> None:
+        job.killed_for = reason
+        _kill_child(job.child.pid)
+
+    def _finish(self, job: Job) -> None:
+        """The child exited: collect what it left, report, release its resources."""
+        child = job.child
+        _killpg(child.pid)  # leftovers of the job (its own subprocesses)
+        status = _reap(child.pid)
+        result = bytearray(job.result)
+        result += _drain(child.result_r)
+        tail = _drain(child.out_r)
+        if tail:
+            _append_tail(job, tail)
+        self._close_child(child)
+        del self.jobs[job.id]
+        message = self._outcome(job, bytes(result), status)
+        message["output"] = _output_text(job)
+        message["duration_ms"] = (time.monotonic() - job.started) * 1000.0
+        self.send(message)
+
+    def _outcome(self, job: Job, result: bytes, status: int | None) -> dict[str, Any]:
+        if job.killed_for == "timeout":
+            return _result(job.id, "timeout", error=f"timed out after {job.timeout:g} s")
+        if job.killed_for == "cancelled":
+            return _result(job.id, "cancelled", error="cancelled")
+        parsed = _parse_result(result)
+        if parsed is not None:
+            return _result(job.id, parsed["status"], parsed.get("value"), parsed.get("error"))
+        if status is not None and os.WIFSIGNALED(status):
+            signum = os.WTERMSIG(status)
+            name = _signal_name(signum)
+            if signum == getattr(signal, "SIGXCPU", None):
+                return _result(job.id, "timeout", error=f"CPU time limit exceeded ({name})")
+            if signum == signal.SIGKILL and _oom_grew(job.oom_kills):
+                return _result(job.id, "memory", error=f"killed by the OOM killer ({name})")
+            return _result(job.id, "crashed", error=f"killed by signal {name}")
+        if status is not None and os.WIFEXITED(status):
+            code = os.WEXITSTATUS(status)
+            return _result(job.id, "crashed", error=f"exited with code {code}")
+        return _result(job.id, "crashed", error="the job process vanished")
+
+    # ------------------------------------------------------- idle children
+    def _ensure_idle(self) -> None:
+        if self.idle is None and self.running:
+            self.idle = self._fork()
+            if self.idle is not None and self.idle.pidfd is not None:
+                self.selector.register(self.idle.pidfd, selectors.EVENT_READ, ("idle-exit", None))
+
+    def _idle_died(self, _: Any) -> None:
+        child, self.idle = self.idle, None
+        if child is None:
+            return
+        if child.pidfd is not None:
+            self.selector.unregister(child.pidfd)
+        _close_job_w(child)
+        self._discard(child)
+        if time.monotonic() - child.forked_at > 1.0:  # no fork storm if children die at once
+            self._ensure_idle()
+
+    def _fork(self) -> Child | None:
+        job_r, job_w = os.pipe()
+        result_r, result_w = os.pipe()
+        out_r, out_w = os.pipe()
+        private = [*self._private_fds(), job_w, result_r, out_r]
+        _flush_std()
+        try:
+            pid = os.fork()
+        except OSError:
+            for fd in (job_r, job_w, result_r, result_w, out_r, out_w):
+                os.close(fd)
+            return None
+        if pid == 0:
+            serve_job(ChildFds(job_r, result_w, out_w), self.limits, os.getppid(), private)
+        for fd in (job_r, result_w, out_w):
+            os.close(fd)
+        os.set_blocking(result_r, False)
+        os.set_blocking(out_r, False)
+        return Child(pid, _pidfd_open(pid), job_w, result_r, out_r)
+
+    def _private_fds(self) -> list[int]:
+        fds = [self.channel_in, self.channel_out, self.selector.fileno()]
+        children = [job.child for job in self.jobs.values()]
+        if self.idle is not None:
+            children.append(self.idle)
+        for child in children:
+            fds += [child.job_w, child.result_r, child.out_r]
+            if child.pidfd is not None:
+                fds.append(child.pidfd)
+        return [fd for fd in fds if fd >= 0]
+
+    def _discard(self, child: Child) -> None:
+        _kill_child(child.pid)
+        _reap(child.pid)
+        self._close_child(child)
+
+    def _close_child(self, child: Child) -> None:
+        """Close the worker's ends of a child's pipes (``job_w`` is closed at hand-over)."""
+        fds = [child.result_r, child.out_r]
+        if child.pidfd is not None:
+            fds.append(child.pidfd)
+        for fd in fds:
+            self._unregister(fd)
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+    def _unregister(self, fd: int) -> None:
+        try:
+            self.selector.unregister(fd)
+        except (KeyError, ValueError):
+            pass
+
+    def shutdown(self) -> None:
+        """Kill every child (they must not outlive the worker) and release everything."""
+        self.running = False
+        if self.idle is not None:
+            child, self.idle = self.idle, None
+            _close_job_w(child)  # EOF: the idle child exits on its own
+            self._discard(child)
+        for job in list(self.jobs.values()):
+            _kill_child(job.child.pid)
+            _reap(job.child.pid)
+            self._close_child(job.child)
+        self.jobs.clear()
+
+
+# ---------------------------------------------------------------- helpers
+def _close_job_w(child: Child) -> None:
+    """Close the job pipe once; -1 marks it closed so its number is never closed again."""
+    if child.job_w >= 0:
+        os.close(child.job_w)
+        child.job_w = -1
+
+
+def _result(
+    job_id: Any, status: str, value: Any = None, error: str | None = None
+) -> dict[str, Any]:
+    return {"op": "result", "id": job_id, "status": status, "value": value, "error": error}
+
+
+def _parse_result(data: bytes) -> dict[str, Any] | None:
+    if not data:
+        return None
+    try:
+        parsed = json.loads(data.decode("utf-8"))
+    except ValueError:  # truncated: the child died while writing
+        return None
+    return parsed if isinstance(parsed, dict) and "status" in parsed else None
+
+
+def _append_tail(job: Job, data: bytes) -> None:
+    job.output += data
+    job.output_total += len(data)
+    if len(job.output) > 2 * OUTPUT_TAIL:
+        del job.output[: len(job.output) - OUTPUT_TAIL]
+
+
+def _output_text(job: Job) -> str:
+    text = bytes(job.output[-OUTPUT_TAIL:]).decode("utf-8", errors="replace")
+    return _TRUNCATED + text if job.output_total > OUTPUT_TAIL else text
+
+
+def _read_some(fd: int) -> bytes | None:
+    """Bytes available on a non-blocking fd; b"" at EOF, None when nothing is ready."""
+    try:
+        return os.read(fd, _READ_CHUNK)
+    except BlockingIOError:
+        return None
+    except OSError:
+        return b""
+
+
+def _drain(fd: int) -> bytes:
+    """Whatever is left in a non-blocking pipe (a job's subprocess may still hold it open)."""
+    chunks = []
+    while True:
+        data = _read_some(fd)
+        if not data:
+            return b"".join(chunks)
+        chunks.append(data)
+
+
+def _pidfd_open(pid: int) -> int | None:
+    try:
+        return os.pidfd_open(pid)  # type: ignore[attr-defined,unused-ignore]
+    except (AttributeError, OSError):
+        return None
+
+
+def _has_exited(pid: int) -> bool:
+    try:
+        info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return True
+    return info is not None
+
+
+def _reap(pid: int) -> int | None:
+    try:
+        _, status = os.waitpid(pid, 0)
+    except ChildProcessError:
+        return None
+    return status
+
+
+def _kill_child(pid: int) -> None:
+    _killpg(pid)
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+def _killpg(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+def _signal_name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
+def _flush_std() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except Exception:
+            pass
+
+
+def oom_kill_count() -> int | None:
+    """The cgroup's OOM-kill counter (v2 ``memory.events`` or v1 ``memory.oom_control``)."""
+    try:
+        with open("/proc/self/cgroup") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if controllers == "":
+            candidate = f"/sys/fs/cgroup{path}/memory.events"
+        elif "memory" in controllers.split(","):
+            candidate = f"/sys/fs/cgroup/memory{path}/memory.oom_control"
+        else:
+            continue
+        count = _read_oom_kill(candidate)
+        if count is not None:
+            return count
+    return None
+
+
+def _read_oom_kill(path: str) -> int | None:
+    try:
+        with open(path) as f:
+            for line in f:
+                key, _, value = line.partition(" ")
+                if key == "oom_kill":
+                    return int(value)
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def _oom_grew(before: int | None) -> bool:
+    after = oom_kill_count()
+    return before is not None and after is not None and after > before

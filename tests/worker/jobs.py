@@ -1,0 +1,101 @@
+"""Job targets for the worker tests (imported inside the worker's job processes)."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+import time
+from typing import Any
+
+STATE: dict[str, Any] = {}
+
+
+def echo(params: dict[str, Any]) -> dict[str, Any]:
+    return {"params": params, "pid": os.getpid()}
+
+
+def big(params: dict[str, Any]) -> str:
+    return "x" * int(params["size"])
+
+
+def fail(params: dict[str, Any]) -> None:
+    raise ValueError(f"bad input {params.get('value')!r}")
+
+
+def nap(params: dict[str, Any]) -> int:
+    time.sleep(float(params["seconds"]))
+    return os.getpid()
+
+
+def sleep_forever(params: dict[str, Any]) -> None:
+    if "pidfile" in params:
+        with open(params["pidfile"], "w") as f:
+            f.write(str(os.getpid()))
+    print("going to sleep", flush=True)
+    while True:
+        time.sleep(1)
+
+
+def busy_loop(params: dict[str, Any]) -> None:
+    while True:
+        pass
+
+
+def segfault(params: dict[str, Any]) -> None:
+    ctypes.string_at(0)
+
+
+def os_exit(params: dict[str, Any]) -> None:
+    os._exit(int(params.get("code", 3)))
+
+
+def allocate(params: dict[str, Any]) -> int:
+    data = bytearray(int(params.get("gb", 2)) * 1024**3)
+    return len(data)
+
+
+def flood(params: dict[str, Any]) -> str:
+    line = "y" * 99
+    for _ in range(int(params.get("mb", 50)) * 1024 * 1024 // 100):
+        print(line)
+    print("the end")
+    return "done"
+
+
+def recurse(params: dict[str, Any]) -> int:
+    return recurse(params) + 1
+
+
+def talk(params: dict[str, Any]) -> str:
+    print("MARKER-print")
+    sys.stderr.write("MARKER-stderr\n")
+    sys.stdout.flush()
+    os.write(1, b"MARKER-fd1\n")
+    return "talked"
+
+
+def set_global(params: dict[str, Any]) -> str:
+    STATE["value"] = params["value"]
+    sys.modules["fxls_test_injected"] = sys.modules[__name__]
+    return "set"
+
+
+def read_global(params: dict[str, Any]) -> dict[str, Any]:
+    return {"state": dict(STATE), "injected": "fxls_test_injected" in sys.modules}
+
+
+def not_json(params: dict[str, Any]) -> object:
+    return object()
+
+
+def matmul(params: dict[str, Any]) -> float:
+    import torch
+
+    torch.set_num_threads(2)
+    a = torch.randn(256, 256)
+    return float((a @ a).sum().item() * 0 + torch.get_num_threads())
+
+
+def torch_loaded(params: dict[str, Any]) -> bool:
+    return "torch" in sys.modules
