@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 __all__ = [
     "SourceSpan",
     "is_internal_file",
+    "add_internal_path",
     "span_of_frame",
     "user_stack",
     "user_span",
@@ -110,6 +111,15 @@ _SITE_PACKAGES_MARKERS = (os.sep + "site-packages" + os.sep, os.sep + "dist-pack
 _internal_by_filename: dict[str, bool] = {}
 _positions_by_code: dict[types.CodeType, list[tuple[int | None, ...]]] = {}
 _boundary_codes: set[types.CodeType] = set()
+
+
+def add_internal_path(path: str) -> None:
+    """Treat files under ``path`` as internal too (tools built on fxcore that call user code)."""
+    global _INTERNAL_PREFIXES
+    prefix = os.path.abspath(path).rstrip(os.sep) + os.sep
+    if prefix not in _INTERNAL_PREFIXES:
+        _INTERNAL_PREFIXES = (*_INTERNAL_PREFIXES, prefix)
+        _internal_by_filename.clear()
 
 
 def is_internal_file(filename: str) -> bool:

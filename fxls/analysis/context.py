@@ -16,6 +16,7 @@ from fxls.settings import Settings
 
 if TYPE_CHECKING:
     import torch
+
     from fxcore.graph_module import GraphModule
     from fxcore.recovering import CollectedTrace
 

@@ -155,6 +155,8 @@ class WorkerClient:
         env = dict(os.environ if self.env is None else self.env)
         paths = [REPO_ROOT, *(p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p)]
         env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+        # torch warns at import when numpy is absent; user code's own warnings are captured
+        env.setdefault("PYTHONWARNINGS", "ignore::UserWarning:torch._subclasses.functional_tensor")
         return env
 
     async def _read_loop(self, proc: asyncio.subprocess.Process) -> None:

@@ -1,0 +1,94 @@
+"""Example forward inputs: from the ``args`` pragma, else inferred from the first consumer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from fxcore.graph_module import GraphModule
+from fxcore.node import Node
+
+_BATCH = 2
+_PASS_THROUGH_METHODS = {"float", "contiguous", "relu", "gelu", "sigmoid", "tanh", "clone",
+                         "detach", "to", "type_as"}
+
+
+def eval_pragma_args(text: str, namespace: dict[str, Any]) -> tuple[Any, ...]:
+    scope = dict(namespace)
+    scope.setdefault("torch", torch)
+    value = eval(text, scope)
+    return value if isinstance(value, tuple) else (value,)
+
+
+def _input_for_module(module: torch.nn.Module) -> torch.Tensor | None:
+    nn = torch.nn
+    if isinstance(module, nn.Linear):
+        return torch.randn(_BATCH, module.in_features)
+    if isinstance(module, nn.Bilinear):
+        return None
+    if isinstance(module, nn.Conv1d | nn.ConvTranspose1d):
+        return torch.randn(_BATCH, module.in_channels, 32)
+    if isinstance(module, nn.Conv2d | nn.ConvTranspose2d):
+        return torch.randn(_BATCH, module.in_channels, 32, 32)
+    if isinstance(module, nn.Conv3d | nn.ConvTranspose3d):
+        return torch.randn(_BATCH, module.in_channels, 8, 8, 8)
+    if isinstance(module, nn.Embedding):
+        return torch.randint(0, module.num_embeddings, (_BATCH, 8))
+    if isinstance(module, nn.EmbeddingBag):
+        return torch.randint(0, module.num_embeddings, (_BATCH, 8))
+    if isinstance(module, nn.LayerNorm):
+        return torch.randn(_BATCH, 8, *module.normalized_shape)
+    if isinstance(module, nn.BatchNorm1d):
+        return torch.randn(_BATCH, module.num_features)
+    if isinstance(module, nn.BatchNorm2d | nn.InstanceNorm2d):
+        return torch.randn(_BATCH, module.num_features, 16, 16)
+    if isinstance(module, nn.BatchNorm3d):
+        return torch.randn(_BATCH, module.num_features, 8, 8, 8)
+    if isinstance(module, nn.GroupNorm):
+        return torch.randn(_BATCH, module.num_channels, 16, 16)
+    if isinstance(module, nn.RNNBase):
+        if module.batch_first:
+            return torch.randn(_BATCH, 8, module.input_size)
+        return torch.randn(8, _BATCH, module.input_size)
+    if isinstance(module, nn.MultiheadAttention):
+        return torch.randn(8, _BATCH, module.embed_dim) if not module.batch_first else torch.randn(
+            _BATCH, 8, module.embed_dim)
+    return None
+
+
+def _consumer_input(gm: GraphModule, placeholder: Node, depth: int = 0) -> torch.Tensor | None:
+    for user in placeholder.users:
+        if user.op == "call_module":
+            try:
+                module = gm.get_submodule(user.target)
+            except AttributeError:
+                continue
+            found = _input_for_module(module)
+            if found is not None:
+                return found
+        elif depth < 3 and user.op in ("call_method", "call_function"):
+            name = user.target if isinstance(user.target, str) else getattr(
+                user.target, "__name__", "")
+            if name in _PASS_THROUGH_METHODS or name in ("dropout", "relu", "gelu"):
+                found = _consumer_input(gm, user, depth + 1)
+                if found is not None:
+                    return found
+    return None
+
+
+def infer_inputs(gm: GraphModule) -> tuple[Any, ...] | None:
+    """Inputs for every required placeholder, or None when one of them cannot be inferred."""
+    values: list[Any] = []
+    for node in gm.graph.nodes:
+        if node.op != "placeholder":
+            continue
+        if node.target.startswith("*"):
+            continue
+        if node.args:  # has a default: leave it to the default
+            break
+        found = _consumer_input(gm, node)
+        if found is None:
+            return None
+        values.append(found)
+    return tuple(values) if values else None

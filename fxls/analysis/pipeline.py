@@ -1,0 +1,434 @@
+"""The analysis of one file: path + source text + settings -> FileReport.
+
+Runs inside a worker job (it executes the user's file). Steps: execute the file as a module;
+for each nn.Module class: construct it, trace it with fxcore's recovering trace while
+recording trace-time calls, infer example inputs, propagate shapes, run the rules; lint
+graphs bound to module globals; then apply pragmas and select/ignore and drop duplicates.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import types
+from pathlib import Path
+from time import perf_counter
+from typing import Any
+
+import torch
+
+import fxcore
+from fxcore.graph import Graph
+from fxcore.graph_module import GraphModule
+from fxcore.node import Node, _format_arg
+from fxcore.recovering import CollectedTrace, IssueKind, TraceIssue, trace_collecting_issues
+from fxcore.source import SourceSpan
+from fxls.analysis import rewrites, rules
+from fxls.analysis.context import ModuleContext
+from fxls.analysis.inputs import eval_pragma_args, infer_inputs
+from fxls.analysis.loading import LoadFailure, class_span, execute_file, module_classes
+from fxls.analysis.pragmas import ClassPragmas, FilePragmas, parse_pragmas
+from fxls.analysis.recorder import TraceRecorder
+from fxls.analysis.rules import diagnostic, to_span
+from fxls.codes import parse_code_list
+from fxls.report import Diagnostic, FileReport, ModuleReport, NodeInfo, RelatedInfo
+from fxls.settings import Settings
+
+_MAX_NODES_FOR_AUTOGRAD = 3000
+_SITE_MARKERS = ("site-packages", "dist-packages")
+
+
+def analyze_source(path: str, source: str, settings: Settings) -> FileReport:
+    started = perf_counter()
+    file = Path(path).resolve()
+    filename = str(file)
+    root = settings.root or str(file.parent)
+    report = FileReport(path)
+    pragmas = parse_pragmas(source)
+    loaded = execute_file(file, source, root)
+    report.timings_ms["import"] = (perf_counter() - started) * 1000
+    if isinstance(loaded, LoadFailure):
+        report.diagnostics.append(diagnostic("FX100", loaded.message, loaded.span, ""))
+        return _finish(report, pragmas, settings)
+    fxcore.interop.adopt_torch_fx_wraps()
+    namespace = dict(vars(loaded))
+    try:
+        tree: ast.AST | None = ast.parse(source)
+    except SyntaxError:
+        tree = None
+
+    def is_reportable(candidate: str) -> bool:
+        if candidate == filename:
+            return True
+        return candidate.startswith(root.rstrip("/") + "/") and not any(
+            m in candidate for m in _SITE_MARKERS
+        )
+
+    classes = module_classes(loaded)
+    leaf_names = tuple(settings.leaf_modules) + tuple(
+        f"{cls.__module__}.{cls.__qualname__}"
+        for cls in classes
+        if pragmas.classes.get(cls.__name__, ClassPragmas()).leaf
+    )
+    autowrap = _resolve_functions(settings.autowrap_functions, namespace)
+    seen: dict[tuple[str, tuple[str, int, int, int, int]], Diagnostic] = {}
+    trace_ms = 0.0
+    for cls in classes:
+        class_started = perf_counter()
+        module_report, found = _analyze_class(
+            cls, filename, source, settings, pragmas, namespace, tree, leaf_names, autowrap,
+            is_reportable,
+        )
+        trace_ms += (perf_counter() - class_started) * 1000
+        report.modules.append(module_report)
+        for item in found:
+            key = (item.code, item.span.key())
+            if key in seen:
+                first = seen[key]
+                if module_report.span is not None and item.module != first.module:
+                    first.related.append(RelatedInfo(
+                        to_span(_as_source(module_report.span)),
+                        f"also reached when tracing `{item.module}`"))
+                continue
+            seen[key] = item
+            report.diagnostics.append(item)
+    report.timings_ms["trace"] = trace_ms
+    report.diagnostics.extend(_lint_module_graphs(namespace, filename, is_reportable))
+    report.timings_ms["total"] = (perf_counter() - started) * 1000
+    return _finish(report, pragmas, settings)
+
+
+def _as_source(span: Any) -> SourceSpan:
+    return SourceSpan(span.file, span.line, span.end_line, span.col, span.end_col)
+
+
+def _finish(report: FileReport, pragmas: FilePragmas, settings: Settings) -> FileReport:
+    select = parse_code_list(settings.select)
+    ignore = parse_code_list(settings.ignore)
+    kept = []
+    keys = set()
+    for item in report.diagnostics:
+        if select and item.code not in select:
+            continue
+        if item.code in ignore:
+            continue
+        if pragmas.is_ignored(item.span.line, item.code) and item.span.file == str(
+            Path(report.path).resolve()
+        ):
+            continue
+        key = (item.code, item.span.key())
+        if key in keys:
+            continue
+        keys.add(key)
+        kept.append(item)
+    kept.sort(key=lambda d: (d.span.file, d.span.line, d.span.col, d.code))
+    report.diagnostics = kept
+    return report
+
+
+def _resolve_functions(names: list[str], namespace: dict[str, Any]) -> tuple[Any, ...]:
+    import importlib
+
+    found = []
+    for name in names:
+        if name in namespace and callable(namespace[name]):
+            found.append(namespace[name])
+            continue
+        module_name, _, attr = name.rpartition(".")
+        try:
+            found.append(getattr(importlib.import_module(module_name), attr))
+        except Exception:
+            continue
+    return tuple(found)
+
+
+def _construct(
+    cls: type, pragmas: ClassPragmas, namespace: dict[str, Any], span: SourceSpan,
+    filename: str,
+) -> torch.nn.Module | Diagnostic:
+    name = cls.__name__
+    kwargs: dict[str, Any] = {}
+    if pragmas.init:
+        try:
+            kwargs = eval(f"dict({pragmas.init})", {**namespace, "torch": torch})
+        except Exception as error:
+            line = pragmas.lines.get("init", span.line)
+            return diagnostic(
+                "FX101", f"the `init` pragma of `{name}` cannot be evaluated: {error}",
+                SourceSpan(filename, line, line, 0, 0) if line != span.line else span, name)
+    try:
+        inspect.signature(cls).bind(**kwargs)
+    except TypeError as error:
+        missing = _required_parameters(cls, kwargs)
+        hint = ", ".join(f"{p}=..." for p in missing) or "..."
+        return diagnostic(
+            "FX101", f"`{name}` cannot be constructed with known arguments ({error}); add "
+            f"`# fxls: init {hint}` above the class", span, name, parameters=missing)
+    except ValueError:
+        pass
+    try:
+        return cls(**kwargs)
+    except Exception as error:
+        spans = fxcore.source.spans_of_traceback(error.__traceback__)
+        where = next((s for s in reversed(spans) if s.file == filename), span)
+        return diagnostic(
+            "FX004", f"constructing `{name}` raised {type(error).__name__}: {error}", where, name)
+
+
+def _required_parameters(cls: type, given: dict[str, Any]) -> list[str]:
+    try:
+        signature = inspect.signature(cls)
+    except (TypeError, ValueError):
+        return []
+    return [
+        p.name for p in signature.parameters.values()
+        if p.default is inspect.Parameter.empty
+        and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+        and p.name not in given
+    ]
+
+
+def _analyze_class(
+    cls: type,
+    filename: str,
+    source: str,
+    settings: Settings,
+    file_pragmas: FilePragmas,
+    namespace: dict[str, Any],
+    tree: ast.AST | None,
+    leaf_names: tuple[str, ...],
+    autowrap: tuple[Any, ...],
+    is_reportable: Any,
+) -> tuple[ModuleReport, list[Diagnostic]]:
+    name = cls.__name__
+    span = class_span(cls, filename, source)
+    module_report = ModuleReport(name, "skipped", 0, to_span(span))
+    pragmas = file_pragmas.classes.get(name, ClassPragmas())
+    if pragmas.skip or pragmas.leaf:
+        return module_report, []
+    instance = _construct(cls, pragmas, namespace, span, filename)
+    if isinstance(instance, Diagnostic):
+        module_report.status = "failed" if instance.code == "FX004" else "skipped"
+        return module_report, [instance]
+    concrete = None
+    if pragmas.concrete:
+        try:
+            concrete = eval(pragmas.concrete, {**namespace, "torch": torch})
+        except Exception as error:
+            return module_report, [diagnostic(
+                "FX004", f"the `concrete` pragma of `{name}` cannot be evaluated: {error}",
+                span, name)]
+    recorder = TraceRecorder()
+    with recorder.active():
+        trace = trace_collecting_issues(
+            instance, concrete, leaf_modules=leaf_names, autowrap_functions=autowrap
+        )
+    found = [_issue_diagnostic(issue, trace, name, span, source, filename, is_reportable)
+             for issue in trace.issues]
+    gm = trace.graph_module
+    if gm is None:
+        module_report.status = "failed"
+        return module_report, found
+    module_report.status = "partial" if trace.issues else "traced"
+    module_report.node_count = len(gm.graph.nodes)
+    module_report.code = gm.code
+    example_inputs = _example_inputs(pragmas, namespace, gm, trace)
+    ctx = ModuleContext(
+        filename, source, name, instance, trace, gm, example_inputs, concrete, settings,
+        recorder.calls, is_reportable,
+    )
+    found += rules.dead_code(ctx)
+    found += rules.inplace_on_inputs(ctx)
+    found += rules.baked_constants(ctx, recorder.created_tensors)
+    found += rules.trace_time_calls(ctx)
+    if tree is not None:
+        found += rewrites.find_rewrites(ctx, tree, namespace)
+    backward = {}
+    if example_inputs is not None and not trace.issues:
+        _propagate_shapes(gm, example_inputs)
+        found += rules.eager_mismatch(ctx, span)
+        if len(gm.graph.nodes) <= _MAX_NODES_FOR_AUTOGRAD:
+            backward = _backward_names(gm, example_inputs)
+    module_report.nodes = [_node_info(n, gm, backward) for n in gm.graph.nodes]
+    return module_report, found
+
+
+def _example_inputs(
+    pragmas: ClassPragmas, namespace: dict[str, Any], gm: GraphModule, trace: CollectedTrace
+) -> tuple[Any, ...] | None:
+    if pragmas.args:
+        try:
+            return eval_pragma_args(pragmas.args, namespace)
+        except Exception:
+            return None
+    if trace.partial:
+        return None
+    try:
+        return infer_inputs(gm)
+    except Exception:
+        return None
+
+
+def _propagate_shapes(gm: GraphModule, inputs: tuple[Any, ...]) -> None:
+    from fxcore.passes.shape_prop import ShapeProp
+
+    try:
+        with torch.no_grad():
+            ShapeProp(gm).propagate(*inputs)
+    except Exception:
+        return
+
+
+def _backward_names(gm: GraphModule, inputs: tuple[Any, ...]) -> dict[str, str]:
+    from fxcore.autograd_view import autograd_view
+
+    try:
+        return autograd_view(gm, *inputs).backward_of
+    except Exception:
+        return {}
+
+
+_KIND_TO_CODE = {
+    IssueKind.CONTROL_FLOW: "FX001",
+    IssueKind.ITERATION: "FX002",
+    IssueKind.PYTHON_VALUE: "FX003",
+    IssueKind.EXCEPTION: "FX004",
+}
+
+
+def _text_at(source: str, span: SourceSpan, filename: str) -> str:
+    if span.file != filename or span.line != span.end_line:
+        return ""
+    lines = source.splitlines()
+    if not 0 < span.line <= len(lines):
+        return ""
+    return lines[span.line - 1].encode("utf-8")[span.col : span.end_col].decode("utf-8", "replace")
+
+
+def _issue_diagnostic(
+    issue: TraceIssue, trace: CollectedTrace, module: str, class_span_: SourceSpan,
+    source: str, filename: str, is_reportable: Any,
+) -> Diagnostic:
+    code = _KIND_TO_CODE[issue.kind]
+    candidates = [*reversed(issue.stack)]
+    if issue.span is not None:
+        candidates.insert(0, issue.span)
+    where = next((s for s in candidates if is_reportable(s.file)), class_span_)
+    text = _text_at(source, where, filename)
+    quoted = f"`{text}`" if text else "this expression"
+    if issue.kind is IssueKind.CONTROL_FLOW:
+        message = (f"{quoted} depends on a traced value and decides control flow: symbolic "
+                   "tracing cannot follow a data-dependent branch")
+    elif issue.kind is IssueKind.ITERATION:
+        message = (f"{quoted} iterates over a traced value: its length is unknown while "
+                   "tracing")
+    elif issue.kind is IssueKind.PYTHON_VALUE:
+        message = (f"{quoted} turns a traced value into a Python value "
+                   f"({issue.conversion}): tensors have no concrete value while tracing")
+    else:
+        message = f"{issue.message} (raised while tracing `{module}`)"
+        if issue.after_recovery:
+            message += "; it may follow from an earlier problem in this forward"
+    item = diagnostic(code, message, where, module, kind=issue.kind.value)
+    for outer in issue.stack[:-1]:
+        if outer != where and is_reportable(outer.file):
+            item.related.append(RelatedInfo(to_span(outer), "reached from here"))
+    return item
+
+
+def _target_text(node: Node) -> str:
+    try:
+        return Node._pretty_print_target(node.target)
+    except Exception:
+        return str(node.target)
+
+
+def _node_info(node: Node, gm: GraphModule, backward: dict[str, str]) -> NodeInfo:
+    span = node.meta.get("source")
+    stack = node.meta.get("source_stack", ())
+    info = NodeInfo(
+        node.name, node.op, _target_text(node), _format_arg(node.args),
+        _format_arg(node.kwargs), [u.name for u in node.users],
+        to_span(span) if span is not None else None, [to_span(s) for s in stack],
+    )
+    meta = node.meta.get("tensor_meta")
+    if meta is not None and hasattr(meta, "shape"):
+        info.shape = [int(d) for d in meta.shape]
+        info.dtype = str(meta.dtype).replace("torch.", "")
+    module_stack = node.meta.get("nn_module_stack")
+    if node.op == "call_module":
+        info.module_path = str(node.target)
+        try:
+            submodule = gm.get_submodule(node.target)
+            cls = type(submodule)
+            info.module_type = f"{cls.__module__}.{cls.__qualname__}"
+            info.module_params = sum(p.numel() for p in submodule.parameters())
+        except AttributeError:
+            pass
+    elif module_stack:
+        info.module_path = next(reversed(module_stack.values()))[0]
+    info.backward = backward.get(node.name)
+    return info
+
+
+def _lint_module_graphs(
+    namespace: dict[str, Any], filename: str, is_reportable: Any
+) -> list[Diagnostic]:
+    found: list[Diagnostic] = []
+    for value in namespace.values():
+        graph = value.graph if isinstance(value, GraphModule) else value
+        if not isinstance(graph, Graph):
+            continue
+        found.extend(_lint_graph(graph, filename, is_reportable))
+    return found
+
+
+def _lint_graph(graph: Graph, filename: str, is_reportable: Any) -> list[Diagnostic]:
+    from fxcore.graph import _LEGAL_OPS
+
+    found = []
+    seen: set[Node] = set()
+    names: set[str] = set()
+
+    def where(node: Node) -> SourceSpan:
+        span = node.meta.get("source")
+        if span is not None and is_reportable(span.file):
+            return span
+        return SourceSpan(filename, 1, 1, 0, 0)
+
+    for node in graph.nodes:
+        if node.op not in _LEGAL_OPS:
+            found.append(diagnostic("FX006", f"node `{node.name}` has the unknown opcode "
+                                    f"`{node.op}`", where(node), ""))
+        for arg in node.all_input_nodes:
+            if arg.graph is not graph:
+                found.append(diagnostic(
+                    "FX006", f"node `{node.name}` uses `{arg.name}`, a node of another graph "
+                    "(copy nodes with node_copy and an arg_transform)", where(node), ""))
+            elif arg not in seen:
+                found.append(diagnostic(
+                    "FX005", f"node `{node.name}` uses `{arg.name}` before it is defined: "
+                    "the graph is not in topological order", where(node), "",
+                    node=node.name, input=arg.name))
+        if node.name in names:
+            found.append(diagnostic("FX006", f"the name `{node.name}` is defined twice",
+                                    where(node), ""))
+        names.add(node.name)
+        seen.add(node)
+    owner = graph.owning_module
+    if owner is not None:
+        for node in graph.nodes:
+            if node.op in ("get_attr", "call_module") and isinstance(node.target, str):
+                current: Any = owner
+                for atom in node.target.split("."):
+                    current = getattr(current, atom, None)
+                    if current is None:
+                        found.append(diagnostic(
+                            "FX006", f"node `{node.name}` refers to `{node.target}`, which the "
+                            "owning module does not have", where(node), ""))
+                        break
+    return found
+
+
+def is_module_type(value: Any) -> bool:
+    return isinstance(value, types.ModuleType)

@@ -1,0 +1,206 @@
+"""Rules over a traced module: dead code (FX010), in-place on inputs (FX011), baked constants
+(FX012), trace-time calls (FX013), graph vs eager (FX014). Each returns diagnostics, never raises.
+"""
+
+from __future__ import annotations
+
+import copy
+import operator
+from collections.abc import Iterable
+from typing import Any
+
+import torch
+
+from fxcore.node import Node
+from fxcore.recovering import IssueKind
+from fxcore.source import SourceSpan
+from fxls.analysis.context import ModuleContext
+from fxls.codes import CODES
+from fxls.report import Diagnostic, Span
+
+_INPLACE_OPERATORS = {
+    getattr(operator, name)
+    for name in ("iadd", "isub", "imul", "itruediv", "ifloordiv", "imod", "ipow", "iand",
+                 "ior", "ixor", "ilshift", "irshift", "imatmul", "setitem")
+}
+
+
+def to_span(span: SourceSpan) -> Span:
+    return Span(span.file, span.line, span.end_line, span.col, span.end_col)
+
+
+def diagnostic(code: str, message: str, span: SourceSpan | Span, module: str,
+               **data: Any) -> Diagnostic:
+    if isinstance(span, SourceSpan):
+        span = to_span(span)
+    return Diagnostic(code, CODES[code].severity.value, message, span, module, data=data)
+
+
+def _contains(outer: SourceSpan, inner: SourceSpan) -> bool:
+    return (
+        outer.file == inner.file
+        and (outer.line, outer.col) <= (inner.line, inner.col)
+        and (inner.end_line, inner.end_col) <= (outer.end_line, outer.end_col)
+    )
+
+
+def _source_text(ctx: ModuleContext, span: SourceSpan) -> str:
+    if span.file != ctx.path:
+        return ""
+    lines = ctx.source.splitlines()
+    if not 0 < span.line <= len(lines):
+        return ""
+    raw = lines[span.line - 1].encode("utf-8")
+    if span.end_line == span.line:
+        return raw[span.col : span.end_col].decode("utf-8", "replace")
+    return raw[span.col :].decode("utf-8", "replace") + " ..."
+
+
+def _is_inplace(node: Node) -> bool:
+    if node.op == "call_method":
+        name = node.target
+        return name.endswith("_") and not name.endswith("__")
+    if node.op == "call_function":
+        if node.target in _INPLACE_OPERATORS:
+            return True
+        name = getattr(node.target, "__name__", "")
+        return name.endswith("_") and not name.endswith("__") and not name.startswith("_")
+    return False
+
+
+def _reportable(ctx: ModuleContext, span: SourceSpan | None) -> bool:
+    return span is not None and ctx.is_reportable_file(span.file)
+
+
+def dead_code(ctx: ModuleContext) -> Iterable[Diagnostic]:
+    gm = ctx.graph_module
+    if gm is None or any(i.kind is IssueKind.EXCEPTION for i in ctx.trace.issues):
+        return []
+    call_spans = [c.span for c in ctx.trace_time_calls]
+    found = []
+    for node in gm.graph.nodes:
+        if node.op not in ("call_function", "call_method", "call_module") or node.users:
+            continue
+        if node.meta.get("consumed_by_issue") or _is_inplace(node):
+            continue
+        try:
+            if node.is_impure():
+                continue
+        except Exception:
+            continue
+        span = node.meta.get("source")
+        if not _reportable(ctx, span) or any(_contains(c, span) for c in call_spans):
+            continue
+        text = _source_text(ctx, span) or node.name
+        found.append(diagnostic(
+            "FX010", f"`{text}` is computed but never used: the traced graph computes it "
+            "for nothing (dead code)", span, ctx.class_name, node=node.name))
+    return found
+
+
+def _root_value(node: Node) -> Node:
+    return node
+
+
+def inplace_on_inputs(ctx: ModuleContext) -> Iterable[Diagnostic]:
+    gm = ctx.graph_module
+    if gm is None:
+        return []
+    found = []
+    for node in gm.graph.nodes:
+        if not _is_inplace(node) or not node.args or not isinstance(node.args[0], Node):
+            continue
+        target = node.args[0]
+        if target.op == "placeholder":
+            what = f"the forward input `{target.target}`"
+        elif target.op == "get_attr":
+            what = f"`self.{target.target}`"
+        else:
+            continue
+        span = node.meta.get("source")
+        if not _reportable(ctx, span):
+            continue
+        op_name = node.target if isinstance(node.target, str) else node.target.__name__
+        found.append(diagnostic(
+            "FX011", f"in-place `{op_name}` modifies {what}: the graph mutates its caller's "
+            "tensor, which passes like dead code elimination and quantization do not expect",
+            span, ctx.class_name, node=node.name))
+    return found
+
+
+def baked_constants(ctx: ModuleContext, created: dict[int, SourceSpan]) -> Iterable[Diagnostic]:
+    gm = ctx.graph_module
+    if gm is None:
+        return []
+    found = []
+    if any(i.kind is IssueKind.PYTHON_VALUE for i in ctx.trace.issues):
+        return []  # tensors made from stand-in values of recovered problems are artifacts
+    issue_lines = {i.span.line for i in ctx.trace.issues if i.span is not None}
+    for node in gm.graph.nodes:
+        if node.op != "get_attr" or not str(node.target).startswith("_tensor_constant"):
+            continue
+        value = getattr(gm, node.target, None)
+        span = created.get(id(value)) if value is not None else None
+        if span is not None and span.line in issue_lines:
+            continue  # made from a stand-in value of a recovered problem, not a real constant
+        if span is None or not _reportable(ctx, span):
+            span = node.meta.get("source")
+        if not _reportable(ctx, span):
+            continue
+        shape = list(value.shape) if isinstance(value, torch.Tensor) else "?"
+        found.append(diagnostic(
+            "FX012", f"a tensor (shape {shape}) created while tracing is baked into the graph "
+            f"as the constant `{node.target}`: it will not follow .to(device) or "
+            "state_dict; register it as a buffer", span, ctx.class_name, node=node.name))
+    return found
+
+
+def trace_time_calls(ctx: ModuleContext) -> Iterable[Diagnostic]:
+    found = []
+    for call in ctx.trace_time_calls:
+        if not _reportable(ctx, call.span):
+            continue
+        found.append(diagnostic(
+            "FX013", f"`{call.what}(...)` runs once while tracing and is not part of the graph: "
+            "the traced module will never execute it", call.span, ctx.class_name,
+            what=call.what))
+    return found
+
+
+def _close(a: Any, b: Any) -> bool:
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return False
+        if a.is_floating_point() or a.is_complex():
+            return torch.allclose(a, b, rtol=1e-4, atol=1e-5, equal_nan=True)
+        return torch.equal(a, b)
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_close(a[k], b[k]) for k in a)
+    try:
+        return bool(a == b)
+    except Exception:
+        return False
+
+
+def eager_mismatch(ctx: ModuleContext, class_span: SourceSpan) -> Iterable[Diagnostic]:
+    gm = ctx.graph_module
+    if gm is None or ctx.trace.issues or ctx.example_inputs is None or not ctx.settings.check_eager:
+        return []
+    try:
+        ctx.module.eval()
+        gm.eval()
+        with torch.no_grad():
+            torch.manual_seed(0)
+            eager = ctx.module(*copy.deepcopy(ctx.example_inputs))
+            torch.manual_seed(0)
+            traced = gm(*copy.deepcopy(ctx.example_inputs))
+    except Exception:  # an exception in eager is the user's own bug, not FX's
+        return []
+    if _close(eager, traced):
+        return []
+    return [diagnostic(
+        "FX014", f"the traced graph of `{ctx.class_name}` computes a different result than "
+        "its eager forward on the same inputs: some Python logic was evaluated once at trace "
+        "time and frozen into the graph", class_span, ctx.class_name)]
