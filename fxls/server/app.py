@@ -267,7 +267,10 @@ def on_code_lens(ls: FxlsServer, params: types.CodeLensParams) -> list[types.Cod
         if module.span is None:
             continue
         title = f"fxls: {module.status} · {module.node_count} nodes"
-        command = types.Command(title, SHOW_GRAPH, [params.text_document.uri, module.name, "code"])
+        command = types.Command(
+            title=title, command=SHOW_GRAPH,
+            arguments=[params.text_document.uri, module.name, "code"],
+        )
         lenses.append(types.CodeLens(range=converter.range(module.span), command=command))
     return lenses
 
@@ -292,7 +295,7 @@ def on_code_action(ls: FxlsServer, params: types.CodeActionParams) -> list[types
 
 
 @server.command(SHOW_GRAPH)
-def show_graph(ls: FxlsServer, args: list[Any]) -> dict[str, Any]:
+def show_graph(ls: FxlsServer, *args: Any) -> dict[str, Any]:
     """``[uri, className, format?]`` -> ``{"name", "status", "format", "text"}``."""
     if not isinstance(args, list | tuple) or len(args) < 2:
         raise ValueError("fxls.showGraph expects [uri, className, format?]")

@@ -27,7 +27,7 @@ async def save_and_wait(
     path.write_text(text, encoding="utf-8")
     client.text_document_did_change(
         types.DidChangeTextDocumentParams(
-            types.VersionedTextDocumentIdentifier(uri, version),
+            types.VersionedTextDocumentIdentifier(version=version, uri=uri),
             [types.TextDocumentContentChangeWholeDocument(text)],
         )
     )
@@ -51,6 +51,15 @@ async def wait_for_version(
     config=ClientServerConfig(server_command=[sys.executable, "-m", "fxls", "serve"]),
 )
 async def client(lsp_client: LanguageClient, tmp_path: Path):
+    # the VS Code capabilities we claim include refresh support: answer those requests
+    @lsp_client.feature(types.WORKSPACE_CODE_LENS_REFRESH)
+    def _code_lens_refresh(_params: None) -> None:
+        return None
+
+    @lsp_client.feature(types.WORKSPACE_INLAY_HINT_REFRESH)
+    def _inlay_hint_refresh(_params: None) -> None:
+        return None
+
     await lsp_client.initialize_session(
         types.InitializeParams(
             capabilities=client_capabilities("visual-studio-code"),

@@ -68,7 +68,7 @@ async def test_quick_saves_end_with_the_final_texts_diagnostics(
         path.write_text(text, encoding="utf-8")
         client.text_document_did_change(
             types.DidChangeTextDocumentParams(
-                types.VersionedTextDocumentIdentifier(uri, version),
+                types.VersionedTextDocumentIdentifier(version=version, uri=uri),
                 [types.TextDocumentContentChangeWholeDocument(text)],
             )
         )
