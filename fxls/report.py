@@ -97,6 +97,9 @@ class ModuleReport:
     span: Span | None = None  # the class name
     nodes: list[NodeInfo] = field(default_factory=list)
     code: str | None = None  # generated forward code, when traced
+    #: the traced graph's outputs on seeded example inputs, summarised (per output tensor:
+    #: sum, sum of absolute values); lets a fix be checked to keep the graph's behaviour
+    output_signature: list[float] | None = None
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ModuleReport:
@@ -107,6 +110,7 @@ class ModuleReport:
             Span.from_dict(data["span"]) if data.get("span") else None,
             [NodeInfo.from_dict(n) for n in data.get("nodes", [])],
             data.get("code"),
+            data.get("output_signature"),
         )
 
 

@@ -206,6 +206,7 @@ def _analyze_class(
     pragmas = file_pragmas.classes.get(name, ClassPragmas())
     if pragmas.skip or pragmas.leaf:
         return module_report, []
+    torch.manual_seed(0)  # the same parameters in every run, so outputs can be compared
     instance = _construct(cls, pragmas, namespace, span, filename)
     if isinstance(instance, Diagnostic):
         module_report.status = "failed" if instance.code == "FX004" else "skipped"
@@ -232,6 +233,7 @@ def _analyze_class(
     module_report.status = "partial" if trace.issues else "traced"
     module_report.node_count = len(gm.graph.nodes)
     module_report.code = gm.code
+    torch.manual_seed(1)
     example_inputs = _example_inputs(pragmas, namespace, gm, trace)
     ctx = ModuleContext(
         filename, source, name, instance, trace, gm, example_inputs, concrete, settings,
@@ -247,6 +249,7 @@ def _analyze_class(
     if example_inputs is not None and not trace.issues:
         _propagate_shapes(gm, example_inputs)
         found += rules.eager_mismatch(ctx, span)
+        module_report.output_signature = _output_signature(gm, example_inputs)
         if len(gm.graph.nodes) <= _MAX_NODES_FOR_AUTOGRAD:
             backward = _backward_names(gm, example_inputs)
     module_report.nodes = [_node_info(n, gm, backward) for n in gm.graph.nodes]
@@ -267,6 +270,28 @@ def _example_inputs(
         return infer_inputs(gm)
     except Exception:
         return None
+
+
+def _output_signature(gm: GraphModule, inputs: tuple[Any, ...]) -> list[float] | None:
+    import copy
+
+    from fxcore.node import map_aggregate
+
+    values: list[float] = []
+
+    def summarise(value: Any) -> Any:
+        if isinstance(value, torch.Tensor) and value.is_floating_point():
+            values.extend([float(value.double().sum()), float(value.double().abs().sum())])
+        return value
+
+    try:
+        gm.eval()
+        with torch.no_grad():
+            torch.manual_seed(2)
+            map_aggregate(gm(*copy.deepcopy(inputs)), summarise)
+    except Exception:
+        return None
+    return values
 
 
 def _propagate_shapes(gm: GraphModule, inputs: tuple[Any, ...]) -> None:

@@ -37,4 +37,17 @@ def fix_holds(before: FileReport, after: FileReport, fix: Fix) -> tuple[bool, st
             return False, f"{module.name} is gone"
         if _STATUS_RANK.get(status, 0) < _STATUS_RANK.get(module.status, 0):
             return False, f"{module.name} now traces {status}"
+    signatures_after = {m.name: m.output_signature for m in after.modules}
+    for module in before.modules:
+        if not _same_outputs(module.output_signature, signatures_after.get(module.name)):
+            return False, f"{module.name} computes different outputs after the fix"
     return True, "verified by re-tracing"
+
+
+def _same_outputs(before: list[float] | None, after: list[float] | None) -> bool:
+    if before is None or after is None:
+        return True  # nothing to compare: no example inputs, or the graph was partial
+    if len(before) != len(after):
+        return False
+    pairs = zip(before, after, strict=True)
+    return all(abs(a - b) <= 1e-4 * max(1.0, abs(a), abs(b)) for a, b in pairs)

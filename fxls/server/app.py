@@ -33,6 +33,8 @@ log = logging.getLogger("fxls.server")
 
 SHOW_GRAPH = "fxls.showGraph"
 RESTART_WORKER = "fxls.restartWorker"
+#: how long a code action request waits for fixes of the current text to be verified
+VERIFY_WAIT_S = 10.0
 
 
 class FxlsServer(LanguageServer):
@@ -282,7 +284,9 @@ def on_code_lens(ls: FxlsServer, params: types.CodeLensParams) -> list[types.Cod
         resolve_provider=False,
     ),
 )
-def on_code_action(ls: FxlsServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+async def on_code_action(
+    ls: FxlsServer, params: types.CodeActionParams
+) -> list[types.CodeAction]:
     state = ls.states.get(params.text_document.uri)
     if state is None or state.report is None or state.fixes is None:
         return []
@@ -291,6 +295,15 @@ def on_code_action(ls: FxlsServer, params: types.CodeActionParams) -> list[types
         text = document.source
     except Exception:
         return []
+    task = state.verify_task
+    if task is not None and not task.done() and text == state.analysed_text:
+        # fixes for this very text are being verified: answer with them, not with nothing
+        try:
+            await asyncio.wait_for(asyncio.shield(task), timeout=VERIFY_WAIT_S)
+        except (TimeoutError, asyncio.CancelledError):
+            pass
+        except Exception:
+            log.exception("fix verification failed")
     return code_actions(state.fixes, state.uri, text, params, ls.converter(state))
 
 
