@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import torch
+from torch.overrides import TorchFunctionMode
 
 from fxcore.source import SourceSpan, is_internal_file, user_span
 from fxls.analysis.context import TraceTimeCall
@@ -21,11 +22,6 @@ from fxls.analysis.context import TraceTimeCall
 _RANDOM_FUNCTIONS = ("random", "randint", "choice", "uniform", "shuffle", "gauss", "sample")
 _TIME_FUNCTIONS = ("time", "perf_counter", "monotonic", "sleep", "process_time")
 _LOG_METHODS = ("debug", "info", "warning", "error", "critical", "exception", "log")
-_TENSOR_FACTORIES = (
-    "tensor", "as_tensor", "ones", "zeros", "full", "empty", "eye", "arange", "linspace",
-    "rand", "randn", "randint", "ones_like", "zeros_like", "full_like", "rand_like",
-    "randn_like", "triu", "tril",
-)
 
 
 class TraceRecorder:
@@ -52,22 +48,6 @@ class TraceRecorder:
 
         return recorded
 
-    def _wrap_factory(self, name: str, original: Callable[..., Any]) -> Callable[..., Any]:
-        recorder = self
-
-        def created(*args: Any, **kwargs: Any) -> Any:
-            result = original(*args, **kwargs)
-            caller = sys._getframe(1)
-            if isinstance(result, torch.Tensor) and not is_internal_file(caller.f_code.co_filename):
-                span = user_span(caller)
-                if span is not None:
-                    recorder.created_tensors[id(result)] = span
-                    recorder._keep_alive.append(result)
-            return result
-
-        created.__name__ = name
-        return created
-
     @contextmanager
     def active(self) -> Iterator[TraceRecorder]:
         undo: list[Callable[[], None]] = []
@@ -89,11 +69,28 @@ class TraceRecorder:
             patch(logging.Logger, name, self._wrap_call(f"logging.{name}",
                                                         getattr(logging.Logger, name)))
             patch(logging, name, self._wrap_call(f"logging.{name}", getattr(logging, name)))
-        for name in _TENSOR_FACTORIES:
-            if hasattr(torch, name):
-                patch(torch, name, self._wrap_factory(name, getattr(torch, name)))
         try:
-            yield self
+            with _CreationMode(self):
+                yield self
         finally:
             while undo:
                 undo.pop()()
+
+
+class _CreationMode(TorchFunctionMode):
+    """Sees every torch call of the trace; remembers where real tensors were made."""
+
+    def __init__(self, recorder: TraceRecorder) -> None:
+        super().__init__()
+        self.recorder = recorder
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        result = func(*args, **(kwargs or {}))
+        if isinstance(result, torch.Tensor):
+            caller = sys._getframe(1)
+            if not is_internal_file(caller.f_code.co_filename):
+                span = user_span(caller)
+                if span is not None:
+                    self.recorder.created_tensors[id(result)] = span
+                    self.recorder._keep_alive.append(result)
+        return result

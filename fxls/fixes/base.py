@@ -37,6 +37,8 @@ class Fix:
     edits: list[TextEdit]
     #: safe fixes are applied by ``source.fixAll.fxls``; others only on request
     safe: bool = True
+    #: a class this fix makes a leaf: it stops being traced as a root (status "skipped")
+    leaf_class: str | None = None
     #: what verification checks beyond "the diagnostic is gone and nothing new appeared"
     expect_same_outputs: bool = True
     meta: dict[str, Any] = field(default_factory=dict)

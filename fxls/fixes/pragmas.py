@@ -55,7 +55,7 @@ def mark_leaf(located: Located, class_name: str, code: str) -> list[Fix]:
         return []
     edit = _pragma_above(located, cls, "leaf")
     title = f"Trace `{class_name}` as a leaf module (`# fxls: leaf`)"
-    return [Fix(title, code, [edit], safe=False)]
+    return [Fix(title, code, [edit], safe=False, leaf_class=class_name)]
 
 
 def wrap_function(located: Located, function_name: str, code: str) -> list[Fix]:
