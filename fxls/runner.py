@@ -7,6 +7,7 @@ the job becomes an FX102 diagnostic on the file instead of an error of the calle
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,23 +39,46 @@ class AnalysisRequest:
 
 
 _FAILURE_MESSAGES = {
-    "timeout": "analysis timed out after {timeout:g} s (an infinite loop at import or in "
-    "forward?); raise `timeout` in [tool.fxls] if the model is just slow",
-    "crashed": "the worker process running this file crashed ({detail})",
+    "timeout": "analysis timed out after {timeout:g} s{where} (an infinite loop at import or "
+    "in forward?); raise `timeout` in [tool.fxls] if the model is just slow",
+    "crashed": "the worker process running this file crashed{where} ({detail})",
     "memory": "the analysis ran out of memory ({detail})",
     "error": "fxls failed while analysing this file: {detail}",
     "cancelled": "the analysis was cancelled",
 }
 
 
-def failure_report(request: AnalysisRequest, status: str, detail: str) -> FileReport:
+_FAULT_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)')
+
+
+def running_line(output: str, path: str) -> int | None:
+    """The line of ``path`` a killed or crashed job was running, from its fault dump.
+
+    The worker makes a job print its stack (faulthandler) on a crash and right before a
+    timeout kill; the most recent call comes first.
+    """
+    for match in _FAULT_FRAME.finditer(output[output.rfind("most recent call first"):]):
+        if match.group("file") == path:
+            return int(match.group("line"))
+    return None
+
+
+def failure_report(
+    request: AnalysisRequest, status: str, detail: str, output: str = ""
+) -> FileReport:
     """An FX102 report for a job that did not produce a report."""
     template = _FAILURE_MESSAGES.get(status, "the analysis failed ({detail})")
-    message = template.format(timeout=request.settings.timeout, detail=detail or status)
-    first_line = request.source.splitlines()[0] if request.source else ""
-    span = Span(
-        str(Path(request.path).resolve()), 1, 1, 0, len(first_line.encode("utf-8"))
-    )
+    path = str(Path(request.path).resolve())
+    lines = request.source.splitlines()
+    line = running_line(output, path) if output else None
+    where = f" while running line {line}" if line is not None else ""
+    if line is None or not 0 < line <= len(lines):
+        line = 1
+    message = template.format(timeout=request.settings.timeout, detail=detail or status,
+                              where=where)
+    text = lines[line - 1] if lines else ""
+    indent = len(text) - len(text.lstrip())
+    span = Span(path, line, line, indent, len(text.encode("utf-8")))
     diagnostic = Diagnostic("FX102", CODES["FX102"].severity.value, message, span)
     return FileReport(request.path, [], [diagnostic])
 
@@ -65,7 +89,12 @@ def report_from_result(request: AnalysisRequest, result: Any) -> FileReport:
         report = FileReport.from_dict(result.value)
         report.path = request.path
         return report
-    return failure_report(request, result.status, _last_line(_failure_detail(result)))
+    return failure_report(
+        request,
+        result.status,
+        _last_line(_failure_detail(result)),
+        getattr(result, "output", "") or "",
+    )
 
 
 def _failure_detail(result: Any) -> str:

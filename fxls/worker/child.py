@@ -6,6 +6,7 @@ worker's own code, so ``serve_job`` always ends in ``os._exit``.
 
 from __future__ import annotations
 
+import faulthandler
 import importlib
 import json
 import os
@@ -44,6 +45,7 @@ def serve_job(fds: ChildFds, limits: Limits, worker_pid: int, close: Iterable[in
     try:
         _detach(worker_pid, close)
         _redirect_output(fds.out_w)
+        _report_where_on_fault()
         raw = read_all(fds.job_r)
         os.close(fds.job_r)
         if not raw:  # the worker retired this child (or died) before giving it a job
@@ -149,6 +151,17 @@ def _watch_parent(worker_pid: int) -> None:
     while os.getppid() == worker_pid:
         time.sleep(0.5)
     os._exit(0)
+
+
+#: sent by the worker just before it kills a job for a timeout: dump where it is running
+DUMP_SIGNAL = signal.SIGUSR1
+
+
+def _report_where_on_fault() -> None:
+    """Crashes (SIGSEGV...) and the pre-timeout signal print the Python stack to the output,
+    so the caller can tell which line was running."""
+    faulthandler.enable(file=sys.stderr, all_threads=False)
+    faulthandler.register(DUMP_SIGNAL, file=sys.stderr, all_threads=False, chain=False)
 
 
 def _redirect_output(out_w: int) -> None:

@@ -55,7 +55,7 @@ class WorkerClient:
         *,
         warm_imports: tuple[str, ...] = (),
         env: dict[str, str] | None = None,
-        memory_limit_mb: int = 4096,
+        memory_limit_mb: int = 2048,
         cpu_limit_s: float | None = None,
     ) -> None:
         self.python = python

@@ -16,9 +16,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from fxls.worker.child import ChildFds, Limits, serve_job
+from fxls.worker.child import DUMP_SIGNAL, ChildFds, Limits, serve_job
 from fxls.worker.protocol import FrameBuffer, encode, write_all
 
+#: time a timed-out job gets to print its stack before it is killed
+_DUMP_GRACE_S = 0.3
 OUTPUT_TAIL = 64 * 1024
 PARENT_POLL_S = 0.5
 _READ_CHUNK = 1 << 16
@@ -49,6 +51,8 @@ class Job:
     output_total: int = 0
     killed_for: str | None = None
     oom_kills: int | None = None
+    #: the job was asked to print where it is running (it is about to time out)
+    dumped: bool = False
 
 
 class Worker:
@@ -193,6 +197,14 @@ class Worker:
         now = time.monotonic()
         for job in list(self.jobs.values()):
             if job.deadline is not None and job.killed_for is None and now >= job.deadline:
+                if not job.dumped:
+                    job.dumped = True
+                    job.deadline = now + _DUMP_GRACE_S
+                    try:
+                        os.kill(job.child.pid, DUMP_SIGNAL)
+                    except OSError:
+                        pass
+                    continue
                 self._kill(job, "timeout")
 
     def _poll_exits(self) -> None:

@@ -1,0 +1,54 @@
+"""Faults in user code, run by the real worker through `fxls check`: each file gets its
+diagnostic at the line that was running, and the files after it are still analysed."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+HEAD = "import torch\nfrom torch import nn\n\n"
+
+FILES = {
+    "a_loop_import.py": HEAD + "while True:\n    pass\n",
+    "b_loop_forward.py": HEAD + "class M(nn.Module):\n    def forward(self, x):\n"
+    "        while True:\n            pass\n",
+    "c_segfault.py": HEAD + "import ctypes\nctypes.string_at(0)\n",
+    "d_exit.py": HEAD + "import os\nos._exit(3)\n",
+    "e_memory.py": HEAD + "blob = bytearray(3 * 1024**3)\n",
+    "f_flood.py": HEAD + "for i in range(20000):\n    print('flood' * 100)\n",
+    "g_recursion.py": HEAD + "def f(n):\n    return f(n + 1)\n\n\nclass M(nn.Module):\n"
+    "    def forward(self, x):\n        return f(0)\n",
+    "z_ok.py": HEAD + "class Ok(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+    "        self.lin = nn.Linear(2, 2)\n\n    def forward(self, x):\n        return self.lin(x)\n",
+}
+
+
+def test_each_fault_gives_its_diagnostic_and_the_next_file_works(tmp_path: Path):
+    (tmp_path / "pyproject.toml").write_text("[tool.fxls]\ntimeout = 3\n", encoding="utf-8")
+    for name, text in FILES.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    command = [sys.executable, "-m", "fxls", "check", "--format", "json", str(tmp_path)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=180, cwd=tmp_path)
+    assert "floodflood" not in done.stdout  # user output never reaches fxls's own stdout
+    files = {Path(f["path"]).name: f for f in json.loads(done.stdout)["files"]}
+
+    def first(name: str) -> tuple[str, int, str]:
+        diagnostic = files[name]["diagnostics"][0]
+        return diagnostic["code"], diagnostic["range"]["start"]["line"], diagnostic["message"]
+
+    assert first("a_loop_import.py")[:2] == ("FX102", 3)
+    assert "timed out" in first("a_loop_import.py")[2]
+    assert first("b_loop_forward.py")[:2] == ("FX102", 5)
+    assert first("c_segfault.py")[:2] == ("FX102", 4)
+    assert "SIGSEGV" in first("c_segfault.py")[2]
+    assert first("d_exit.py")[0] == "FX102" and "code 3" in first("d_exit.py")[2]
+    assert first("e_memory.py")[:2] == ("FX100", 3) and "MemoryError" in first("e_memory.py")[2]
+    assert files["f_flood.py"]["diagnostics"] == []
+    assert first("g_recursion.py")[0] == "FX004" and "RecursionError" in first("g_recursion.py")[2]
+    assert files["z_ok.py"] == {
+        "path": str(tmp_path / "z_ok.py"),
+        "modules": [{"name": "Ok", "status": "traced", "nodes": 3}],
+        "diagnostics": [],
+    }
