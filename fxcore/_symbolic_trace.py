@@ -25,7 +25,7 @@ from fxcore.graph import Graph
 from fxcore.graph_module import GraphModule
 from fxcore.node import Argument, Node, map_aggregate
 from fxcore.proxy import ParameterProxy, Proxy, Scope, ScopeContextManager, TracerBase
-from fxcore.source import trace_boundary
+from fxcore.source import forget_frames, trace_boundary
 
 __all__ = ["Tracer", "symbolic_trace", "wrap", "PH", "PHBase", "is_fx_tracing"]
 
@@ -485,6 +485,7 @@ class Tracer(TracerBase):
             self.submodule_paths = None
         finally:
             _is_fx_tracing = previous_flag
+            forget_frames()
         return self.graph
 
     def _run_root(self, fn: Callable[..., Any], args: list[Any]) -> Any:

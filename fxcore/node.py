@@ -223,8 +223,8 @@ class Node:
         self._input_nodes = inputs
 
         def register(n: Node) -> Node:
-            inputs.setdefault(n)
-            n.users.setdefault(self)
+            inputs[n] = None  # re-assigning keeps first-use order
+            n.users[self] = None
             return n
 
         self._args = map_arg(new_args, register)
@@ -350,7 +350,21 @@ class Node:
 
 def map_arg(a: Argument, fn: Callable[[Node], Argument]) -> Argument:
     """Apply ``fn`` to every Node inside ``a`` (tuples, lists, dicts, slices), rebuilding it."""
+    cls = type(a)
+    if cls is Node:
+        return fn(a)
+    if cls is tuple:
+        return tuple([map_arg(elem, fn) for elem in a])
+    if cls is list or cls is immutable_list:
+        return immutable_list([map_arg(elem, fn) for elem in a])
+    if cls is dict or cls is immutable_dict:
+        return immutable_dict([(k, map_arg(v, fn)) for k, v in a.items()])
+    if cls in _LEAF_TYPES:
+        return a
     return map_aggregate(a, lambda x: fn(x) if isinstance(x, Node) else x)
+
+
+_LEAF_TYPES = frozenset({int, float, str, bool, type(None), complex})
 
 
 def map_aggregate(a: Argument, fn: Callable[[Argument], Argument]) -> Argument:

@@ -159,7 +159,21 @@ def _positions(code: types.CodeType) -> list[tuple[int | None, ...]]:
     return positions
 
 
+_span_cache: dict[tuple[types.CodeType, int], SourceSpan | None] = {}
+
+
 def _span_at(code: types.CodeType, lasti: int) -> SourceSpan | None:
+    key = (code, lasti)
+    try:
+        return _span_cache[key]
+    except KeyError:
+        pass
+    span = _compute_span(code, lasti)
+    _span_cache[key] = span
+    return span
+
+
+def _compute_span(code: types.CodeType, lasti: int) -> SourceSpan | None:
     if lasti < 0:
         return None
     positions = _positions(code)
@@ -184,19 +198,73 @@ def span_of_frame(frame: types.FrameType) -> SourceSpan | None:
     return _span_at(frame.f_code, frame.f_lasti)
 
 
+class _OuterCache:
+    """The spans above the innermost user frame, from the previous walk.
+
+    Consecutive nodes usually come from the same caller frame, blocked in the same call:
+    then every frame above it is unchanged too and its spans can be reused. Holds one
+    frame reference at most (released by ``forget_frames``).
+    """
+
+    frame: types.FrameType | None = None
+    lasti: int = -1
+    spans: tuple[SourceSpan, ...] = ()
+
+
+def forget_frames() -> None:
+    _OuterCache.frame = None
+    _OuterCache.spans = ()
+
+
 def user_stack(start_frame: types.FrameType | None = None) -> tuple[SourceSpan, ...]:
     """Spans of the user frames from the trace boundary (or stack top) down to ``start_frame``.
 
     Outermost first; the last element is the innermost user expression.
     """
     frame = start_frame if start_frame is not None else sys._getframe(1)
-    spans: list[SourceSpan] = []
+    internal = _internal_by_filename
+    boundary = _boundary_codes
+    innermost: SourceSpan | None = None
     depth = 0
+    while frame is not None and depth < _MAX_STACK_DEPTH:  # find the innermost user frame
+        code = frame.f_code
+        if code in boundary:
+            return ()
+        flag = internal.get(code.co_filename)
+        if flag is None:
+            flag = is_internal_file(code.co_filename)
+        depth += 1
+        if not flag:
+            innermost = _span_at(code, frame.f_lasti)
+            frame = frame.f_back
+            break
+        frame = frame.f_back
+    else:
+        return ()
+    if frame is not None and frame is _OuterCache.frame and frame.f_lasti == _OuterCache.lasti:
+        outer = _OuterCache.spans
+    else:
+        caller = frame
+        outer = _walk_outer(frame, depth)
+        _OuterCache.frame, _OuterCache.spans = caller, outer
+        _OuterCache.lasti = caller.f_lasti if caller is not None else -1
+    if innermost is None:
+        return outer
+    return (*outer, innermost)
+
+
+def _walk_outer(frame: types.FrameType | None, depth: int) -> tuple[SourceSpan, ...]:
+    spans: list[SourceSpan] = []
+    internal = _internal_by_filename
+    boundary = _boundary_codes
     while frame is not None and depth < _MAX_STACK_DEPTH:
         code = frame.f_code
-        if code in _boundary_codes:
+        if code in boundary:
             break
-        if not is_internal_file(code.co_filename):
+        flag = internal.get(code.co_filename)
+        if flag is None:
+            flag = is_internal_file(code.co_filename)
+        if not flag:
             span = _span_at(code, frame.f_lasti)
             if span is not None:
                 spans.append(span)
