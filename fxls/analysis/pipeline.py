@@ -27,6 +27,7 @@ from fxls.analysis import rewrites, rules
 from fxls.analysis.context import ModuleContext
 from fxls.analysis.inputs import eval_pragma_args, infer_inputs
 from fxls.analysis.loading import LoadFailure, class_span, execute_file, module_classes
+from fxls.analysis.observe import observe, run_eager, signature
 from fxls.analysis.pragmas import ClassPragmas, FilePragmas, parse_pragmas
 from fxls.analysis.recorder import TraceRecorder
 from fxls.analysis.rules import diagnostic, to_span
@@ -245,13 +246,17 @@ def _analyze_class(
     found += rules.trace_time_calls(ctx)
     if tree is not None:
         found += rewrites.find_rewrites(ctx, tree, namespace)
-    backward = {}
+    backward: dict[str, str] = {}
     if example_inputs is not None and not trace.issues:
-        _propagate_shapes(gm, example_inputs)
-        found += rules.eager_mismatch(ctx, span)
-        module_report.output_signature = _output_signature(gm, example_inputs)
-        if len(gm.graph.nodes) <= _MAX_NODES_FOR_AUTOGRAD:
-            backward = _backward_names(gm, example_inputs)
+        seen = observe(gm, example_inputs,
+                       record_backward=len(gm.graph.nodes) <= _MAX_NODES_FOR_AUTOGRAD)
+        if seen.ok:
+            backward = seen.backward
+            module_report.output_signature = signature(seen.output)
+            if settings.check_eager:
+                ran, eager = run_eager(instance, example_inputs)
+                if ran:
+                    found += rules.eager_mismatch(ctx, span, eager, seen.output)
     module_report.nodes = [_node_info(n, gm, backward) for n in gm.graph.nodes]
     return module_report, found
 
@@ -270,47 +275,6 @@ def _example_inputs(
         return infer_inputs(gm)
     except Exception:
         return None
-
-
-def _output_signature(gm: GraphModule, inputs: tuple[Any, ...]) -> list[float] | None:
-    import copy
-
-    from fxcore.node import map_aggregate
-
-    values: list[float] = []
-
-    def summarise(value: Any) -> Any:
-        if isinstance(value, torch.Tensor) and value.is_floating_point():
-            values.extend([float(value.double().sum()), float(value.double().abs().sum())])
-        return value
-
-    try:
-        gm.eval()
-        with torch.no_grad():
-            torch.manual_seed(2)
-            map_aggregate(gm(*copy.deepcopy(inputs)), summarise)
-    except Exception:
-        return None
-    return values
-
-
-def _propagate_shapes(gm: GraphModule, inputs: tuple[Any, ...]) -> None:
-    from fxcore.passes.shape_prop import ShapeProp
-
-    try:
-        with torch.no_grad():
-            ShapeProp(gm).propagate(*inputs)
-    except Exception:
-        return
-
-
-def _backward_names(gm: GraphModule, inputs: tuple[Any, ...]) -> dict[str, str]:
-    from fxcore.autograd_view import autograd_view
-
-    try:
-        return autograd_view(gm, *inputs).backward_of
-    except Exception:
-        return {}
 
 
 _KIND_TO_CODE = {

@@ -165,29 +165,43 @@ def find_rewrites(ctx: ModuleContext, tree: ast.AST, namespace: dict[str, object
         span = node.meta.get("source")
         if span is not None and span.file == ctx.path:
             node_spans[(span.line, span.col, span.end_line, span.end_col)] = node
-    text = _Text(ctx.source, functional_alias(namespace))
     found = []
     claimed: list[tuple[int, int, int, int]] = []
+    for key, rule, replacement in _candidates(tree, ctx.source, functional_alias(namespace)):
+        if key not in node_spans or any(_inside(key, other) for other in claimed):
+            continue
+        claimed.append(key)
+        span = node_spans[key].meta["source"]
+        found.append(diagnostic(
+            "FX020", f"rewrite available ({rule.name}): {rule.description}; "
+            f"write `{replacement}`", span, ctx.class_name,
+            rule=rule.name, replacement=replacement))
+    return found
+
+
+_Candidate = tuple[tuple[int, int, int, int], Rule, str]
+_candidates_of: dict[int, tuple[ast.AST, list[_Candidate]]] = {}
+
+
+def _candidates(tree: ast.AST, source: str, functional: str) -> list[_Candidate]:
+    """Every expression of the file a rule rewrites, outermost first (computed once a file)."""
+    cached = _candidates_of.get(id(tree))
+    if cached is not None and cached[0] is tree:
+        return cached[1]
+    text = _Text(source, functional)
+    found: list[_Candidate] = []
     for expr in ast.walk(tree):
-        if not isinstance(expr, ast.expr) or not hasattr(expr, "end_lineno"):
+        if not isinstance(expr, ast.BinOp | ast.Call) or not hasattr(expr, "end_lineno"):
             continue
         key = (expr.lineno, expr.col_offset, expr.end_lineno or expr.lineno,
                expr.end_col_offset or 0)
-        if key not in node_spans:
-            continue
         for rule in RULES:
             replacement = rule.rewrite(expr, text)
-            if replacement is None:
-                continue
-            if any(_inside(key, other) for other in claimed):
+            if replacement is not None:
+                found.append((key, rule, replacement))
                 break
-            claimed.append(key)
-            span = node_spans[key].meta["source"]
-            found.append(diagnostic(
-                "FX020", f"rewrite available ({rule.name}): {rule.description}; "
-                f"write `{replacement}`", span, ctx.class_name,
-                rule=rule.name, replacement=replacement))
-            break
+    _candidates_of.clear()
+    _candidates_of[id(tree)] = (tree, found)
     return found
 
 

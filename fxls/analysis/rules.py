@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import copy
 import operator
 from collections.abc import Iterable
 from typing import Any
@@ -184,20 +183,9 @@ def _close(a: Any, b: Any) -> bool:
         return False
 
 
-def eager_mismatch(ctx: ModuleContext, class_span: SourceSpan) -> Iterable[Diagnostic]:
-    gm = ctx.graph_module
-    if gm is None or ctx.trace.issues or ctx.example_inputs is None or not ctx.settings.check_eager:
-        return []
-    try:
-        ctx.module.eval()
-        gm.eval()
-        with torch.no_grad():
-            torch.manual_seed(0)
-            eager = ctx.module(*copy.deepcopy(ctx.example_inputs))
-            torch.manual_seed(0)
-            traced = gm(*copy.deepcopy(ctx.example_inputs))
-    except Exception:  # an exception in eager is the user's own bug, not FX's
-        return []
+def eager_mismatch(
+    ctx: ModuleContext, class_span: SourceSpan, eager: Any, traced: Any
+) -> Iterable[Diagnostic]:
     if _close(eager, traced):
         return []
     return [diagnostic(

@@ -220,7 +220,7 @@ def lsp_range(text: str, needle: str, *, occurrence: int = 0, end_needle: str | 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
     folder = tmp_path_factory.mktemp("cases")
-    (folder / "pyproject.toml").write_text("[tool.fxls]\ntimeout = 4\n", encoding="utf-8")
+    (folder / "pyproject.toml").write_text("[tool.fxls]\ntimeout = 8\n", encoding="utf-8")
     for name, text in CASES.items():
         (folder / name).write_text(text, encoding="utf-8")
     fxls = [sys.executable, "-m", "fxls", "check", "--format", "json", str(folder)]

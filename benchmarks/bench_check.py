@@ -1,0 +1,114 @@
+"""What `fxls check` costs: worker start, then per file import + trace, warm.
+
+    .venv/bin/python benchmarks/bench_check.py [--repeat N] [--markdown]
+
+Compares a warm worker job on a generated ~300-node model file with the same work done
+in-process with torch.fx (exec the file + symbolic_trace), side by side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from fxls.runner import ANALYZE_TARGET, WARM_IMPORTS, AnalysisRequest  # noqa: E402
+from fxls.settings import Settings  # noqa: E402
+from fxls.worker.client import WorkerClient  # noqa: E402
+
+
+def model_source(blocks: int) -> str:
+    body = "\n".join(f"        x = x + self.blocks[{i}](x).relu() * 0.5" for i in range(blocks))
+    return (
+        "import torch\nfrom torch import nn\n\n\nclass Block(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n"
+        "        self.a = nn.Linear(32, 32)\n        self.b = nn.LayerNorm(32)\n\n"
+        "    def forward(self, x):\n        return self.b(self.a(x)).sigmoid() * x\n\n\n"
+        "class Big(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        f"        self.inp = nn.Linear(16, 32)\n"
+        f"        self.blocks = nn.ModuleList(Block() for _ in range({blocks}))\n\n"
+        f"    def forward(self, x):\n        x = self.inp(x)\n{body}\n        return x\n"
+    )
+
+
+def in_process_torch_fx(path: Path, source: str) -> float:
+    import torch.fx
+
+    start = time.perf_counter()
+    namespace: dict[str, object] = {"__name__": "bench_model"}
+    exec(compile(source, str(path), "exec"), namespace)
+    gm = torch.fx.symbolic_trace(namespace["Big"]())  # type: ignore[operator]
+    assert len(gm.graph.nodes) > 0
+    return (time.perf_counter() - start) * 1000
+
+
+async def measure(repeat: int) -> dict[str, object]:
+    folder = Path(tempfile.mkdtemp())
+    path = folder / "big_model.py"
+    source = model_source(40)
+    path.write_text(source)
+    client = WorkerClient(sys.executable, warm_imports=WARM_IMPORTS)
+    start = time.perf_counter()
+    await client.start()
+    worker_start = (time.perf_counter() - start) * 1000
+    request = AnalysisRequest(str(path), source, Settings(root=str(folder)))
+    job_ms, import_ms, trace_ms, nodes = [], [], [], 0
+    await client.run(ANALYZE_TARGET, request.params(), timeout=60)  # warm-up
+    for _ in range(repeat):
+        start = time.perf_counter()
+        result = await client.run(ANALYZE_TARGET, request.params(), timeout=60)
+        job_ms.append((time.perf_counter() - start) * 1000)
+        assert result.status == "ok", result.error
+        timings = result.value["timings_ms"]
+        import_ms.append(timings["import"])
+        trace_ms.append(timings["trace"])
+        nodes = result.value["modules"][-1]["node_count"]
+    await client.close()
+    reference = [in_process_torch_fx(path, source) for _ in range(repeat)]
+    return {
+        "worker_start": worker_start,
+        "job": statistics.median(job_ms),
+        "import": statistics.median(import_ms),
+        "trace": statistics.median(trace_ms),
+        "reference": statistics.median(reference),
+        "nodes": nodes,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--markdown", action="store_true")
+    args = parser.parse_args()
+    r = asyncio.run(measure(args.repeat))
+    rows = [
+        ("worker start (python + import torch, once)", r["worker_start"]),
+        (f"warm job, {r['nodes']}-node model: total round trip", r["job"]),
+        ("  of which: exec of the file", r["import"]),
+        ("  of which: construct + trace + rules + shapes (all modules)", r["trace"]),
+        ("in-process exec + torch.fx symbolic_trace (reference)", r["reference"]),
+    ]
+    ratio = r["job"] / r["reference"]  # type: ignore[operator]
+    if args.markdown:
+        print(f"Machine: {platform.machine()}, Python {platform.python_version()}; median of "
+              f"{args.repeat}.\n")
+        print("| step | ms |\n| --- | ---: |")
+        for name, value in rows:
+            print(f"| {name} | {value:.1f} |")
+        print(f"\nwarm job / in-process torch.fx: {ratio:.2f}x")
+        return
+    for name, value in rows:
+        print(f"{name:62s} {value:8.1f} ms")
+    print(f"warm job / in-process torch.fx: {ratio:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,82 @@
+"""One run of a traced graph on example inputs that learns everything the report needs:
+each node's shape and dtype (ShapeProp), its backward node (autograd view), and the
+output (for the graph-vs-eager check and the fix-verification signature)."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from fxcore.graph_module import GraphModule
+from fxcore.node import Node, map_aggregate
+from fxcore.passes.shape_prop import ShapeProp
+
+
+@dataclass
+class Observation:
+    output: Any = None
+    backward: dict[str, str] = field(default_factory=dict)
+    ok: bool = False
+
+
+class _Observer(ShapeProp):
+    def __init__(self, module: GraphModule, record_backward: bool) -> None:
+        super().__init__(module)
+        self.record_backward = record_backward
+        self.backward: dict[str, str] = {}
+
+    def run_node(self, n: Node) -> Any:
+        result = super().run_node(n)
+        if self.record_backward and n.op not in ("placeholder", "output"):
+            grad_fns: list[Any] = []
+
+            def look(value: Any) -> Any:
+                if not grad_fns and isinstance(value, torch.Tensor) and value.grad_fn is not None:
+                    grad_fns.append(value.grad_fn)
+                return value
+
+            map_aggregate(result, look)
+            if grad_fns:
+                self.backward[n.name] = type(grad_fns[0]).__name__
+        return result
+
+
+def observe(gm: GraphModule, inputs: tuple[Any, ...], *, record_backward: bool) -> Observation:
+    observer = _Observer(gm, record_backward)
+    gm.eval()
+    try:
+        with torch.enable_grad() if record_backward else torch.no_grad():
+            torch.manual_seed(2)
+            output = observer.run(*copy.deepcopy(inputs))
+    except Exception:
+        return Observation()
+    if record_backward:
+        output = map_aggregate(
+            output, lambda v: v.detach() if isinstance(v, torch.Tensor) else v
+        )
+    return Observation(output, observer.backward, True)
+
+
+def run_eager(module: torch.nn.Module, inputs: tuple[Any, ...]) -> tuple[bool, Any]:
+    module.eval()
+    try:
+        with torch.no_grad():
+            torch.manual_seed(2)
+            return True, module(*copy.deepcopy(inputs))
+    except Exception:
+        return False, None
+
+
+def signature(output: Any) -> list[float]:
+    values: list[float] = []
+
+    def summarise(value: Any) -> Any:
+        if isinstance(value, torch.Tensor) and value.is_floating_point():
+            values.extend([float(value.double().sum()), float(value.double().abs().sum())])
+        return value
+
+    map_aggregate(output, summarise)
+    return values
