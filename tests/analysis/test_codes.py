@@ -337,7 +337,11 @@ def test_fx101_class_name_without_known_arguments(results):
 
 def test_fx102_a_hang_at_import_times_out_and_the_next_files_still_work(results):
     text = CASES["fx102_hang.py"]
-    assert ranges(results["fx102_hang.py"], "FX102") == [lsp_range(text, "while True:")]
+    # the line the loop was running when the timeout hit: either of its two lines, whole
+    assert ranges(results["fx102_hang.py"], "FX102") in (
+        [lsp_range(text, "while True:")],
+        [lsp_range(text, "pass", occurrence=0)],
+    )
     assert results["uses_other_file.py"]["modules"][0]["status"] == "partial"
 
 

@@ -38,9 +38,10 @@ def test_each_fault_gives_its_diagnostic_and_the_next_file_works(tmp_path: Path)
         diagnostic = files[name]["diagnostics"][0]
         return diagnostic["code"], diagnostic["range"]["start"]["line"], diagnostic["message"]
 
-    assert first("a_loop_import.py")[:2] == ("FX102", 3)
+    # a hang is reported at the loop line that was running: `while True:` or its `pass`
+    assert first("a_loop_import.py")[0] == "FX102" and first("a_loop_import.py")[1] in (3, 4)
     assert "timed out" in first("a_loop_import.py")[2]
-    assert first("b_loop_forward.py")[:2] == ("FX102", 5)
+    assert first("b_loop_forward.py")[0] == "FX102" and first("b_loop_forward.py")[1] in (5, 6)
     assert first("c_segfault.py")[:2] == ("FX102", 4)
     assert "SIGSEGV" in first("c_segfault.py")[2]
     assert first("d_exit.py")[0] == "FX102" and "code 3" in first("d_exit.py")[2]
