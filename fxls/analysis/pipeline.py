@@ -31,6 +31,7 @@ from fxls.analysis.observe import observe, run_eager, signature
 from fxls.analysis.pragmas import ClassPragmas, FilePragmas, parse_pragmas
 from fxls.analysis.recorder import TraceRecorder
 from fxls.analysis.rules import diagnostic, to_span
+from fxls.analysis.user_rules import UserRule, find_user_rewrites, load_rule_files
 from fxls.codes import parse_code_list
 from fxls.report import Diagnostic, FileReport, ModuleReport, NodeInfo, RelatedInfo
 from fxls.settings import Settings
@@ -72,13 +73,19 @@ def analyze_source(path: str, source: str, settings: Settings) -> FileReport:
         if pragmas.classes.get(cls.__name__, ClassPragmas()).leaf
     )
     autowrap = _resolve_functions(settings.autowrap_functions, namespace)
+    user_rules, rule_problems = load_rule_files(settings.rule_files, root)
+    first_line = source.splitlines()[0] if source else ""
+    for problem in rule_problems:
+        report.diagnostics.append(diagnostic(
+            "FX004", f"fxls could not use a rewrite rule: {problem}",
+            SourceSpan(filename, 1, 1, 0, len(first_line.encode("utf-8"))), ""))
     seen: dict[tuple[str, tuple[str, int, int, int, int]], Diagnostic] = {}
     trace_ms = 0.0
     for cls in classes:
         class_started = perf_counter()
         module_report, found = _analyze_class(
             cls, filename, source, settings, pragmas, namespace, tree, leaf_names, autowrap,
-            is_reportable,
+            is_reportable, user_rules,
         )
         trace_ms += (perf_counter() - class_started) * 1000
         report.modules.append(module_report)
@@ -200,6 +207,7 @@ def _analyze_class(
     leaf_names: tuple[str, ...],
     autowrap: tuple[Any, ...],
     is_reportable: Any,
+    user_rules: list[UserRule],
 ) -> tuple[ModuleReport, list[Diagnostic]]:
     name = cls.__name__
     span = class_span(cls, filename, source)
@@ -246,6 +254,7 @@ def _analyze_class(
     found += rules.trace_time_calls(ctx)
     if tree is not None:
         found += rewrites.find_rewrites(ctx, tree, namespace)
+    found += find_user_rewrites(ctx, user_rules, tree)
     backward: dict[str, str] = {}
     if example_inputs is not None and not trace.issues:
         seen = observe(gm, example_inputs,
