@@ -335,10 +335,17 @@ def _issue_diagnostic(
 
 
 def _target_text(node: Node) -> str:
+    """The name a user would write: ``torch.nn.functional.gelu``, not ``torch._C._nn.gelu``."""
+    target = node.target
+    name = getattr(target, "__name__", None)
+    if node.op == "call_function" and name:
+        for public, namespace in (("torch.nn.functional", torch.nn.functional), ("torch", torch)):
+            if getattr(namespace, name, None) is target:
+                return f"{public}.{name}"
     try:
-        return Node._pretty_print_target(node.target)
+        return Node._pretty_print_target(target)
     except Exception:
-        return str(node.target)
+        return str(target)
 
 
 def _node_info(node: Node, gm: GraphModule, backward: dict[str, str]) -> NodeInfo:

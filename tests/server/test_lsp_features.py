@@ -1,0 +1,155 @@
+"""End to end, the rest of the server: hover details, inlay shape hints, settings, on-change
+tracing, worker restart and a killed worker — real client, real server, real worker."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from pathlib import Path
+
+from lsprotocol import types
+from pytest_lsp import LanguageClient
+
+from tests.server.conftest import open_and_wait, save_and_wait, wait_for_version
+
+MODEL = """import torch
+from torch import nn
+import torch.nn.functional as F
+
+
+class Head(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 4)
+
+    def forward(self, x):
+        h = self.fc(x)
+        y = F.gelu(h)
+        unused = h * 2
+        return y
+"""
+
+
+def _position(text: str, needle: str, offset: int = 0) -> types.Position:
+    index = text.index(needle) + offset
+    before = text[:index]
+    return types.Position(before.count("\n"), index - (before.rfind("\n") + 1))
+
+
+async def test_hover_names_node_target_shape_users_module_and_backward(
+    client: LanguageClient, tmp_path: Path
+):
+    path = tmp_path / "head.py"
+    path.write_text(MODEL, encoding="utf-8")
+    await open_and_wait(client, path, MODEL)
+    doc = types.TextDocumentIdentifier(path.as_uri())
+    hover = await client.text_document_hover_async(
+        types.HoverParams(doc, _position(MODEL, "F.gelu(h)", 2))
+    )
+    text = hover.contents.value
+    for expected in ("call_function", "torch.nn.functional.gelu", "gelu", "[2, 4]",
+                     "float32", "GeluBackward0", "fc"):
+        assert expected in text, (expected, text)
+    hover = await client.text_document_hover_async(
+        types.HoverParams(doc, _position(MODEL, "self.fc(x)", 6))
+    )
+    text = hover.contents.value
+    for expected in ("call_module", "torch.nn.modules.linear.Linear", "36", "AddmmBackward0"):
+        assert expected in text, (expected, text)
+    hover = await client.text_document_hover_async(
+        types.HoverParams(doc, _position(MODEL, "class Head", 7))
+    )
+    assert "traced" in hover.contents.value and "nodes" in hover.contents.value
+
+
+async def test_inlay_hints_show_shapes_and_follow_the_setting(
+    client: LanguageClient, tmp_path: Path
+):
+    path = tmp_path / "head.py"
+    path.write_text(MODEL, encoding="utf-8")
+    await open_and_wait(client, path, MODEL)
+    params = types.InlayHintParams(
+        text_document=types.TextDocumentIdentifier(path.as_uri()),
+        range=types.Range(types.Position(0, 0), types.Position(20, 0)),
+    )
+    hints = await client.text_document_inlay_hint_async(params)
+    labels = {h.position.line: str(h.label) for h in hints}
+    assert "[2, 4]" in labels[_position(MODEL, "h = self.fc").line]
+    client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings={"fxls": {"inlayHints": {"shapes": False}}})
+    )
+    await asyncio.sleep(0.3)
+    assert not await client.text_document_inlay_hint_async(params)
+
+
+async def test_select_setting_filters_diagnostics(client: LanguageClient, tmp_path: Path):
+    path = tmp_path / "head.py"
+    path.write_text(MODEL, encoding="utf-8")
+    diagnostics = await open_and_wait(client, path, MODEL)
+    assert {d.code for d in diagnostics} == {"FX010"}
+    client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(
+            settings={"fxls": {"diagnostics": {"ignore": ["FX010"]}}}
+        )
+    )
+    await asyncio.sleep(0.3)
+    diagnostics = await save_and_wait(client, path, MODEL, 2)
+    assert diagnostics == []
+
+
+async def test_on_change_traces_unsaved_text_after_a_pause(
+    client: LanguageClient, tmp_path: Path
+):
+    path = tmp_path / "head.py"
+    path.write_text(MODEL, encoding="utf-8")
+    await open_and_wait(client, path, MODEL)
+    client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(
+            settings={"fxls": {"trace": {"onChange": True, "onChangeDelay": 100}}}
+        )
+    )
+    await asyncio.sleep(0.3)
+    uri = path.as_uri()
+    edited = MODEL.replace("        unused = h * 2\n", "")
+    for version, text in ((2, MODEL + "\n"), (3, edited)):  # typed quickly: only 3 counts
+        client.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                types.VersionedTextDocumentIdentifier(version=version, uri=uri),
+                [types.TextDocumentContentChangeWholeDocument(text)],
+            )
+        )
+    diagnostics = await wait_for_version(client, uri, 3)
+    assert diagnostics == []
+
+
+async def test_restart_command_and_a_killed_worker_leave_the_server_working(
+    client: LanguageClient, tmp_path: Path
+):
+    path = tmp_path / "head.py"
+    path.write_text(MODEL, encoding="utf-8")
+    await open_and_wait(client, path, MODEL)
+    assert await client.workspace_execute_command_async(
+        types.ExecuteCommandParams("fxls.restartWorker", [])
+    )
+    diagnostics = await save_and_wait(client, path, MODEL, 2)
+    assert {d.code for d in diagnostics} == {"FX010"}
+    server_pid = client._server.pid  # type: ignore[attr-defined]
+    for worker_pid in _children(server_pid):
+        os.kill(worker_pid, signal.SIGKILL)
+    await asyncio.sleep(0.2)
+    diagnostics = await save_and_wait(client, path, MODEL, 3)
+    assert {d.code for d in diagnostics} == {"FX010"}
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry.name))
+    return found
