@@ -233,7 +233,7 @@ def _analyze_class(
         trace = trace_collecting_issues(
             instance, concrete, leaf_modules=leaf_names, autowrap_functions=autowrap
         )
-    found = [_issue_diagnostic(issue, trace, name, span, source, filename, is_reportable)
+    found = [_issue_diagnostic(issue, trace, name, span, source, filename, is_reportable, tree)
              for issue in trace.issues]
     gm = trace.graph_module
     if gm is None:
@@ -294,6 +294,19 @@ _KIND_TO_CODE = {
 }
 
 
+def _condition_of(span: SourceSpan, tree: ast.AST) -> SourceSpan:
+    """For a bare-name condition Python's positions cover the whole statement: narrow them
+    to the statement's test expression."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If | ast.While | ast.Assert | ast.IfExp) and (
+            node.lineno, node.col_offset, node.end_lineno, node.end_col_offset
+        ) == (span.line, span.col, span.end_line, span.end_col):
+            test = node.test
+            return SourceSpan(span.file, test.lineno, test.end_lineno or test.lineno,
+                              test.col_offset, test.end_col_offset or 0, span.function)
+    return span
+
+
 def _text_at(source: str, span: SourceSpan, filename: str) -> str:
     if span.file != filename or span.line != span.end_line:
         return ""
@@ -305,13 +318,15 @@ def _text_at(source: str, span: SourceSpan, filename: str) -> str:
 
 def _issue_diagnostic(
     issue: TraceIssue, trace: CollectedTrace, module: str, class_span_: SourceSpan,
-    source: str, filename: str, is_reportable: Any,
+    source: str, filename: str, is_reportable: Any, tree: ast.AST | None = None,
 ) -> Diagnostic:
     code = _KIND_TO_CODE[issue.kind]
     candidates = [*reversed(issue.stack)]
     if issue.span is not None:
         candidates.insert(0, issue.span)
     where = next((s for s in candidates if is_reportable(s.file)), class_span_)
+    if issue.kind is IssueKind.CONTROL_FLOW and tree is not None and where.file == filename:
+        where = _condition_of(where, tree)
     text = _text_at(source, where, filename)
     quoted = f"`{text}`" if text else "this expression"
     if issue.kind is IssueKind.CONTROL_FLOW:

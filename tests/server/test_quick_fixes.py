@@ -68,6 +68,19 @@ CASES = {
         "    def forward(self, x):\n        return self.proj(x)\n",
         "FX101", "init",
     ),
+    "wrap": (
+        HEAD + "def gate(x):\n    if x.sum() > 0:\n        return x\n    return -x\n\n\n"
+        "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.proj = nn.Linear(4, 4)\n\n    def forward(self, x):\n"
+        "        return gate(self.proj(x))\n",
+        "FX001", "wrap",
+    ),
+    "concrete": (
+        HEAD + "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.proj = nn.Linear(4, 4)\n\n    def forward(self, x, scale=True):\n"
+        "        h = self.proj(x)\n        if scale:\n            h = h * 2\n        return h\n",
+        "FX001", "concrete",
+    ),
     "leaf": (
         HEAD + "class Inner(nn.Module):\n    def forward(self, x):\n        if x.max() > 1:\n"
         "            return x\n        return -x\n\n\n"
