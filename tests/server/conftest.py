@@ -69,3 +69,28 @@ async def client(lsp_client: LanguageClient, tmp_path: Path):
     )
     yield
     await lsp_client.shutdown_session()
+
+
+@pytest_lsp.fixture(
+    config=ClientServerConfig(server_command=[sys.executable, "-m", "fxls", "serve"]),
+)
+async def nvim_client(lsp_client: LanguageClient, tmp_path: Path):
+    """A client that announces Neovim's capabilities: it negotiates utf-8 positions."""
+
+    @lsp_client.feature(types.WORKSPACE_INLAY_HINT_REFRESH)
+    def _inlay_hint_refresh(_params: None) -> None:
+        return None
+
+    @lsp_client.feature(types.WORKSPACE_CODE_LENS_REFRESH)
+    def _code_lens_refresh(_params: None) -> None:
+        return None
+
+    await lsp_client.initialize_session(
+        types.InitializeParams(
+            capabilities=client_capabilities("neovim"),
+            root_uri=tmp_path.as_uri(),
+            initialization_options={"fxls": {"trace": {"timeout": 20}}},
+        )
+    )
+    yield
+    await lsp_client.shutdown_session()
