@@ -1,0 +1,239 @@
+// Drives the installed fxls extension in code-server (a real VS Code) with headless Chromium.
+// Usage: node run.cjs URL OUT_DIR   (playwright-core from NODE_PATH; see scripts/vscode-e2e.sh)
+// Every step is bounded; the browser is allowed to resolve nothing but loopback.
+"use strict";
+const fs = require("node:fs");
+const path = require("node:path");
+const { chromium } = require("playwright-core");
+
+const [url, outDir] = process.argv.slice(2);
+if (!url || !outDir) {
+  console.error("usage: node run.cjs URL OUT_DIR");
+  process.exit(2);
+}
+fs.mkdirSync(outDir, { recursive: true });
+
+const results = [];
+const started = Date.now();
+const seconds = () => ((Date.now() - started) / 1000).toFixed(1);
+
+async function step(name, fn) {
+  const t0 = Date.now();
+  try {
+    const detail = await fn();
+    results.push({ name, ok: true });
+    console.log(`ok   ${name} (${((Date.now() - t0) / 1000).toFixed(1)} s)${detail ? `: ${detail}` : ""}`);
+  } catch (error) {
+    results.push({ name, ok: false });
+    console.log(`FAIL ${name} (${((Date.now() - t0) / 1000).toFixed(1)} s): ${String(error && error.message || error).split("\n")[0]}`);
+    throw error;
+  }
+}
+
+async function findFrame(page, selector, timeoutMs) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    for (const frame of page.frames()) {
+      try {
+        if (await frame.$(selector)) return frame;
+      } catch {
+        // frame detached while looking
+      }
+    }
+    await page.waitForTimeout(250);
+  }
+  throw new Error(`no frame has ${selector}`);
+}
+
+async function command(page, title) {
+  await page.keyboard.press("Control+Shift+P");
+  const input = page.locator(".quick-input-widget .quick-input-box input").first();
+  await input.waitFor({ state: "visible", timeout: 10_000 });
+  await input.fill(`>${title}`);
+  await page.locator(".quick-input-list .monaco-list-row", { hasText: title }).first().waitFor({ timeout: 10_000 });
+  await page.keyboard.press("Enter");
+}
+
+(async () => {
+  const browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+    headless: true,
+    timeout: 60_000,
+    args: [
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+      "--disable-dev-shm-usage",
+      // resolve no host name except loopback ones
+      "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1",
+    ],
+  });
+  const page = await browser.newPage({ viewport: { width: 1500, height: 950 } });
+  const consoleErrors = [];
+  page.on("console", (msg) => {
+    if (msg.type() === "error") consoleErrors.push(msg.text());
+  });
+  // The page may only talk to the loopback server it came from.
+  await page.route("**/*", (route) => {
+    const host = new URL(route.request().url()).hostname;
+    const local = host === "127.0.0.1" || host === "localhost" || host.endsWith(".localhost") || host === "";
+    return local || route.request().url().startsWith("vscode-") ? route.continue() : route.abort();
+  });
+  let failed = false;
+  try {
+    await step("workbench loads", async () => {
+      await page.goto(url, { timeout: 60_000 });
+      await page.locator(".monaco-workbench").waitFor({ timeout: 60_000 });
+      await page.locator(".statusbar").waitFor({ timeout: 60_000 });
+    });
+
+    await step("open control_flow.py", async () => {
+      // let the explorer index the folder, then quick-open the file
+      await page.locator(".explorer-folders-view .monaco-list-row", { hasText: "control_flow.py" }).first().waitFor({ timeout: 30_000 });
+      await page.keyboard.press("Control+P");
+      const input = page.locator(".quick-input-widget .quick-input-box input").first();
+      await input.waitFor({ state: "visible", timeout: 10_000 });
+      await input.fill("control_flow.py");
+      await page.locator(".quick-input-list .monaco-list-row", { hasText: "control_flow.py" }).first().waitFor({ timeout: 15_000 });
+      await page.keyboard.press("Enter");
+      await page.locator(".monaco-editor .view-lines", { hasText: "class GatedResidual" }).first().waitFor({ timeout: 15_000 });
+    });
+
+    await step("status bar shows the trace result", async () => {
+      const item = page.locator(".statusbar-item", { hasText: /fxls: 4 problems/ });
+      await item.first().waitFor({ timeout: 120_000 });
+      return (await item.first().innerText()).trim();
+    });
+
+    await step("diagnostics are drawn in the editor", async () => {
+      await page.locator(".monaco-editor .squiggly-error").first().waitFor({ timeout: 15_000 });
+      const n = await page.locator(".monaco-editor .squiggly-error").count();
+      return `${n} error squiggles`;
+    });
+
+    await step("a settings change reaches the running server (diagnostics.ignore)", async () => {
+      const project = process.env.FXLS_E2E_PROJECT;
+      if (!project) return "skipped: FXLS_E2E_PROJECT not set";
+      const file = path.join(project, ".vscode", "settings.json");
+      const original = fs.readFileSync(file, "utf8");
+      const settings = JSON.parse(original);
+      fs.writeFileSync(file, JSON.stringify({ ...settings, "fxls.diagnostics.ignore": ["FX001"] }, null, 2));
+      await page.locator(".statusbar-item", { hasText: /fxls: clean/ }).first().waitFor({ timeout: 60_000 });
+      fs.writeFileSync(file, original);
+      await page.locator(".statusbar-item", { hasText: /fxls: 4 problems/ }).first().waitFor({ timeout: 60_000 });
+      return "ignore FX001 -> clean -> 4 problems again";
+    });
+
+    await step("hover shows the nodes of an expression", async () => {
+      // hover `self.proj(x)` on line 18 (`h = self.proj(x)`)
+      const line = page.locator(".monaco-editor .view-line", { hasText: "h = self.proj(x)" }).first();
+      const word = line.locator("span", { hasText: "proj" }).last();
+      await word.hover();
+      const hover = page.locator(".monaco-hover-content", { hasText: /proj/ });
+      await hover.first().waitFor({ timeout: 20_000 });
+      const text = (await hover.first().innerText()).replace(/\s+/g, " ").slice(0, 120);
+      await page.mouse.move(5, 5);
+      await page.keyboard.press("Escape");
+      return text;
+    });
+
+    await step("code lens opens the FX graph panel", async () => {
+      const lens = page.locator(".codelens-decoration a", { hasText: /fxls:/ }).first();
+      await lens.waitFor({ timeout: 30_000 });
+      const title = (await lens.innerText()).trim();
+      await lens.click();
+      const frame = await findFrame(page, '#graph[data-rendered="true"] svg', 45_000);
+      const code = await frame.locator("#code").innerText();
+      if (!/def forward/.test(code)) throw new Error(`no generated code in the panel: ${code.slice(0, 80)}`);
+      const heading = await frame.locator("h1").innerText();
+      const nodes = await frame.locator("#graph svg g.node").count();
+      await page.screenshot({ path: path.join(outDir, "graph.png") });
+      return `lens "${title}", panel "${heading}" with ${nodes} nodes`;
+    });
+
+    await step("fxls: Show FX Graph picks the class around the cursor", async () => {
+      const line = page.locator(".monaco-editor .view-line", { hasText: "return self.fc(x)" }).first();
+      await line.click();
+      await command(page, "fxls: Show FX Graph");
+      const deadline = Date.now() + 30_000;
+      while (Date.now() < deadline) {
+        for (const frame of page.frames()) {
+          const heading = await frame.locator("h1").first().innerText({ timeout: 200 }).catch(() => "");
+          if (heading === "FlatOnly" && (await frame.$('#graph[data-rendered="true"] svg'))) return "panel FlatOnly";
+        }
+        await page.waitForTimeout(250);
+      }
+      throw new Error("no rendered FlatOnly panel");
+    });
+
+    await step("fix all + save re-traces with fewer problems", async () => {
+      // back to the editor, apply every fxls fix, save: the server traces again
+      await page.locator(".monaco-editor .view-lines", { hasText: "class GatedResidual" }).first().click();
+      await command(page, "Fix All");
+      await page.waitForTimeout(1500);
+      await page.keyboard.press("Control+S");
+      const item = page.locator(".statusbar-item", { hasText: /fxls: (clean|[0-3] problems?)/ });
+      await item.first().waitFor({ timeout: 120_000 });
+      return (await item.first().innerText()).trim();
+    });
+
+    await step("fxls: Show Logs shows the server's command line", async () => {
+      await command(page, "fxls: Show Logs");
+      const output = page.locator(".output-view, .panel .monaco-editor", { hasText: /-m.fxls.serve/ });
+      await output.first().waitFor({ timeout: 20_000 });
+    });
+
+    await step("fxls: Restart Server restarts it", async () => {
+      await command(page, "fxls: Restart Server");
+      const output = page.locator(".panel .monaco-editor", { hasText: /restarting.the.server/ });
+      await output.first().waitFor({ timeout: 20_000 });
+      const item = page.locator(".statusbar-item", { hasText: /fxls: (clean|not traced|\d+ problems?)/ });
+      await item.first().waitFor({ timeout: 60_000 });
+      return (await item.first().innerText()).trim();
+    });
+
+    await step("a killed server is restarted and traces again", async () => {
+      const logs = page.locator(".panel .monaco-editor", { hasText: /server.running.\(pid.\d+\)/ }).first();
+      await logs.waitFor({ timeout: 20_000 });
+      const pids = [...(await logs.innerText()).replace(/\u00a0/g, " ").matchAll(/server running \(pid (\d+)\)/g)].map((m) => Number(m[1]));
+      const pid = pids[pids.length - 1];
+      process.kill(pid, "SIGKILL");
+      await page.locator(".panel .monaco-editor", { hasText: /the.server.stopped;.restarting.it/ }).first().waitFor({ timeout: 30_000 });
+      const item = page.locator(".statusbar-item", { hasText: /fxls: (clean|\d+ problems?)/ });
+      await item.first().waitFor({ timeout: 60_000 });
+      // the open graph panels refresh from the new server
+      const deadline = Date.now() + 30_000;
+      let panel = "";
+      while (Date.now() < deadline && !panel) {
+        for (const frame of page.frames()) {
+          const heading = await frame.locator("h1").first().innerText({ timeout: 200 }).catch(() => "");
+          if (heading === "FlatOnly" && (await frame.$('#graph[data-rendered="true"] svg')) && !(await frame.$("#error"))) panel = heading;
+        }
+        if (!panel) await page.waitForTimeout(250);
+      }
+      if (!panel) throw new Error("the FlatOnly panel did not show a graph after the restart");
+      return `killed pid ${pid}; status "${(await item.first().innerText()).trim()}"; panel ${panel} re-rendered`;
+    });
+
+    const csp = consoleErrors.filter((text) => /Content Security Policy/i.test(text));
+    await step("no Content Security Policy violations", async () => {
+      if (csp.length) throw new Error(csp.join(" | "));
+    });
+  } catch {
+    failed = true;
+  } finally {
+    await page.screenshot({ path: path.join(outDir, "final.png") }).catch(() => {});
+    await browser.close();
+  }
+  const passed = results.filter((r) => r.ok).length;
+  console.log(`e2e took ${seconds()} s; screenshots in ${outDir}`);
+  console.log(`${passed} passed, ${results.length - passed} failed`);
+  process.exit(failed ? 1 : 0);
+})().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});

@@ -1,0 +1,518 @@
+// The fxls VS Code extension: starts `<python> -m fxls serve` and wires its features in.
+// Logic that does not need the `vscode` module lives in the sibling modules (unit-tested).
+import * as crypto from "node:crypto";
+import * as os from "node:os";
+import * as vscode from "vscode";
+import {
+  CloseAction,
+  DidChangeConfigurationNotification,
+  DynamicFeature,
+  ErrorAction,
+  ExecuteCommandRegistrationOptions,
+  ExecuteCommandRequest,
+  LanguageClient,
+  LanguageClientOptions,
+  RegistrationData,
+  RevealOutputChannelOn,
+  ServerOptions,
+  State,
+  StaticFeature,
+} from "vscode-languageclient/node";
+import { CrashTracker } from "./crashes";
+import { GraphView, graphHtml, makeNonce } from "./graphHtml";
+import { Interpreter, chooseInterpreter, describeInterpreter, pythonFromEnvironment, resolveVariables } from "./interpreter";
+import { GraphTarget, classNames, enclosingClass, targetFromArgs, withoutCommands } from "./modules";
+import { buildServerCommand, formatCommandLine, startFailureHint } from "./serverCommand";
+import { ServerSettings, configChangeAction, didChangeConfigurationParams, initializationOptions, serverSettings } from "./settings";
+import { ClientState, countSeverities } from "./status";
+import { StatusBar } from "./statusBar";
+
+const SHOW_GRAPH = "fxls.showGraph";
+/** Server commands the extension implements itself (it calls the server for the data). */
+const CLIENT_OWNED_COMMANDS = [SHOW_GRAPH];
+
+/** A LanguageClient that leaves `fxls.showGraph` to the extension instead of registering it. */
+class FxlsLanguageClient extends LanguageClient {
+  override registerFeature(feature: StaticFeature | DynamicFeature<unknown>): void {
+    const dynamic = feature as DynamicFeature<ExecuteCommandRegistrationOptions>;
+    if (dynamic.registrationType?.method === ExecuteCommandRequest.method) {
+      const register = dynamic.register.bind(dynamic);
+      dynamic.register = (data: RegistrationData<ExecuteCommandRegistrationOptions>) =>
+        register({ ...data, registerOptions: withoutCommands(data.registerOptions, CLIENT_OWNED_COMMANDS) });
+    }
+    super.registerFeature(feature);
+  }
+}
+
+interface GraphResult {
+  name: string;
+  status: string;
+  format: string;
+  text: string;
+}
+
+interface GraphPanel {
+  panel: vscode.WebviewPanel;
+  target: GraphTarget;
+  refreshTimer?: NodeJS.Timeout;
+  /** the panel shows a graph or code (not only an error) */
+  shown?: boolean;
+}
+
+class FxlsExtension implements vscode.Disposable {
+  private readonly output: vscode.OutputChannel;
+  private readonly status: StatusBar;
+  private readonly disposables: vscode.Disposable[] = [];
+  private readonly crashes = new CrashTracker(4, 3 * 60 * 1000);
+  private readonly panels = new Map<string, GraphPanel>();
+  /** documents (vscode URI strings) the server has published diagnostics for */
+  private readonly traced = new Set<string>();
+  /** documents with a trace asked for (open/save) and not reported yet -> expiry timer */
+  private readonly tracing = new Map<string, NodeJS.Timeout>();
+  private client: FxlsLanguageClient | undefined;
+  private clientState: ClientState = "stopped";
+  private interpreter: Interpreter | undefined;
+  private stopping = false;
+  /** serialises start/stop/restart */
+  private queue: Promise<unknown> = Promise.resolve();
+  private pythonApiHooked = false;
+
+  constructor(private readonly context: vscode.ExtensionContext) {
+    this.output = vscode.window.createOutputChannel("fxls");
+    this.status = new StatusBar();
+    this.disposables.push(
+      this.output,
+      this.status,
+      vscode.commands.registerCommand("fxls.restart", () => this.restart("restart command")),
+      vscode.commands.registerCommand(SHOW_GRAPH, (...args: unknown[]) => this.showGraph(args)),
+      vscode.commands.registerCommand("fxls.showLogs", () => this.output.show(true)),
+      vscode.workspace.onDidChangeConfiguration((event) => this.onConfigurationChanged(event)),
+      vscode.window.onDidChangeActiveTextEditor(() => this.updateStatus()),
+      vscode.languages.onDidChangeDiagnostics(() => this.updateStatus()),
+      vscode.workspace.onDidCloseTextDocument((doc) => {
+        this.traced.delete(doc.uri.toString());
+        this.clearTracing(doc.uri.toString());
+      }),
+    );
+  }
+
+  log(message: string): void {
+    this.output.appendLine(`[${new Date().toISOString()}] ${message}`);
+  }
+
+  // -- settings -------------------------------------------------------------------------
+
+  private variableContext() {
+    return { workspaceFolder: vscode.workspace.workspaceFolders?.[0]?.uri.fsPath, home: os.homedir(), env: process.env };
+  }
+
+  private settings(): ServerSettings {
+    const config = vscode.workspace.getConfiguration("fxls");
+    return serverSettings((key) => config.get(key), (p) => resolveVariables(p, this.variableContext()));
+  }
+
+  private onConfigurationChanged(event: vscode.ConfigurationChangeEvent): void {
+    const action = configChangeAction((section) => event.affectsConfiguration(section));
+    if (action === "restart") {
+      void this.restart("fxls.interpreter changed");
+    } else if (action === "push" && this.client && this.clientState === "running") {
+      const settings = this.settings();
+      this.log(`settings changed: ${JSON.stringify(settings)}`);
+      void this.client
+        .sendNotification(DidChangeConfigurationNotification.type, didChangeConfigurationParams(settings))
+        .catch((error) => this.log(`could not send settings: ${error}`));
+    }
+    this.updateStatus();
+  }
+
+  // -- interpreter ----------------------------------------------------------------------
+
+  private async pythonExtensionInterpreter(): Promise<string | undefined> {
+    const extension = vscode.extensions.getExtension("ms-python.python");
+    if (!extension) return undefined;
+    try {
+      const api = extension.isActive ? extension.exports : await extension.activate();
+      const environments = api?.environments;
+      if (!environments?.getActiveEnvironmentPath) return undefined;
+      if (!this.pythonApiHooked && environments.onDidChangeActiveEnvironmentPath) {
+        this.pythonApiHooked = true;
+        this.disposables.push(
+          environments.onDidChangeActiveEnvironmentPath(() => {
+            if (this.interpreter?.source !== "setting") void this.restart("the Python extension's environment changed");
+          }),
+        );
+      }
+      const resource = vscode.workspace.workspaceFolders?.[0]?.uri;
+      const active = environments.getActiveEnvironmentPath(resource);
+      const resolved = environments.resolveEnvironment ? await environments.resolveEnvironment(active) : undefined;
+      return pythonFromEnvironment(active, resolved);
+    } catch (error) {
+      this.log(`could not ask the Python extension for its environment: ${error}`);
+      return undefined;
+    }
+  }
+
+  private async chooseInterpreter(): Promise<Interpreter> {
+    const setting = vscode.workspace.getConfiguration("fxls").get<string>("interpreter");
+    const ctx = this.variableContext();
+    if (setting && setting.trim()) return chooseInterpreter({ setting }, ctx);
+    return chooseInterpreter({ setting, pythonExtension: await this.pythonExtensionInterpreter() }, ctx);
+  }
+
+  // -- client lifecycle -----------------------------------------------------------------
+
+  private setState(state: ClientState): void {
+    this.clientState = state;
+    this.updateStatus();
+  }
+
+  start(): Promise<unknown> {
+    this.queue = this.queue.then(() => this.doStart()).catch((error) => this.log(`start failed: ${error}`));
+    return this.queue;
+  }
+
+  restart(reason: string): Promise<unknown> {
+    this.queue = this.queue
+      .then(async () => {
+        this.log(`restarting the server (${reason})`);
+        await this.doStop();
+        this.crashes.reset();
+        await this.doStart();
+      })
+      .catch((error) => this.log(`restart failed: ${error}`));
+    return this.queue;
+  }
+
+  stop(): Promise<unknown> {
+    this.queue = this.queue.then(() => this.doStop()).catch((error) => this.log(`stop failed: ${error}`));
+    return this.queue;
+  }
+
+  private async doStart(): Promise<void> {
+    const interpreter = await this.chooseInterpreter();
+    this.interpreter = interpreter;
+    const command = buildServerCommand({
+      interpreter: interpreter.path,
+      cwd: vscode.workspace.workspaceFolders?.[0]?.uri.fsPath,
+      baseEnv: process.env,
+    });
+    const settings = this.settings();
+    this.log(`interpreter: ${describeInterpreter(interpreter)}`);
+    this.log(`starting: ${formatCommandLine(command)}${command.options.cwd ? ` (in ${command.options.cwd})` : ""}`);
+    this.log(`settings: ${JSON.stringify(settings)}`);
+
+    const serverOptions: ServerOptions = { command: command.command, args: command.args, options: command.options };
+    const clientOptions: LanguageClientOptions = {
+      documentSelector: [{ scheme: "file", language: "python" }],
+      diagnosticCollectionName: "fxls",
+      outputChannel: this.output,
+      revealOutputChannelOn: RevealOutputChannelOn.Never,
+      initializationOptions: initializationOptions(settings),
+      errorHandler: {
+        error: (_error, _message, count) => ({
+          action: (count ?? 0) <= 3 ? ErrorAction.Continue : ErrorAction.Shutdown,
+          handled: true,
+        }),
+        closed: () => this.onServerClosed(interpreter),
+      },
+      middleware: {
+        handleDiagnostics: (uri, diagnostics, next) => {
+          next(uri, diagnostics);
+          const key = uri.toString();
+          this.traced.add(key);
+          this.clearTracing(key);
+          this.updateStatus();
+          this.scheduleGraphRefresh(key);
+        },
+        didOpen: (document, next) => {
+          this.markTracing(document.uri.toString());
+          return next(document);
+        },
+        didSave: (document, next) => {
+          if (this.settings().trace.onSave) this.markTracing(document.uri.toString());
+          return next(document);
+        },
+      },
+    };
+
+    const client = new FxlsLanguageClient("fxls", "fxls", serverOptions, clientOptions);
+    this.client = client;
+    this.disposables.push(
+      client.onDidChangeState((event) => {
+        if (client !== this.client) return;
+        if (event.newState === State.Running) {
+          this.setState("running");
+        } else if (event.newState === State.Starting) {
+          this.setState("starting");
+        } else if (this.clientState !== "failed") {
+          this.traced.clear();
+          this.setState("stopped");
+        }
+      }),
+    );
+    this.setState("starting");
+    try {
+      await client.start();
+      this.log(`server running (pid ${this.serverPid(client) ?? "?"})`);
+    } catch (error) {
+      this.log(`the server did not start: ${error}`);
+      if (this.client === client && this.clientState !== "running") {
+        this.setState("failed");
+        this.offerHelp(`fxls could not start with ${interpreter.path}. ${startFailureHint(interpreter.path)}`);
+      }
+    }
+  }
+
+  private serverPid(client: LanguageClient): number | undefined {
+    // `_serverProcess` is internal to vscode-languageclient; used for the log line only.
+    const process = (client as unknown as { _serverProcess?: { pid?: number } })._serverProcess;
+    return process?.pid;
+  }
+
+  private onServerClosed(interpreter: Interpreter) {
+    if (this.stopping) return { action: CloseAction.DoNotRestart, handled: true };
+    this.traced.clear();
+    if (this.crashes.crashed()) {
+      this.log(`the server stopped; restarting it (${this.crashes.recent} of ${this.crashes.maxRestarts + 1} allowed in 3 minutes)`);
+      return { action: CloseAction.Restart, handled: true };
+    }
+    this.log("the server stopped too often; not restarting it. Use 'fxls: Restart Server' after fixing the cause.");
+    this.setState("failed");
+    this.offerHelp(`The fxls server stopped ${this.crashes.recent} times in 3 minutes and will not be restarted. ${startFailureHint(interpreter.path)}`);
+    return { action: CloseAction.DoNotRestart, handled: true };
+  }
+
+  private offerHelp(message: string): void {
+    void vscode.window.showErrorMessage(message, "Show Logs", "Open Settings", "Restart").then((choice) => {
+      if (choice === "Show Logs") this.output.show(true);
+      else if (choice === "Open Settings") void vscode.commands.executeCommand("workbench.action.openSettings", "fxls.interpreter");
+      else if (choice === "Restart") void this.restart("user asked after a failure");
+    });
+  }
+
+  private async doStop(): Promise<void> {
+    const client = this.client;
+    if (!client) return;
+    this.stopping = true;
+    try {
+      if (client.needsStop()) await client.stop(5000);
+    } catch (error) {
+      this.log(`stopping the server: ${error}`);
+    } finally {
+      this.stopping = false;
+      this.client = undefined;
+      this.traced.clear();
+      for (const key of [...this.tracing.keys()]) this.clearTracing(key);
+      this.setState("stopped");
+      try {
+        await client.dispose();
+      } catch {
+        // already stopped
+      }
+    }
+  }
+
+  // -- status bar -----------------------------------------------------------------------
+
+  private markTracing(key: string): void {
+    this.clearTracing(key);
+    const expiry = (this.settings().trace.timeout + 15) * 1000;
+    this.tracing.set(
+      key,
+      setTimeout(() => {
+        this.tracing.delete(key);
+        this.updateStatus();
+      }, expiry),
+    );
+    this.updateStatus();
+  }
+
+  private clearTracing(key: string): void {
+    const timer = this.tracing.get(key);
+    if (timer) clearTimeout(timer);
+    this.tracing.delete(key);
+  }
+
+  updateStatus(): void {
+    const editor = vscode.window.activeTextEditor;
+    const document = editor?.document;
+    const isPython = !!document && document.languageId === "python" && document.uri.scheme === "file";
+    const key = document?.uri.toString() ?? "";
+    const diagnostics = document ? vscode.languages.getDiagnostics(document.uri) : [];
+    this.status.update({
+      client: this.clientState,
+      isPython,
+      traced: this.traced.has(key),
+      tracing: this.tracing.has(key),
+      counts: countSeverities(diagnostics),
+      fileName: document ? vscode.workspace.asRelativePath(document.uri) : undefined,
+    });
+  }
+
+  // -- graph view -----------------------------------------------------------------------
+
+  private async showGraph(args: unknown[]): Promise<void> {
+    let target = targetFromArgs(args);
+    if (!target) {
+      const editor = vscode.window.activeTextEditor;
+      if (!editor || editor.document.languageId !== "python") {
+        void vscode.window.showInformationMessage("fxls: open a Python file with an nn.Module to show its FX graph.");
+        return;
+      }
+      const document = editor.document;
+      const text = document.getText();
+      let className = enclosingClass(text.split(/\r?\n/), editor.selection.active.line);
+      if (!className) {
+        const names = classNames(text);
+        if (names.length === 0) {
+          void vscode.window.showInformationMessage("fxls: this file has no class to show.");
+          return;
+        }
+        className = names.length === 1 ? names[0] : await vscode.window.showQuickPick(names, { placeHolder: "Module to show" });
+        if (!className) return;
+      }
+      const uri = this.client ? this.client.code2ProtocolConverter.asUri(document.uri) : document.uri.toString();
+      target = { uri, className };
+    }
+    await this.openPanel(target);
+  }
+
+  private panelKey(target: GraphTarget): string {
+    return `${target.uri}#${target.className}`;
+  }
+
+  private async openPanel(target: GraphTarget): Promise<void> {
+    const key = this.panelKey(target);
+    let entry = this.panels.get(key);
+    if (entry) {
+      entry.panel.reveal(undefined, true);
+    } else {
+      const panel = vscode.window.createWebviewPanel(
+        "fxls.graph",
+        `FX: ${target.className}`,
+        { viewColumn: vscode.ViewColumn.Beside, preserveFocus: true },
+        { enableScripts: true, localResourceRoots: [vscode.Uri.joinPath(this.context.extensionUri, "dist")] },
+      );
+      entry = { panel, target };
+      this.panels.set(key, entry);
+      const created = entry;
+      panel.onDidDispose(() => {
+        if (created.refreshTimer) clearTimeout(created.refreshTimer);
+        this.panels.delete(key);
+      });
+    }
+    await this.render(entry);
+  }
+
+  private async render(entry: GraphPanel): Promise<void> {
+    const view = await this.fetchGraph(entry.target);
+    if (!this.panels.has(this.panelKey(entry.target))) return; // closed meanwhile
+    if (entry.shown && view.dot === undefined && view.code === undefined && isTransient(view.error)) {
+      // a restarted server has not traced the file yet: keep the last graph until it has
+      this.log(`graph of ${entry.target.className} kept: ${view.error}`);
+      return;
+    }
+    entry.shown = view.dot !== undefined || view.code !== undefined;
+    const webview = entry.panel.webview;
+    webview.html = graphHtml({
+      nonce: makeNonce((n) => crypto.randomBytes(n)),
+      cspSource: webview.cspSource,
+      scriptUri: webview.asWebviewUri(vscode.Uri.joinPath(this.context.extensionUri, "dist", "webview.js")).toString(),
+      view,
+    });
+  }
+
+  private async fetchGraph(target: GraphTarget): Promise<GraphView> {
+    let file = target.uri;
+    try {
+      file = vscode.workspace.asRelativePath(vscode.Uri.parse(target.uri));
+    } catch {
+      // keep the URI
+    }
+    const view: GraphView = { name: target.className, file };
+    const client = await this.runningClient(30_000);
+    if (!client) {
+      this.log(`graph of ${target.className}: the server is not running (${this.clientState})`);
+      view.error = "The fxls server is not running: see 'fxls: Show Logs'.";
+      return view;
+    }
+    const ask = (format: "dot" | "code") =>
+      client.sendRequest(ExecuteCommandRequest.type, {
+        command: SHOW_GRAPH,
+        arguments: [target.uri, target.className, format],
+      }) as Promise<GraphResult>;
+    const [dot, code] = await Promise.allSettled([ask("dot"), ask("code")]);
+    const errors = new Set<string>();
+    if (dot.status === "fulfilled" && dot.value) {
+      view.dot = dot.value.text;
+      view.status = dot.value.status;
+    } else if (dot.status === "rejected") {
+      errors.add(errorText(dot.reason));
+    }
+    if (code.status === "fulfilled" && code.value) {
+      view.code = code.value.text;
+      view.status ??= code.value.status;
+    } else if (code.status === "rejected") {
+      errors.add(errorText(code.reason));
+    }
+    if (errors.size) view.error = [...errors].join("\n");
+    return view;
+  }
+
+  /** The client once it runs; waits while it is (re)starting, up to `timeoutMs`. */
+  private async runningClient(timeoutMs: number): Promise<FxlsLanguageClient | undefined> {
+    const deadline = Date.now() + timeoutMs;
+    while (this.clientState === "starting" || (this.clientState === "stopped" && this.client?.state === State.Starting)) {
+      if (Date.now() > deadline) break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    return this.clientState === "running" && this.client?.isRunning() ? this.client : undefined;
+  }
+
+  /** A trace of `uri` finished: re-render its open graph panels. */
+  private scheduleGraphRefresh(uri: string): void {
+    for (const entry of this.panels.values()) {
+      const panelUri = this.client ? this.client.protocol2CodeConverter.asUri(entry.target.uri).toString() : entry.target.uri;
+      if (panelUri !== uri) continue;
+      if (entry.refreshTimer) clearTimeout(entry.refreshTimer);
+      entry.refreshTimer = setTimeout(() => {
+        entry.refreshTimer = undefined;
+        void this.render(entry).catch((error) => this.log(`refreshing the graph: ${error}`));
+      }, 250);
+    }
+  }
+
+  dispose(): void {
+    for (const entry of this.panels.values()) entry.panel.dispose();
+    for (const key of [...this.tracing.keys()]) this.clearTracing(key);
+    for (const disposable of this.disposables) disposable.dispose();
+  }
+}
+
+/** Errors that the next trace (and its refresh) will clear by itself. */
+function isTransient(error: string | undefined): boolean {
+  return !!error && /not been traced yet|server is not running/.test(error);
+}
+
+function errorText(reason: unknown): string {
+  if (reason instanceof Error) return reason.message;
+  if (reason && typeof reason === "object" && "message" in reason) return String((reason as { message: unknown }).message);
+  return String(reason);
+}
+
+let extension: FxlsExtension | undefined;
+
+export function activate(context: vscode.ExtensionContext): void {
+  extension = new FxlsExtension(context);
+  context.subscriptions.push(extension);
+  extension.updateStatus();
+  // not awaited: activation does not wait for Python (the status bar shows "starting")
+  void extension.start();
+}
+
+export async function deactivate(): Promise<void> {
+  if (extension) {
+    await extension.stop();
+    extension = undefined;
+  }
+}

@@ -1,0 +1,114 @@
+// HTML of the FX graph webview. The DOT text is rendered to SVG inside the webview by
+// @viz-js/viz (dist/webview.js); the generated code is shown as escaped text in a <pre>.
+
+export interface GraphView {
+  name: string;
+  /** traced | partial | failed | skipped */
+  status?: string;
+  /** file the module lives in, for the header */
+  file?: string;
+  dot?: string;
+  code?: string;
+  /** why the graph or code could not be fetched */
+  error?: string;
+}
+
+export interface GraphPage {
+  nonce: string;
+  /** webview.cspSource */
+  cspSource: string;
+  /** webview URI of dist/webview.js */
+  scriptUri: string;
+  view: GraphView;
+}
+
+const HTML_ESCAPES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
+
+export function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => HTML_ESCAPES[c]);
+}
+
+/** JSON that is safe inside a <script> element: no `</script>`, `<!--` or line separators. */
+export function jsonForScript(value: unknown): string {
+  return JSON.stringify(value)
+    .replace(/</g, "\\u003c")
+    .replace(/>/g, "\\u003e")
+    .replace(/&/g, "\\u0026")
+    .replace(/\u2028/g, "\\u2028")
+    .replace(/\u2029/g, "\\u2029");
+}
+
+/** A nonce for the CSP: 32 base64url-ish characters from a cryptographic source. */
+export function makeNonce(randomBytes: (n: number) => Uint8Array): string {
+  const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+  return Array.from(randomBytes(32), (b) => alphabet[b % alphabet.length]).join("");
+}
+
+export function contentSecurityPolicy(nonce: string, cspSource: string): string {
+  return [
+    "default-src 'none'",
+    `img-src ${cspSource} data:`,
+    `style-src ${cspSource} 'nonce-${nonce}'`,
+    `font-src ${cspSource}`,
+    // viz.js compiles its embedded Graphviz WebAssembly module
+    `script-src 'nonce-${nonce}' 'wasm-unsafe-eval'`,
+  ].join("; ");
+}
+
+const STYLE = `
+  body { font-family: var(--vscode-font-family); color: var(--vscode-foreground); padding: 0 16px 24px; }
+  header { display: flex; align-items: baseline; gap: 10px; flex-wrap: wrap; }
+  h1 { font-size: 1.3em; margin: 14px 0 6px; }
+  h2 { font-size: 1.05em; margin: 18px 0 6px; }
+  .file { color: var(--vscode-descriptionForeground); }
+  .status { border-radius: 9px; padding: 1px 8px; font-size: 0.85em; border: 1px solid currentColor; }
+  .status-traced { color: var(--vscode-testing-iconPassed, #388a34); }
+  .status-partial { color: var(--vscode-editorWarning-foreground, #bf8803); }
+  .status-failed { color: var(--vscode-editorError-foreground, #e51400); }
+  .status-skipped { color: var(--vscode-descriptionForeground); }
+  .error { color: var(--vscode-errorForeground); white-space: pre-wrap; }
+  #graph { background: #ffffff; border-radius: 6px; padding: 8px; overflow: auto; max-height: 70vh; }
+  #graph svg { max-width: 100%; height: auto; }
+  #graph svg text { font-family: var(--vscode-editor-font-family, monospace), monospace; }
+  #graph.empty { background: transparent; padding: 0; }
+  pre { background: var(--vscode-textCodeBlock-background); padding: 10px; overflow: auto;
+        font-family: var(--vscode-editor-font-family); font-size: var(--vscode-editor-font-size); }
+  pre code { background: none; padding: 0; color: inherit; font-family: inherit; font-size: inherit; }
+`;
+
+export function graphHtml(page: GraphPage): string {
+  const { nonce, cspSource, scriptUri, view } = page;
+  const status = view.status ?? "";
+  const statusClass = /^[a-z]+$/.test(status) ? `status-${status}` : "";
+  const data = jsonForScript({ dot: view.dot ?? null });
+  const graphSection =
+    view.dot !== undefined
+      ? `<div id="graph" role="img" aria-label="FX graph of ${escapeHtml(view.name)}">Rendering graph…</div>`
+      : `<div id="graph" class="empty"></div>`;
+  const codeSection =
+    view.code !== undefined ? `<h2>Generated code</h2>\n<pre id="code"><code>${escapeHtml(view.code)}</code></pre>` : "";
+  const error = view.error ? `<p class="error" id="error">${escapeHtml(view.error)}</p>` : "";
+  return `<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="UTF-8">
+<meta http-equiv="Content-Security-Policy" content="${escapeHtml(contentSecurityPolicy(nonce, cspSource))}">
+<meta name="viewport" content="width=device-width, initial-scale=1.0">
+<title>FX graph: ${escapeHtml(view.name)}</title>
+<style nonce="${nonce}">${STYLE}</style>
+</head>
+<body>
+<header>
+<h1>${escapeHtml(view.name)}</h1>
+${status ? `<span class="status ${statusClass}">${escapeHtml(status)}</span>` : ""}
+${view.file ? `<span class="file">${escapeHtml(view.file)}</span>` : ""}
+</header>
+${error}
+${graphSection}
+${codeSection}
+<script nonce="${nonce}" type="application/json" id="fxls-data">${data}</script>
+<script nonce="${nonce}" src="${escapeHtml(scriptUri)}"></script>
+</body>
+</html>
+`;
+}

@@ -1,0 +1,68 @@
+// `fxls.*` settings -> what the server reads (initializationOptions and
+// workspace/didChangeConfiguration). The server accepts the nested form under "fxls".
+
+export interface ServerSettings {
+  trace: { onSave: boolean; onChange: boolean; timeout: number };
+  python?: string;
+  diagnostics: { select: string[]; ignore: string[] };
+  inlayHints: { shapes: boolean };
+}
+
+export const DEFAULTS: ServerSettings = {
+  trace: { onSave: true, onChange: false, timeout: 10 },
+  diagnostics: { select: [], ignore: [] },
+  inlayHints: { shapes: true },
+};
+
+/** Reads one setting below the `fxls` section (e.g. "trace.onSave"); undefined when unset. */
+export type SettingReader = (key: string) => unknown;
+
+function bool(value: unknown, fallback: boolean): boolean {
+  return typeof value === "boolean" ? value : fallback;
+}
+
+function positiveNumber(value: unknown, fallback: number): number {
+  return typeof value === "number" && Number.isFinite(value) && value > 0 ? value : fallback;
+}
+
+function codes(value: unknown): string[] {
+  if (!Array.isArray(value)) return [];
+  return value.filter((item): item is string => typeof item === "string").map((s) => s.trim()).filter(Boolean);
+}
+
+export function serverSettings(read: SettingReader, resolvePath: (p: string) => string = (p) => p): ServerSettings {
+  const settings: ServerSettings = {
+    trace: {
+      onSave: bool(read("trace.onSave"), DEFAULTS.trace.onSave),
+      onChange: bool(read("trace.onChange"), DEFAULTS.trace.onChange),
+      timeout: positiveNumber(read("trace.timeout"), DEFAULTS.trace.timeout),
+    },
+    diagnostics: { select: codes(read("diagnostics.select")), ignore: codes(read("diagnostics.ignore")) },
+    inlayHints: { shapes: bool(read("inlayHints.shapes"), DEFAULTS.inlayHints.shapes) },
+  };
+  const python = read("python");
+  if (typeof python === "string" && python.trim()) settings.python = resolvePath(python.trim());
+  return settings;
+}
+
+/** initializationOptions for the server. */
+export function initializationOptions(settings: ServerSettings): { fxls: ServerSettings } {
+  return { fxls: settings };
+}
+
+/** `workspace/didChangeConfiguration` params. */
+export function didChangeConfigurationParams(settings: ServerSettings): { settings: { fxls: ServerSettings } } {
+  return { settings: { fxls: settings } };
+}
+
+export type ConfigChangeAction = "restart" | "push" | "none";
+
+/**
+ * What a settings change needs: a new interpreter means a new server process; every other
+ * `fxls.*` setting is pushed to the running server, which re-traces open files.
+ */
+export function configChangeAction(affects: (section: string) => boolean): ConfigChangeAction {
+  if (affects("fxls.interpreter")) return "restart";
+  if (affects("fxls")) return "push";
+  return "none";
+}

@@ -1,0 +1,77 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
+import { contentSecurityPolicy, escapeHtml, graphHtml, jsonForScript, makeNonce } from "../src/graphHtml";
+
+const DOT = `digraph "Gate" {
+  "x" [label="x\\nplaceholder: x", shape=ellipse];
+  "x" -> "output";
+}`;
+const CODE = `def forward(self, x):
+    gt = x.sum() > 0  # <script>alert("x")</script> & 'quotes'
+    return gt`;
+
+function page(overrides = {}) {
+  return graphHtml({
+    nonce: "N0nce123",
+    cspSource: "https://file+.vscode-resource.vscode-cdn.net",
+    scriptUri: "https://file+.vscode-resource.vscode-cdn.net/ext/dist/webview.js",
+    view: { name: "Gate", status: "partial", file: "models/gate.py", dot: DOT, code: CODE, ...overrides },
+  });
+}
+
+test("the page has a strict CSP with the nonce", () => {
+  const html = page();
+  const csp = /<meta http-equiv="Content-Security-Policy" content="([^"]+)">/.exec(html);
+  assert.ok(csp, "CSP meta tag present");
+  const policy = csp[1].replace(/&#39;/g, "'");
+  assert.match(policy, /default-src 'none'/);
+  assert.match(policy, /script-src 'nonce-N0nce123' 'wasm-unsafe-eval'/);
+  assert.doesNotMatch(policy, /unsafe-inline|'unsafe-eval'|\*/);
+  assert.equal(policy, contentSecurityPolicy("N0nce123", "https://file+.vscode-resource.vscode-cdn.net"));
+});
+
+test("every script and style carries the nonce", () => {
+  const html = page();
+  const scripts = html.match(/<script\b[^>]*>/g) ?? [];
+  assert.equal(scripts.length, 2);
+  for (const tag of scripts) assert.match(tag, /nonce="N0nce123"/);
+  for (const tag of html.match(/<style\b[^>]*>/g) ?? []) assert.match(tag, /nonce="N0nce123"/);
+  assert.match(html, /<script nonce="N0nce123" src="https:\/\/file\+\.vscode-resource\.vscode-cdn\.net\/ext\/dist\/webview\.js"><\/script>/);
+  assert.doesNotMatch(html, /\son\w+=/, "no inline event handlers");
+});
+
+test("the generated code is embedded escaped", () => {
+  const html = page();
+  assert.ok(html.includes(`<pre id="code"><code>${escapeHtml(CODE)}</code></pre>`));
+  assert.ok(html.includes("&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#39;quotes&#39;"));
+  assert.ok(!html.includes('<script>alert("x")'));
+});
+
+test("the DOT text travels as JSON that cannot close its script element", () => {
+  const nasty = `digraph { a [label="</script><script>alert(1)</script>"] }`;
+  const html = page({ dot: nasty });
+  assert.equal((html.match(/<\/script>/g) ?? []).length, 2, "only our own two scripts close");
+  const json = /<script nonce="N0nce123" type="application\/json" id="fxls-data">([^<]*)<\/script>/.exec(html);
+  assert.ok(json);
+  assert.deepEqual(JSON.parse(json[1]), { dot: nasty });
+  assert.equal(JSON.parse(jsonForScript("a\u2028b<!--")), "a\u2028b<!--");
+  assert.doesNotMatch(jsonForScript("a\u2028b"), /\u2028/);
+});
+
+test("header, status and errors", () => {
+  const html = page({ name: "A<B>", status: "failed", error: "no module A<B> in file:///m.py", dot: undefined, code: undefined });
+  assert.match(html, /<h1>A&lt;B&gt;<\/h1>/);
+  assert.match(html, /class="status status-failed">failed</);
+  assert.match(html, /<p class="error" id="error">no module A&lt;B&gt; in file:\/\/\/m.py<\/p>/);
+  assert.doesNotMatch(html, /<pre/);
+  assert.match(html, /<div id="graph" class="empty"><\/div>/);
+  assert.match(page(), /models\/gate.py/);
+});
+
+test("nonces are 32 characters of letters and digits, and differ", () => {
+  const a = makeNonce((n) => randomBytes(n));
+  const b = makeNonce((n) => randomBytes(n));
+  assert.match(a, /^[A-Za-z0-9]{32}$/);
+  assert.notEqual(a, b);
+});
