@@ -1,0 +1,233 @@
+-- fxls helpers for Neovim 0.11+: the FX graph of the module under the cursor in a scratch
+-- buffer, worker restart, fix-all. Used by plugin/fxls.lua (:FxlsGraph, :FxlsRestart,
+-- :FxlsFixAll) and by the `fxls.showGraph` code lens.
+local M = {}
+
+M.formats = { 'code', 'table', 'dot', 'json' }
+
+local SHOW_GRAPH = 'fxls.showGraph'
+local RESTART_WORKER = 'fxls.restartWorker'
+local FIX_ALL_KIND = 'source.fixAll.fxls'
+
+local function notify(msg, level)
+  vim.notify('fxls: ' .. msg, level or vim.log.levels.INFO)
+end
+
+--- The fxls client attached to `bufnr` (default: current buffer); with `any`, else any
+--- running fxls client.
+---@param bufnr integer?
+---@param any boolean?
+---@return vim.lsp.Client?
+function M.client(bufnr, any)
+  bufnr = bufnr or vim.api.nvim_get_current_buf()
+  local clients = vim.lsp.get_clients({ bufnr = bufnr, name = 'fxls' })
+  if #clients == 0 and any then
+    clients = vim.lsp.get_clients({ name = 'fxls' })
+  end
+  return clients[1]
+end
+
+--- Name of the top-level class enclosing line `lnum` (1-based): the nearest `class X` at or
+--- above it, else the first class of the buffer.
+---@param bufnr integer
+---@param lnum integer
+---@return string?
+function M.class_at(bufnr, lnum)
+  local lines = vim.api.nvim_buf_get_lines(bufnr, 0, -1, false)
+  local pattern = '^class%s+([%a_][%w_]*)'
+  for i = math.min(lnum, #lines), 1, -1 do
+    local name = lines[i]:match(pattern)
+    if name then
+      return name
+    end
+  end
+  for _, line in ipairs(lines) do
+    local name = line:match(pattern)
+    if name then
+      return name
+    end
+  end
+  return nil
+end
+
+local function set_lines(buf, text)
+  vim.bo[buf].modifiable = true
+  local lines = vim.split(text, '\n', { plain = true })
+  while #lines > 1 and vim.trim(lines[#lines]) == '' do
+    table.remove(lines)
+  end
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  vim.bo[buf].modifiable = false
+  vim.bo[buf].modified = false
+end
+
+local FILETYPES = { code = 'python', dot = 'dot', json = 'json' }
+
+local function buffer_named(name)
+  for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_get_name(buf) == name then
+      return buf
+    end
+  end
+  return -1
+end
+
+--- Show a `fxls.showGraph` result in a scratch buffer in a split (reused per module+format).
+---@param result { name: string, status: string, format: string, text: string }
+---@return integer bufnr
+function M.open_graph(result)
+  local name = ('fxls://graph/%s.%s'):format(result.name, result.format)
+  local buf = buffer_named(name)
+  if buf == -1 then
+    buf = vim.api.nvim_create_buf(false, true)
+    vim.api.nvim_buf_set_name(buf, name)
+    vim.bo[buf].buftype = 'nofile'
+    vim.bo[buf].bufhidden = 'hide'
+    vim.bo[buf].swapfile = false
+    vim.bo[buf].filetype = FILETYPES[result.format] or ''
+  end
+  set_lines(buf, result.text or '')
+  vim.b[buf].fxls_graph = { name = result.name, status = result.status, format = result.format }
+  local win = vim.fn.bufwinid(buf)
+  if win == -1 then
+    local mods = vim.g.fxls_graph_split or 'vertical'
+    vim.cmd((mods ~= '' and mods .. ' ' or '') .. 'sbuffer ' .. buf)
+  else
+    vim.api.nvim_set_current_win(win)
+  end
+  if result.status ~= 'traced' then
+    notify(('%s: %s (the graph is what tracing got to)'):format(result.name, result.status),
+      vim.log.levels.WARN)
+  end
+  return buf
+end
+
+--- Ask the server for the graph of `class_name` in `bufnr` and open it.
+---@param opts { bufnr: integer?, class: string?, format: string?, client: vim.lsp.Client?, on_done: fun(err: any, bufnr: integer?)? }?
+function M.show_graph(opts)
+  opts = opts or {}
+  local bufnr = opts.bufnr or vim.api.nvim_get_current_buf()
+  local fmt = opts.format or 'code'
+  if fmt == '' then
+    fmt = 'code'
+  end
+  local function fail(msg)
+    notify(msg, vim.log.levels.ERROR)
+    if opts.on_done then
+      opts.on_done(msg, nil)
+    end
+  end
+  if not vim.tbl_contains(M.formats, fmt) then
+    return fail(('unknown graph format %q (one of %s)'):format(fmt, table.concat(M.formats, ', ')))
+  end
+  local client = opts.client or M.client(bufnr)
+  if not client then
+    return fail('no fxls client is attached to this buffer')
+  end
+  local class_name = opts.class
+  if not class_name or class_name == '' then
+    local lnum = bufnr == vim.api.nvim_get_current_buf() and vim.api.nvim_win_get_cursor(0)[1]
+      or 1
+    class_name = M.class_at(bufnr, lnum)
+  end
+  if not class_name then
+    return fail('no class in this buffer')
+  end
+  local params = {
+    command = SHOW_GRAPH,
+    arguments = { vim.uri_from_bufnr(bufnr), class_name, fmt },
+  }
+  client:request('workspace/executeCommand', params, function(err, result)
+    if err then
+      return fail(('showGraph %s: %s'):format(class_name, err.message or vim.inspect(err)))
+    end
+    if type(result) ~= 'table' or type(result.text) ~= 'string' then
+      return fail(('showGraph %s: unexpected answer %s'):format(class_name, vim.inspect(result)))
+    end
+    local buf = M.open_graph(result)
+    if opts.on_done then
+      opts.on_done(nil, buf)
+    end
+  end, bufnr)
+end
+
+--- Restart the server's tracing worker (it re-traces the open files).
+---@param bufnr integer?
+function M.restart(bufnr)
+  local client = M.client(bufnr, true)
+  if not client then
+    return notify('no fxls client is running', vim.log.levels.ERROR)
+  end
+  client:request('workspace/executeCommand', { command = RESTART_WORKER, arguments = {} },
+    function(err)
+      if err then
+        notify('restart failed: ' .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
+      else
+        notify('worker restarted')
+      end
+    end, bufnr)
+end
+
+--- Apply every verified safe fix (code action kind source.fixAll.fxls), synchronously so
+--- it can run from BufWritePre. Fixes exist only for the text that was last traced.
+---@param bufnr integer?
+---@param opts { timeout_ms: integer?, quiet: boolean? }? timeout default 3000 ms; quiet: no
+---  messages when there is nothing to apply
+---@return boolean applied
+function M.fix_all(bufnr, opts)
+  opts = opts or {}
+  bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
+  local client = M.client(bufnr)
+  if not client then
+    if not opts.quiet then
+      notify('no fxls client is attached to this buffer', vim.log.levels.ERROR)
+    end
+    return false
+  end
+  local last = math.max(vim.api.nvim_buf_line_count(bufnr) - 1, 0)
+  local last_line = vim.api.nvim_buf_get_lines(bufnr, last, last + 1, false)[1] or ''
+  local params = {
+    textDocument = { uri = vim.uri_from_bufnr(bufnr) },
+    range = {
+      start = { line = 0, character = 0 },
+      ['end'] = { line = last, character = #last_line },
+    },
+    context = { only = { FIX_ALL_KIND }, diagnostics = {}, triggerKind = 1 },
+  }
+  local response = client:request_sync('textDocument/codeAction', params,
+    opts.timeout_ms or 3000, bufnr)
+  if not response or response.err then
+    local why = response and response.err and response.err.message or 'timed out'
+    if not opts.quiet then
+      notify('fix all: ' .. why, vim.log.levels.WARN)
+    end
+    return false
+  end
+  for _, action in ipairs(response.result or {}) do
+    if action.kind == FIX_ALL_KIND and action.edit then
+      vim.lsp.util.apply_workspace_edit(action.edit, client.offset_encoding)
+      return true
+    end
+  end
+  if not opts.quiet then
+    notify('no verified safe fixes for this text (save to re-trace)')
+  end
+  return false
+end
+
+--- `fxls.showGraph` from a code lens ([uri, className, format]) opens the graph here
+--- instead of executing it blindly on the server.
+function M.register_commands()
+  vim.lsp.commands[SHOW_GRAPH] = function(command, ctx)
+    local args = command.arguments or {}
+    local bufnr = args[1] and vim.uri_to_bufnr(args[1]) or ctx.bufnr
+    M.show_graph({
+      bufnr = bufnr,
+      class = args[2],
+      format = args[3],
+      client = ctx.client_id and vim.lsp.get_client_by_id(ctx.client_id) or nil,
+    })
+  end
+end
+
+return M

@@ -1,0 +1,298 @@
+-- End-to-end check of editors/nvim against a real `fxls serve`, driven headless:
+--   FXLS_E2E_FILE=/tmp/x/model.py FXLS_NVIM_DIR=editors/nvim \
+--     nvim --headless --clean -l tests/editors/nvim_e2e.lua
+-- The model file must contain a forward with `unused = self.proj(x)` (FX010),
+-- `torch.sigmoid(self.gate(x))` and `if x.sum() > 0:` (FX001); `fxls` must be on PATH
+-- (or FXLS_CMD set to the whole server command line). Progress goes to stderr; exit code 0 means success.
+
+local t0 = vim.uv.hrtime()
+
+local function log(fmt, ...)
+  local msg = select('#', ...) > 0 and fmt:format(...) or fmt
+  io.stderr:write(('[nvim-e2e %5.1fs] %s\n'):format((vim.uv.hrtime() - t0) / 1e9, msg))
+end
+
+local function fail(fmt, ...)
+  log('FAIL: ' .. fmt, ...)
+  for _, client in ipairs(vim.lsp.get_clients({ name = 'fxls' })) do
+    client:stop(true)
+  end
+  vim.cmd('cquit 1')
+end
+
+local function check(ok, fmt, ...)
+  if not ok then
+    fail(fmt, ...)
+  end
+end
+
+local ok_run, err_run = xpcall(function()
+  local file = os.getenv('FXLS_E2E_FILE')
+  local plugin_dir = os.getenv('FXLS_NVIM_DIR')
+  check(file and file ~= '', 'FXLS_E2E_FILE is not set')
+  check(plugin_dir and plugin_dir ~= '', 'FXLS_NVIM_DIR is not set')
+  check(vim.fn.has('nvim-0.11') == 1, 'Neovim 0.11+ needed, this is %s', tostring(vim.version()))
+
+  local fxls_cmd = os.getenv('FXLS_CMD') -- e.g. "/path/python -m fxls serve" (whitespace-split)
+  if fxls_cmd and fxls_cmd ~= '' then
+    vim.g.fxls_cmd = vim.split(vim.trim(fxls_cmd), '%s+')
+  end
+  vim.opt.runtimepath:prepend(plugin_dir)
+  vim.cmd('filetype on')
+  vim.cmd.runtime('plugin/fxls.lua')
+  check(vim.fn.exists(':FxlsGraph') == 2, ':FxlsGraph was not defined by plugin/fxls.lua')
+
+  local config = vim.lsp.config.fxls
+  check(config ~= nil and config.cmd ~= nil, 'vim.lsp.config.fxls did not load lsp/fxls.lua')
+  log('config: cmd=%s root_markers=%s', vim.inspect(config.cmd), vim.inspect(config.root_markers))
+  vim.lsp.enable('fxls')
+
+  -- open the model; the FileType autocmd of vim.lsp.enable starts and attaches the client
+  vim.cmd.edit(vim.fn.fnameescape(file))
+  local buf = vim.api.nvim_get_current_buf()
+  check(vim.bo[buf].filetype == 'python', 'filetype is %q, not python', vim.bo[buf].filetype)
+
+  local client
+  vim.wait(15000, function()
+    client = vim.lsp.get_clients({ bufnr = buf, name = 'fxls' })[1]
+    return client ~= nil and client.initialized
+  end, 50)
+  check(client ~= nil and client.initialized, 'fxls client did not start/attach within 15 s')
+  log('client %d attached; position encoding %s', client.id, client.offset_encoding)
+
+  local lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+  local function find(needle)
+    for i, line in ipairs(lines) do
+      local col = line:find(needle, 1, true)
+      if col then
+        return i - 1, col - 1 -- 0-based line, 0-based byte column
+      end
+    end
+    fail('the model has no %q', needle)
+  end
+  local if_lnum, if_col = find('x.sum() > 0')
+  local unused_lnum = find('unused = self.proj(x)')
+  local gate_lnum, gate_col = find('self.gate(x)')
+
+  -- count the diagnostics the server pushes, with the document version they are for
+  local publishes = {}
+  local default_publish = vim.lsp.handlers['textDocument/publishDiagnostics']
+  vim.lsp.handlers['textDocument/publishDiagnostics'] = function(err, result, ctx)
+    if result and result.uri == vim.uri_from_bufnr(buf) then
+      publishes[#publishes + 1] = { version = result.version, n = #(result.diagnostics or {}) }
+    end
+    return default_publish(err, result, ctx)
+  end
+  local function fx_diag(code, lnum)
+    for _, d in ipairs(vim.diagnostic.get(buf)) do
+      if d.code == code and (lnum == nil or d.lnum == lnum) then
+        return d
+      end
+    end
+  end
+
+  -- didOpen traces the file: the first push
+  check(vim.wait(30000, function()
+    return fx_diag('FX001') ~= nil
+  end, 100), 'no FX001 within 30 s of opening the file')
+  log('open: %d publish(es), FX001 at line %d', #publishes, fx_diag('FX001').lnum)
+
+  -- edit + :write: the server traces on save and pushes again (Neovim does not pull on save)
+  vim.api.nvim_buf_set_lines(buf, unused_lnum, unused_lnum, false, { '        # edited in nvim' })
+  if_lnum, unused_lnum, gate_lnum = if_lnum + 1, unused_lnum + 1, gate_lnum + 1
+  lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+  local pushed_before = #publishes
+  vim.cmd('silent write')
+  local version = vim.lsp.util.buf_versions[buf]
+  log('written (version %d); waiting for FX001 at %d:%d (0-based)', version, if_lnum, if_col)
+  local found = vim.wait(30000, function()
+    local last = publishes[#publishes]
+    return #publishes > pushed_before and last.version == version
+      and fx_diag('FX001', if_lnum) ~= nil
+  end, 100)
+  for _, d in ipairs(vim.diagnostic.get(buf)) do
+    log('  diagnostic %s %d:%d-%d:%d %s', tostring(d.code), d.lnum, d.col, d.end_lnum, d.end_col,
+      d.message)
+  end
+  check(found, 'no push of version %d with FX001 on line %d within 30 s of :write (publishes: %s)',
+    version, if_lnum, vim.inspect(publishes))
+  local fx001 = fx_diag('FX001')
+  check(fx001.lnum == if_lnum and fx001.col == if_col,
+    'FX001 at %d:%d, expected %d:%d', fx001.lnum, fx001.col, if_lnum, if_col)
+  check(fx001.end_col == if_col + #'x.sum() > 0',
+    'FX001 ends at col %d, expected %d', fx001.end_col, if_col + #'x.sum() > 0')
+  local fx010 = fx_diag('FX010', unused_lnum)
+  check(fx010 ~= nil, 'no FX010 on line %d (`unused = self.proj(x)`)', unused_lnum)
+  log('ok: FX001 at %d:%d, FX010 at %d:%d', fx001.lnum, fx001.col, fx010.lnum, fx010.col)
+
+  -- hover on `self.gate(x)`: the call_module node `gate`
+  local hover = client:request_sync('textDocument/hover', {
+    textDocument = { uri = vim.uri_from_bufnr(buf) },
+    position = { line = gate_lnum, character = gate_col + #'self.g' },
+  }, 10000, buf)
+  check(hover and not hover.err, 'hover failed: %s', vim.inspect(hover))
+  local contents = hover.result and hover.result.contents
+  local value = type(contents) == 'table' and contents.value or tostring(contents)
+  log('hover: %s', (value or ''):gsub('\n', ' | '))
+  check(type(value) == 'string' and value:find('**gate**', 1, true)
+    and value:find('call_module', 1, true),
+    'hover does not describe the `gate` call_module node: %s', vim.inspect(hover.result))
+  check(contents.kind == 'markdown', 'hover kind is %s, not markdown', tostring(contents.kind))
+
+  -- code actions offered on the FX010 line (what vim.lsp.buf.code_action will see)
+  local function lsp_diags_on(lnum)
+    local out = {}
+    for _, d in ipairs(vim.diagnostic.get(buf, { lnum = lnum })) do
+      local lsp = d.user_data and d.user_data.lsp
+      if lsp then
+        out[#out + 1] = lsp
+      end
+    end
+    return out
+  end
+  local line_len = #lines[unused_lnum + 1]
+  local actions = client:request_sync('textDocument/codeAction', {
+    textDocument = { uri = vim.uri_from_bufnr(buf) },
+    range = { start = { line = unused_lnum, character = 0 },
+      ['end'] = { line = unused_lnum, character = line_len } },
+    context = { diagnostics = lsp_diags_on(unused_lnum), triggerKind = 1 },
+  }, 20000, buf)
+  check(actions and not actions.err, 'codeAction failed: %s', vim.inspect(actions))
+  local titles = {}
+  for _, a in ipairs(actions.result or {}) do
+    titles[#titles + 1] = ('%s [%s]'):format(a.title, tostring(a.kind))
+  end
+  log('code actions on line %d: %s', unused_lnum, table.concat(titles, '; '))
+  local fix_title = os.getenv('FXLS_E2E_FIX') or 'emove'
+  local wanted
+  for _, a in ipairs(actions.result or {}) do
+    if a.kind == 'quickfix' and a.title:find(fix_title, 1, true) then
+      wanted = a
+    end
+  end
+  check(wanted ~= nil, 'no quickfix titled like %q among: %s', fix_title, table.concat(titles, '; '))
+
+  -- apply it the way a user does
+  vim.api.nvim_win_set_cursor(0, { unused_lnum + 1, lines[unused_lnum + 1]:find('self') - 1 })
+  local before = table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), '\n')
+  vim.lsp.buf.code_action({
+    apply = true,
+    filter = function(a)
+      return a.kind == 'quickfix' and a.title == wanted.title
+    end,
+  })
+  local changed = vim.wait(20000, function()
+    return table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), '\n') ~= before
+  end, 50)
+  check(changed, 'applying %q did not change the buffer within 20 s', wanted.title)
+  local after = table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), '\n')
+  check(not after:find('unused = self.proj(x)', 1, true),
+    'after %q the buffer still has `unused = self.proj(x)`:\n%s', wanted.title, after)
+  check(after:find('if x.sum() > 0:', 1, true), 'the fix removed more than it should:\n%s', after)
+  log('ok: applied %q', wanted.title)
+
+  -- back to the traced text (the server's fixes are for it); :FxlsFixAll applies them
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, vim.split(before, '\n', { plain = true }))
+  vim.cmd('FxlsFixAll')
+  local fixed_all = table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), '\n')
+  check(fixed_all ~= before and not fixed_all:find('unused = self.proj(x)', 1, true),
+    ':FxlsFixAll did not remove the unused computation:\n%s', fixed_all)
+  log('ok: :FxlsFixAll')
+
+  -- :FxlsGraph with the cursor inside forward
+  vim.api.nvim_win_set_cursor(0, { if_lnum + 1, 0 })
+  local src_win = vim.api.nvim_get_current_win()
+  vim.cmd('FxlsGraph')
+  local graph_buf
+  vim.wait(15000, function()
+    for _, b in ipairs(vim.api.nvim_list_bufs()) do
+      if b ~= buf and vim.api.nvim_buf_get_name(b):find('fxls://graph/', 1, true) then
+        local text = table.concat(vim.api.nvim_buf_get_lines(b, 0, -1, false), '\n')
+        if text:find('def forward', 1, true) then
+          graph_buf = b
+          return true
+        end
+      end
+    end
+    return false
+  end, 50)
+  check(graph_buf ~= nil, ':FxlsGraph opened no buffer with `def forward` within 15 s')
+  -- a second :FxlsGraph reuses the buffer
+  vim.api.nvim_set_current_win(src_win)
+  local buffers_before = #vim.api.nvim_list_bufs()
+  local again
+  require('fxls').show_graph({ on_done = function(_, b)
+    again = b or false
+  end })
+  vim.wait(10000, function()
+    return again ~= nil
+  end, 50)
+  check(again == graph_buf and #vim.api.nvim_list_bufs() == buffers_before,
+    'a second :FxlsGraph did not reuse the graph buffer (%s vs %s)', tostring(again), graph_buf)
+  log('ok: :FxlsGraph -> %s (buftype=%s filetype=%s, window %s)',
+    vim.api.nvim_buf_get_name(graph_buf), vim.bo[graph_buf].buftype, vim.bo[graph_buf].filetype,
+    tostring(vim.fn.bufwinid(graph_buf)))
+  check(vim.bo[graph_buf].buftype == 'nofile', 'graph buffer buftype is %q',
+    vim.bo[graph_buf].buftype)
+  check(vim.bo[graph_buf].filetype == 'python', 'graph buffer filetype is %q',
+    vim.bo[graph_buf].filetype)
+  check(vim.fn.bufwinid(graph_buf) ~= -1 and vim.fn.bufwinid(graph_buf) ~= src_win,
+    'graph buffer is not shown in a split')
+
+  -- table format, by explicit class name
+  vim.api.nvim_set_current_win(src_win)
+  local table_buf
+  require('fxls').show_graph({ format = 'table', class = 'Gated', on_done = function(e, b)
+    table_buf = b or false
+    if e then
+      log('table: %s', e)
+    end
+  end })
+  vim.wait(10000, function()
+    return table_buf ~= nil
+  end, 50)
+  check(table_buf, 'showGraph table failed')
+  local table_text = table.concat(vim.api.nvim_buf_get_lines(table_buf, 0, -1, false), '\n')
+  check(table_text:find('call_module', 1, true), 'table graph lacks call_module:\n%s', table_text)
+  log('ok: table format')
+
+  -- the code lens over the class runs fxls.showGraph through vim.lsp.commands (opens a split)
+  local lenses = client:request_sync('textDocument/codeLens',
+    { textDocument = { uri = vim.uri_from_bufnr(buf) } }, 10000, buf)
+  check(lenses and not lenses.err and lenses.result and #lenses.result > 0,
+    'no code lens: %s', vim.inspect(lenses))
+  local lens = lenses.result[1]
+  log('code lens: %q -> %s %s', lens.command.title, lens.command.command,
+    vim.inspect(lens.command.arguments))
+  vim.api.nvim_buf_delete(graph_buf, { force = true })
+  vim.api.nvim_set_current_win(src_win)
+  client:exec_cmd(lens.command, { bufnr = buf })
+  local lens_buf
+  vim.wait(10000, function()
+    lens_buf = vim.fn.bufnr('fxls://graph/Gated.code')
+    return lens_buf ~= -1 and vim.fn.bufwinid(lens_buf) ~= -1
+  end, 50)
+  check(lens_buf ~= -1 and vim.fn.bufwinid(lens_buf) ~= -1,
+    'the code lens command did not open the graph')
+  log('ok: code lens opens the graph')
+
+  -- :FxlsRestart answers true
+  local restarted = client:request_sync('workspace/executeCommand',
+    { command = 'fxls.restartWorker', arguments = {} }, 20000, buf)
+  check(restarted and not restarted.err and restarted.result == true,
+    'fxls.restartWorker: %s', vim.inspect(restarted))
+  log('ok: fxls.restartWorker')
+end, debug.traceback)
+
+if not ok_run then
+  fail('error: %s', tostring(err_run))
+end
+
+log('all checks passed')
+for _, client in ipairs(vim.lsp.get_clients({ name = 'fxls' })) do
+  client:stop()
+end
+vim.wait(3000, function()
+  return #vim.lsp.get_clients({ name = 'fxls' }) == 0
+end, 50)
+vim.cmd('qall!')
