@@ -120,6 +120,8 @@ class FileReport:
     modules: list[ModuleReport] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
     timings_ms: dict[str, float] = field(default_factory=dict)
+    #: graphs built by passes at module level (bound to globals), for hover on pass code
+    graphs: list[ModuleReport] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -131,4 +133,5 @@ class FileReport:
             [ModuleReport.from_dict(m) for m in data.get("modules", [])],
             [Diagnostic.from_dict(d) for d in data.get("diagnostics", [])],
             data.get("timings_ms", {}),
+            [ModuleReport.from_dict(g) for g in data.get("graphs", [])],
         )

@@ -102,6 +102,7 @@ def analyze_source(path: str, source: str, settings: Settings) -> FileReport:
             report.diagnostics.append(item)
     report.timings_ms["trace"] = trace_ms
     report.diagnostics.extend(_lint_module_graphs(namespace, filename, is_reportable))
+    report.graphs = _module_graph_reports(namespace)
     report.timings_ms["total"] = (perf_counter() - started) * 1000
     return _finish(report, pragmas, settings)
 
@@ -363,7 +364,7 @@ def _target_text(node: Node) -> str:
         return str(target)
 
 
-def _node_info(node: Node, gm: GraphModule, backward: dict[str, str]) -> NodeInfo:
+def _node_info(node: Node, gm: GraphModule | None, backward: dict[str, str]) -> NodeInfo:
     span = node.meta.get("source")
     stack = node.meta.get("source_stack", ())
     info = NodeInfo(
@@ -379,6 +380,8 @@ def _node_info(node: Node, gm: GraphModule, backward: dict[str, str]) -> NodeInf
     if node.op == "call_module":
         info.module_path = str(node.target)
         try:
+            if gm is None:
+                raise AttributeError(node.target)
             submodule = gm.get_submodule(node.target)
             cls = type(submodule)
             info.module_type = f"{cls.__module__}.{cls.__qualname__}"
@@ -389,6 +392,26 @@ def _node_info(node: Node, gm: GraphModule, backward: dict[str, str]) -> NodeInf
         info.module_path = next(reversed(module_stack.values()))[0]
     info.backward = backward.get(node.name)
     return info
+
+
+def _module_graph_reports(namespace: dict[str, Any]) -> list[ModuleReport]:
+    """Graphs that passes built at module level, so hovering the pass's lines works too."""
+    reports = []
+    seen: set[int] = set()
+    for name, value in namespace.items():
+        graph = value.graph if isinstance(value, GraphModule) else value
+        if not isinstance(graph, Graph) or id(graph) in seen:
+            continue
+        seen.add(id(graph))
+        try:
+            code = graph.python_code(root_module="self").src
+        except Exception:
+            code = None
+        owner = graph.owning_module if isinstance(graph.owning_module, GraphModule) else None
+        reports.append(ModuleReport(
+            name, "traced", len(graph.nodes), None,
+            [_node_info(n, owner, {}) for n in graph.nodes], code))
+    return reports
 
 
 def _lint_module_graphs(

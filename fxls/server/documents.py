@@ -50,7 +50,7 @@ def nodes_at(
     """
     target = str(Path(path).resolve())
     hits: list[tuple[tuple[int, int], ModuleReport, NodeInfo]] = []
-    for module in report.modules:
+    for module in [*report.modules, *report.graphs]:
         for node in module.nodes:
             span = node.span
             if span is None or not _contains(span, line, col):

@@ -153,3 +153,27 @@ def _children(pid: int) -> list[int]:
             if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
                 found.append(int(entry.name))
     return found
+
+
+PASS = """import torch
+import fxcore
+
+graph = fxcore.Graph()
+x = graph.placeholder("x")
+y = graph.call_function(torch.relu, (x,))
+graph.output(y)
+"""
+
+
+async def test_hover_on_a_graph_pass_line(client: LanguageClient, tmp_path: Path):
+    path = tmp_path / "my_pass.py"
+    path.write_text(PASS, encoding="utf-8")
+    await open_and_wait(client, path, PASS)
+    hover = await client.text_document_hover_async(
+        types.HoverParams(
+            types.TextDocumentIdentifier(path.as_uri()),
+            _position(PASS, "graph.call_function", 8),
+        )
+    )
+    assert hover is not None
+    assert "call_function" in hover.contents.value and "torch.relu" in hover.contents.value
