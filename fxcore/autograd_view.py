@@ -17,7 +17,7 @@ from fxcore.graph_module import GraphModule
 from fxcore.interpreter import Interpreter
 from fxcore.node import Node, map_aggregate
 
-__all__ = ["BackwardNode", "BackwardEdge", "AutogradView", "autograd_view"]
+__all__ = ["BackwardNode", "BackwardEdge", "AutogradView", "autograd_view", "first_grad_fn"]
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,19 @@ class AutogradView:
     edges: list[BackwardEdge] = field(default_factory=list)
 
 
+def first_grad_fn(value: Any) -> Any | None:
+    """The backward node of the first tensor in ``value`` (a tensor or a nested structure)."""
+    found: list[Any] = []
+
+    def look(item: Any) -> Any:
+        if not found and isinstance(item, torch.Tensor) and item.grad_fn is not None:
+            found.append(item.grad_fn)
+        return item
+
+    map_aggregate(value, look)
+    return found[0] if found else None
+
+
 class _Recorder(Interpreter):
     def __init__(self, module: GraphModule) -> None:
         super().__init__(module)
@@ -48,16 +61,9 @@ class _Recorder(Interpreter):
 
     def run_node(self, n: Node) -> Any:
         result = super().run_node(n)
-        first: list[Any] = []
-
-        def look(value: Any) -> Any:
-            if not first and isinstance(value, torch.Tensor) and value.grad_fn is not None:
-                first.append(value.grad_fn)
-            return value
-
-        map_aggregate(result, look)
-        if first:
-            self.grad_fns[n.name] = first[0]
+        grad_fn = first_grad_fn(result)
+        if grad_fn is not None:
+            self.grad_fns[n.name] = grad_fn
         return result
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import torch
 
+from fxcore.autograd_view import first_grad_fn
 from fxcore.graph_module import GraphModule
 from fxcore.node import Node, map_aggregate
 from fxcore.passes.shape_prop import ShapeProp
@@ -31,16 +32,9 @@ class _Observer(ShapeProp):
     def run_node(self, n: Node) -> Any:
         result = super().run_node(n)
         if self.record_backward and n.op not in ("placeholder", "output"):
-            grad_fns: list[Any] = []
-
-            def look(value: Any) -> Any:
-                if not grad_fns and isinstance(value, torch.Tensor) and value.grad_fn is not None:
-                    grad_fns.append(value.grad_fn)
-                return value
-
-            map_aggregate(result, look)
-            if grad_fns:
-                self.backward[n.name] = type(grad_fns[0]).__name__
+            grad_fn = first_grad_fn(result)
+            if grad_fn is not None:
+                self.backward[n.name] = type(grad_fn).__name__
         return result
 
 
