@@ -6,7 +6,7 @@ fxcore records them; ``fxls.positions`` converts them to editor units, once, at 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
 
 
@@ -124,7 +124,7 @@ class FileReport:
     graphs: list[ModuleReport] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return _plain(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> FileReport:
@@ -135,3 +135,21 @@ class FileReport:
             data.get("timings_ms", {}),
             [ModuleReport.from_dict(g) for g in data.get("graphs", [])],
         )
+
+
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _plain(value: Any) -> Any:
+    """Like ``dataclasses.asdict`` without its deep copies (reports are large and hot)."""
+    if is_dataclass(value) and not isinstance(value, type):
+        cls = type(value)
+        names = _FIELD_NAMES.get(cls)
+        if names is None:
+            names = _FIELD_NAMES[cls] = tuple(f.name for f in fields(cls))
+        return {name: _plain(getattr(value, name)) for name in names}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value

@@ -366,11 +366,10 @@ def _target_text(node: Node) -> str:
 
 def _node_info(node: Node, gm: GraphModule | None, backward: dict[str, str]) -> NodeInfo:
     span = node.meta.get("source")
-    stack = node.meta.get("source_stack", ())
     info = NodeInfo(
         node.name, node.op, _target_text(node), _format_arg(node.args),
         _format_arg(node.kwargs), [u.name for u in node.users],
-        to_span(span) if span is not None else None, [to_span(s) for s in stack],
+        to_span(span) if span is not None else None,
     )
     meta = node.meta.get("tensor_meta")
     if meta is not None and hasattr(meta, "shape"):
