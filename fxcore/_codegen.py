@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import enum
 import re
+import types
 import typing
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import torch
 
+from fxcore import _pytree
 from fxcore._naming import CUSTOM_BUILTINS, Namespace
+from fxcore._pytree import PyTreeInfo
 from fxcore.node import Node, _get_qualified_name, _type_repr
 
 if TYPE_CHECKING:
@@ -70,6 +73,14 @@ inplace_methods = {
     "setitem": "{}[{}] = {}",
 }
 
+_TYPING_ORIGINS: dict[Any, Any] = {
+    list: typing.List,  # noqa: UP006
+    dict: typing.Dict,  # noqa: UP006
+    set: typing.Set,  # noqa: UP006
+    frozenset: typing.FrozenSet,  # noqa: UP006
+    tuple: typing.Tuple,  # noqa: UP006
+}
+
 _TORCH_BUT_NOT_DYNAMO = re.compile(r"^torch(?:\.(?!_dynamo\.|_inductor\.)[^.]+)*$").fullmatch
 _COUNTER = re.compile(r"# COUNTER: (\d+)")
 
@@ -116,6 +127,7 @@ def generate(
     func_name: str = "forward",
     wrap_name_hint: str = "wrap",
     wrap_fn: Any = None,
+    pytree_info: PyTreeInfo | None = None,
 ) -> PythonCode:
     nodes = list(nodes)
     namespace = Namespace()
@@ -138,15 +150,24 @@ def generate(
 
     for builtin_name, obj in CUSTOM_BUILTINS.items():
         add_global(builtin_name, obj)
-    globals_.pop("fx_pytree", None)
-    globals_.pop("pytree", None)
+    if pytree_info is None:
+        globals_.pop("fx_pytree", None)
+        globals_.pop("pytree", None)
+    else:
+        globals_["fx_pytree"] = _pytree
+        globals_["pytree"] = torch.utils._pytree
 
     def type_repr(o: Any) -> str:
         if o == ():
             return "()"
         typename = _type_repr(o)
+        if isinstance(o, types.UnionType) and "|" in typename:  # str | None
+            return "|".join(type_repr(a) for a in typing.get_args(o))
         origin = getattr(o, "__origin__", None)
         if origin is not None:
+            if isinstance(o, typing._GenericAlias):  # type: ignore[attr-defined]
+                # typing.List[int]: print it as typing.List, not as the builtin list
+                origin = _TYPING_ORIGINS.get(origin, origin)
             origin_name = add_global(_type_repr(origin), origin)
             type_args = typing.get_args(o)
             if type_args:
@@ -264,6 +285,10 @@ def generate(
         if op == "output":
             if node.type is not None:
                 return_annotation = f" -> {type_repr(node.type)}"
+            if pytree_info is not None and pytree_info.out_spec is not None:
+                result = get_repr(node.args[0])
+                body.append(f"return pytree.tree_unflatten({result}, self._out_spec)")
+                return
             body.append(f"return {get_repr(node.args[0])}")
             return
         raise NotImplementedError(f"node: {node.op} {node.target}")
@@ -291,9 +316,12 @@ def generate(
         if wrapped_fns:
             wrap_name = add_global(wrap_name_hint, wrap_fn)
             wrap_stmts = "\n".join(f'{wrap_name}("{name}")' for name in wrapped_fns)
-        if not free_vars or free_vars[0] != "self":
-            free_vars.insert(0, "self")
-        prologue = f"def {func_name}({', '.join(free_vars)}){return_annotation}:"
+        if pytree_info is not None:
+            prologue = _pytree_prologue(func_name, pytree_info, free_vars, return_annotation)
+        else:
+            if not free_vars or free_vars[0] != "self":
+                free_vars.insert(0, "self")
+            prologue = f"def {func_name}({', '.join(free_vars)}){return_annotation}:"
     finally:
         for n, fn in saved:
             n._repr_fn = fn
@@ -313,3 +341,30 @@ def generate(
     code = "\n".join("    " + line for line in code.split("\n"))
     src = f"\n{wrap_stmts}\n\n{prologue}\n{code}"
     return PythonCode(src, globals_, lineno_map, wrap_stmts.count("\n") + 4)
+
+
+def _pytree_prologue(
+    func_name: str, info: PyTreeInfo, free_vars: list[str], return_annotation: str
+) -> str:
+    """``def forward(self, x, d):`` plus the line that unpacks the arguments' leaves."""
+    fn_args = list(info.orig_args)
+    if fn_args and fn_args[0] == "self":
+        free_vars.insert(0, "self")
+    params = fn_args if fn_args and fn_args[0] == "self" else ["self", *fn_args]
+    prologue = f"def {func_name}({', '.join(params)}){return_annotation}:"
+    if not free_vars:
+        return prologue
+    signature = f"[{', '.join(fn_args)}], self._in_spec"
+    if _pytree.is_args_kwargs_spec(info.in_spec):
+        count = info.in_spec.child(0).num_children
+        kwargs = ", ".join(
+            f"'{k}':{v}"
+            for k, v in zip(info.in_spec.child(1).context, info.orig_args[count:], strict=False)
+        )
+        signature = f"([{', '.join(info.orig_args[:count])}], {{{kwargs}}}), self._in_spec"
+    annotated = [v for v in free_vars if ":" in v]
+    if annotated:
+        # ``a: T, b: U = f()`` is not Python: annotate first, then unpack
+        prologue += "\n    " + "".join(v + "; " for v in annotated) + "\n"
+    targets = ", ".join(v.split(":")[0].split("#")[0] for v in free_vars)
+    return prologue + f"\n    {targets}, = fx_pytree.tree_flatten_spec({signature})"

@@ -20,7 +20,9 @@ from types import CodeType, FunctionType, ModuleType
 from typing import Any
 
 import torch
+import torch.utils._pytree as pytree
 
+from fxcore._pytree import PyTreeInfo
 from fxcore.graph import Graph
 from fxcore.graph_module import GraphModule
 from fxcore.node import Argument, Node, map_aggregate
@@ -355,7 +357,24 @@ class Tracer(TracerBase):
             if code.co_flags & inspect.CO_VARKEYWORDS:
                 args.append(placeholder("**" + next(names_iter)))
             root_fn = _patch_function(root_fn, len(args))  # type: ignore[arg-type]
-        return root_fn, args
+        flat_args, in_spec = pytree.tree_flatten(tuple(args))
+        if all(child.is_leaf() for child in in_spec.children()):
+            return root_fn, args
+        # Placeholders inside containers: the graph takes the leaves, generated code
+        # unpacks the containers it is called with (see fxcore._pytree).
+        graph = self.graph
+        graph._pytree_info = PyTreeInfo(list(code.co_varnames[:total_args]), in_spec, None)
+        structured_fn = root_fn
+
+        def flat_fn(*leaves: Any) -> Any:
+            result = structured_fn(*pytree.tree_unflatten(list(leaves), in_spec))
+            out_leaves, out_spec = pytree.tree_flatten(result)
+            assert graph._pytree_info is not None
+            graph._pytree_info = graph._pytree_info._replace(out_spec=out_spec)
+            return out_leaves
+
+        flat_fn.__annotations__ = {}  # its annotations are not the user's: keep them out of code
+        return flat_fn, flat_args
 
     def _proxy_placeholder(
         self,

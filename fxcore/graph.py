@@ -10,10 +10,12 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import torch
+import torch.utils._pytree as pytree
 
 from fxcore import _codegen
 from fxcore._codegen import PythonCode, magic_methods, reflectable_magic_methods
 from fxcore._naming import Namespace, is_magic, snake_case
+from fxcore._pytree import PyTreeInfo
 from fxcore.immutable_collections import immutable_dict
 from fxcore.node import OPCODES, Argument, Node, Target, map_arg
 from fxcore.source import record_source
@@ -85,6 +87,8 @@ class Graph:
         self._tracer_cls = tracer_cls
         self._tracer_extras = tracer_extras
         self._co_fields: dict[str, Any] = {}
+        #: set when the inputs are containers (concrete_args with PH inside a dict or list)
+        self._pytree_info: PyTreeInfo | None = None
         self._order_cache: dict[Node, int] | None = None
 
     # -- basics ------------------------------------------------------------------------
@@ -159,7 +163,7 @@ class Graph:
 
     def get_attr(self, qualified_name: str, type_expr: Any | None = None) -> Node:
         owner = self.owning_module
-        if owner is not None and not _has_attr_path(owner, qualified_name):
+        if owner is not None and not _is_module_state(owner, qualified_name):
             warnings.warn(
                 "Attempted to insert a get_attr Node with no underlying reference in the "
                 "owning GraphModule! Call GraphModule.add_submodule to add the necessary "
@@ -177,13 +181,8 @@ class Graph:
         type_expr: Any | None = None,
     ) -> Node:
         owner = self.owning_module
-        if owner is not None and not _has_attr_path(owner, module_name):
-            warnings.warn(
-                "Attempted to insert a call_module Node with no underlying reference in the "
-                "owning GraphModule! Call GraphModule.add_submodule to add the necessary "
-                "submodule",
-                stacklevel=2,
-            )
+        if owner is not None:
+            owner.get_submodule(module_name)  # AttributeError if there is no such submodule
         return self.create_node("call_module", module_name, args, kwargs, type_expr=type_expr)
 
     def call_method(
@@ -235,6 +234,7 @@ class Graph:
         memo[id(self)] = copied
         output_vals = copied.graph_copy(self, val_map=memo, return_output_node=True)
         copied._co_fields = dict(self._co_fields)
+        copied._pytree_info = self._pytree_info
         if output_vals is not None:
             value, old_output = output_vals
             new_output = copied.output(value, type_expr=getattr(old_output, "type", None))
@@ -351,13 +351,33 @@ class Graph:
         from fxcore import _symbolic_trace
 
         return _codegen.generate(
-            self.nodes, root_module, verbose=verbose, wrap_fn=_symbolic_trace.wrap
+            self.nodes,
+            root_module,
+            verbose=verbose,
+            wrap_fn=_symbolic_trace.wrap,
+            pytree_info=self._pytree_info,
         )
+
+    def process_inputs(self, *args: Any) -> Any:
+        """Generated code's arguments -> the graph's inputs (the leaves, for containers)."""
+        if self._pytree_info is None:
+            return args
+        return pytree.arg_tree_leaves(*args)
+
+    def process_outputs(self, out: Any) -> Any:
+        """The graph's output -> what generated code returns (rebuilt containers)."""
+        info = self._pytree_info
+        if info is None or info.out_spec is None:
+            return out
+        if not isinstance(out, list | tuple):
+            out = [out]
+        return pytree.tree_unflatten(out, info.out_spec)
 
     def __str__(self) -> str:
         placeholder_names: list[str] = []
+        # like torch.fx, the return type is not collected here, so it never prints
         return_typename = [""]
-        lines = [n.format_node(placeholder_names, return_typename) for n in self.nodes]
+        lines = [n.format_node(placeholder_names) for n in self.nodes]
         text = f"graph({', '.join(placeholder_names)}){return_typename[0]}:"
         for line in lines:
             if line:
@@ -387,10 +407,15 @@ class Graph:
             source.record_sources = previous
 
 
-def _has_attr_path(module: Any, qualified_name: str) -> bool:
-    current = module
-    for atom in qualified_name.split("."):
-        if not hasattr(current, atom):
-            return False
-        current = getattr(current, atom)
-    return True
+def _is_module_state(module: torch.nn.Module, qualified_name: str) -> bool:
+    """Whether ``qualified_name`` names a submodule, parameter or buffer of ``module``."""
+    module_path, _, name = qualified_name.rpartition(".")
+    try:
+        owner = module.get_submodule(module_path)
+    except AttributeError:
+        warnings.warn(f"Failed to fetch module {module_path}!", stacklevel=3)
+        return False
+    if not hasattr(owner, name):
+        return False
+    value = getattr(owner, name)
+    return isinstance(value, torch.nn.Module | torch.nn.Parameter) or name in owner._buffers

@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import copy
+import importlib
 import itertools
 import linecache
 import os
 import sys
 import traceback
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import torch
 
+from fxcore import _codegen
 from fxcore.graph import Graph
-from fxcore.node import Node
+from fxcore.node import Node, _get_qualified_name
 
 __all__ = ["GraphModule"]
 
@@ -134,6 +137,10 @@ class GraphModule(torch.nn.Module):
     def recompile(self) -> Any:
         python_code = self._graph.python_code(root_module="self")
         self._code = python_code.src
+        info = self._graph._pytree_info
+        if info is not None:
+            self._in_spec = info.in_spec
+            self._out_spec = info.out_spec
         self._lineno_map = python_code._lineno_map
         self._prologue_start = python_code._prologue_start
         cls = type(self)
@@ -239,25 +246,45 @@ class GraphModule(torch.nn.Module):
 
     def __reduce__(self) -> Any:
         state = {k: v for k, v in self.__dict__.items() if k not in ("_graph", "_code")}
-        return (_rebuild, (state, _serialize_graph(self._graph), type(self).__name__))
+        rows = _serialize_graph(self._graph)
+        return (_rebuild, (state, rows, type(self).__name__, self._graph._pytree_info))
 
     def to_folder(self, folder: str | os.PathLike[str], module_name: str = "FxModule") -> None:
         """Write this module as an importable package: ``__init__.py`` plus its tensors."""
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
-        torch.save(self.state_dict(), folder / "state_dict.pt")
+        # this module's own tensors, non-persistent buffers included (they are used too)
+        own = dict(itertools.chain(self._parameters.items(), self._buffers.items()))
+        state = {name: t.detach() for name, t in own.items() if t is not None}
+        torch.save(state, folder / "state_dict.pt")
         blobs = []
         for name, child in self.named_children():
             torch.save(child, folder / f"{name}.pt")
             blobs.append(
-                f"        self.{name} = torch.load(r'{folder / (name + '.pt')}', "
-                "weights_only=False)"
+                f"        setattr(self, {name!r}, torch.load(r'{folder / (name + '.pt')}', "
+                "weights_only=False))"
             )
         tensors = []
-        for name, _ in itertools.chain(
-            self.named_parameters(recurse=False), self.named_buffers(recurse=False)
-        ):
-            tensors.append(f"        self.{name} = state['{name}']")
+        for name, param in self._parameters.items():
+            if param is not None:
+                tensors.append(
+                    f"        self.register_parameter({name!r}, torch.nn.Parameter("
+                    f"state[{name!r}], requires_grad={param.requires_grad}))"
+                )
+        for name, buffer in self._buffers.items():
+            if buffer is not None:
+                persistent = name not in self._non_persistent_buffers_set
+                tensors.append(
+                    f"        self.register_buffer({name!r}, state[{name!r}], "
+                    f"persistent={persistent})"
+                )
+        info = self._graph._pytree_info
+        if info is not None:  # structured inputs: the code unpacks them with these specs
+            torch.save((info.in_spec, info.out_spec), folder / "pytree_specs.pt")
+            tensors.append(
+                f"        self._in_spec, self._out_spec = torch.load("
+                f"r'{folder / 'pytree_specs.pt'}', weights_only=False)"
+            )
         python_code = self._graph.python_code(root_module="self")
         imports = "\n".join(_import_lines(python_code.globals))
         body = "\n".join(blobs + tensors) or "        pass"
@@ -278,6 +305,12 @@ def _import_lines(globals_: dict[str, Any]) -> list[str]:
     for name, obj in globals_.items():
         if name in ("torch", "inf", "nan", "NoneType", "device"):
             continue
+        if isinstance(obj, str):  # a postponed annotation ('torch.Tensor')
+            lines.append(f"{name} = {obj!r}")
+            continue
+        if isinstance(obj, ModuleType):  # fx_pytree, pytree
+            lines.append(f"import {obj.__name__} as {name}")
+            continue
         module = getattr(obj, "__module__", None)
         qualname = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
         if module and qualname:
@@ -286,11 +319,50 @@ def _import_lines(globals_: dict[str, Any]) -> list[str]:
     return lines
 
 
+#: node meta that changes generated code, so it must survive pickling (``wrap("f")`` lines)
+_PICKLED_META = ("is_wrapped",)
+
+
 class _NodeRef:
     __slots__ = ("index",)
 
     def __init__(self, index: int) -> None:
         self.index = index
+
+
+class _TargetRef:
+    """A torch function pickled by its dotted name (``torch.nn.functional.max_pool2d``).
+
+    Some torch callables cannot be pickled by reference (``boolean_dispatch`` functions,
+    ``torch.ops`` overloads); generated code names them by this path, so it resolves them.
+    """
+
+    __slots__ = ("path",)
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __reduce__(self) -> Any:
+        return (_TargetRef, (self.path,))
+
+    @staticmethod
+    def of(target: Any) -> Any:
+        if isinstance(target, str) or not _codegen._is_from_torch(target):
+            return target
+        try:
+            ref = _TargetRef(_get_qualified_name(target))
+            if ref.resolve() is target:
+                return ref
+        except Exception:
+            pass
+        return target
+
+    def resolve(self) -> Any:
+        first, *rest = self.path.split(".")
+        value: Any = importlib.import_module(first)
+        for atom in rest:
+            value = getattr(value, atom)
+        return value
 
 
 def _serialize_graph(graph: Graph) -> list[tuple[Any, ...]]:
@@ -302,7 +374,11 @@ def _serialize_graph(graph: Graph) -> list[tuple[Any, ...]]:
         index_of[node] = i
         args = map_arg(node.args, lambda n: _NodeRef(index_of[n]))
         kwargs = map_arg(node.kwargs, lambda n: _NodeRef(index_of[n]))
-        rows.append((node.op, node.name, node.target, _plain(args), _plain(kwargs), node.type))
+        kept_meta = {k: node.meta[k] for k in _PICKLED_META if k in node.meta}
+        target = _TargetRef.of(node.target)
+        rows.append(
+            (node.op, node.name, target, _plain(args), _plain(kwargs), node.type, kept_meta)
+        )
     return rows
 
 
@@ -326,23 +402,31 @@ def _deserialize_graph(rows: list[tuple[Any, ...]]) -> Graph:
         return nodes[value.index] if isinstance(value, _NodeRef) else value
 
     with graph._recording_off():
-        for op, name, target, args, kwargs, type_expr in rows:
+        for op, name, target, args, kwargs, type_expr, *meta in rows:
             node = graph.create_node(
                 op,
-                target,
+                target.resolve() if isinstance(target, _TargetRef) else target,
                 map_aggregate(args, resolve),
                 dict(map_aggregate(kwargs, resolve)),
                 name,
                 type_expr,
             )
+            if meta:
+                node.meta.update(meta[0])
             nodes.append(node)
     return graph
 
 
-def _rebuild(state: dict[str, Any], rows: list[tuple[Any, ...]], class_name: str) -> GraphModule:
+def _rebuild(
+    state: dict[str, Any],
+    rows: list[tuple[Any, ...]],
+    class_name: str,
+    pytree_info: Any = None,
+) -> GraphModule:
     holder = torch.nn.Module()
     holder.__dict__.update(state)
     graph = _deserialize_graph(rows)
+    graph._pytree_info = pytree_info
     result = GraphModule(holder, graph, class_name)
     result.meta = state.get("meta", {})
     return result

@@ -11,7 +11,10 @@ __all__ = ["immutable_list", "immutable_dict"]
 
 
 def _refuse(self: Any, *args: Any, **kwargs: Any) -> NoReturn:
-    raise NotImplementedError(f"'{type(self).__name__}' object does not support mutation.")
+    raise TypeError(
+        f"'{type(self).__name__}' object does not support mutation. A node's args and "
+        "kwargs change only by assignment: build a new value and set node.args = new_args"
+    )
 
 
 class immutable_list(list):

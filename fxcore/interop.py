@@ -12,6 +12,7 @@ import torch
 import torch.fx
 
 from fxcore import _symbolic_trace
+from fxcore._pytree import PyTreeInfo
 from fxcore.graph import Graph
 from fxcore.graph_module import GraphModule
 
@@ -36,6 +37,9 @@ def to_torch_fx(gm: GraphModule) -> torch.fx.GraphModule:
 
     graph = torch.fx.Graph()
     _copy_nodes(gm.graph.nodes, graph, map_arg)
+    info = gm.graph._pytree_info
+    if info is not None:
+        graph._codegen = torch.fx.graph._PyTreeCodeGen(torch.fx.graph._PyTreeInfo(*info))
     return torch.fx.GraphModule(gm, graph, type(gm).__name__)
 
 
@@ -44,6 +48,9 @@ def from_torch_fx(gm: torch.fx.GraphModule) -> GraphModule:
     graph = Graph()
     with graph._recording_off():
         _copy_nodes(gm.graph.nodes, graph, torch.fx.node.map_arg)
+    codegen = gm.graph._codegen
+    if isinstance(codegen, torch.fx.graph._PyTreeCodeGen):
+        graph._pytree_info = PyTreeInfo(*codegen.pytree_info)
     return GraphModule(gm, graph, type(gm).__name__)
 
 

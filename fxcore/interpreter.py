@@ -53,6 +53,8 @@ class Interpreter:
         enable_io_processing: bool = True,
     ) -> Any:
         self.env = initial_env if initial_env is not None else {}
+        if enable_io_processing:
+            args = self.graph.process_inputs(*args)
         self.args_iter = iter(args)
         for node in self.graph.nodes:
             if node in self.env:
@@ -75,7 +77,8 @@ class Interpreter:
                 for dead in self.user_to_last_uses.get(node, ()):
                     del self.env[dead]
             if node.op == "output":
-                return self.env[node]
+                result = self.env[node]
+                return self.graph.process_outputs(result) if enable_io_processing else result
         return None
 
     def boxed_run(self, args_list: list[Any]) -> Any:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import inspect
+import operator
 import types
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -30,9 +31,79 @@ OPCODES = (
     "root",
 )
 
-_side_effectful_functions: set[Callable[..., Any]] = {torch._assert}
+
+def _ops_that_exist(*paths: str) -> list[Callable[..., Any]]:
+    """The ``torch.ops`` overloads among ``paths`` ("aten._assert_scalar.default"...)."""
+    found = []
+    for path in paths:
+        value: Any = torch.ops
+        try:
+            for atom in path.split("."):
+                value = getattr(value, atom)
+        except (AttributeError, RuntimeError):
+            continue
+        found.append(value)
+    return found
+
+
+#: calls that dead code elimination keeps although nothing uses their result
+_side_effectful_functions: set[Callable[..., Any]] = {
+    torch._assert,
+    operator.setitem,
+    torch._C._set_grad_enabled,
+    torch.amp._enter_autocast,
+    torch.amp._exit_autocast,
+    *_ops_that_exist(
+        "aten._assert_async.msg",
+        "aten._assert_scalar.default",
+        "aten._assert_tensor_metadata.default",
+        "aten.sym_constrain_range.default",
+        "aten.sym_constrain_range_for_size.default",
+        "profiler._record_function_enter",
+        "profiler._record_function_enter.default",
+        "profiler._record_function_enter_new",
+        "profiler._record_function_enter_new.default",
+        "profiler._record_function_exit",
+        "profiler._record_function_exit._RecordFunction",
+        "inductor.accumulate_grad_.default",
+        "inductor.resize_storage_bytes_.default",
+    ),
+}
 if hasattr(torch, "_assert_async"):
     _side_effectful_functions.add(torch._assert_async)
+
+#: random functions change the global RNG state, so calling them is a side effect
+_RANDOM_FUNCTIONS: frozenset[Callable[..., Any]] = frozenset(
+    {
+        torch.rand,
+        torch.randn,
+        torch.randint,
+        torch.randperm,
+        torch.rand_like,
+        torch.randn_like,
+        torch.randint_like,
+        torch.normal,
+        torch.poisson,
+        torch.bernoulli,
+        torch.multinomial,
+    }
+)
+
+
+def _is_impure_call(fn: Any, impure_random: bool) -> bool:
+    """Whether calling ``fn`` has an effect beyond its result (so DCE must keep it)."""
+    try:
+        if fn in _side_effectful_functions or fn in _RANDOM_FUNCTIONS:
+            return True
+    except TypeError:  # unhashable callable
+        return False
+    if isinstance(fn, torch._ops.OpOverloadPacket):
+        default = getattr(fn, "default", None)
+        return default is not None and _is_impure_call(default, impure_random)
+    if impure_random and getattr(fn, "_nondeterministic_seeded", False):
+        return True
+    schema = getattr(fn, "_schema", None)
+    return schema is not None and bool(getattr(schema, "is_mutable", False))
 
 
 def has_side_effect(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -280,11 +351,7 @@ class Node:
                 raise AssertionError("self.graph.owning_module not set for purity check")
             return bool(getattr(owner.get_submodule(self.target), "_is_impure", False))
         if self.op == "call_function":
-            if self.target in _side_effectful_functions:
-                return True
-            schema = getattr(self.target, "_schema", None)
-            if schema is not None and getattr(schema, "is_mutable", False):
-                return True
+            return _is_impure_call(self.target, impure_random)
         return False
 
     def _rename(self, candidate: str) -> None:

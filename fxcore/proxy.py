@@ -16,7 +16,7 @@ import torch
 
 from fxcore._codegen import magic_methods, reflectable_magic_methods
 from fxcore.graph import Graph
-from fxcore.node import Argument, Node, Target, map_aggregate
+from fxcore.node import Argument, Node, Target, map_aggregate, map_arg
 
 __all__ = [
     "TracerBase",
@@ -49,6 +49,12 @@ _BASE_TYPES = (
 
 class TraceError(ValueError):
     pass
+
+
+def _refuse_node_in_key(node: Node) -> Node:
+    raise RuntimeError(
+        f"Keys for dictionaries used as an argument cannot contain a Node. Got key: {node}"
+    )
 
 
 class Scope:
@@ -137,11 +143,7 @@ class TracerBase:
             result = {}
             for k, v in a.items():
                 key = self.create_arg(k)
-                if isinstance(key, Node):
-                    raise RuntimeError(
-                        f"Keys for dictionaries used as an argument cannot contain a Node. "
-                        f"Got key: {k}"
-                    )
+                map_arg(key, _refuse_node_in_key)  # anywhere inside the key, e.g. in a tuple
                 result[key] = self.create_arg(v)
             return result
         if isinstance(a, slice):
