@@ -128,7 +128,7 @@ class Graph:
         type_expr: Any | None = None,
     ) -> Node:
         if op not in _LEGAL_OPS:
-            raise AssertionError(f"Unknown opcode {op}")
+            raise AssertionError(f"op '{op}' is not in _legal_ops")
         if not args:
             args = ()
         elif not isinstance(args, tuple):

@@ -24,16 +24,25 @@ __all__ = ["GraphModule"]
 _next_key = itertools.count()
 
 
-def _exec_with_source(src: str, globals_: dict[str, Any]) -> str:
+def _exec_with_source(
+    src: str, globals_: dict[str, Any], co_fields: dict[str, Any] | None = None
+) -> str:
     key = f"<eval_with_key>.{next(_next_key)}"
+    if co_fields:  # name the traced function, so tracebacks say where the graph came from
+        key += (
+            f" from {co_fields.get('co_filename')}:{co_fields.get('co_firstlineno')} "
+            f"in {co_fields.get('co_name')}"
+        )
     linecache.cache[key] = (len(src), None, src.splitlines(True), key)
     exec(compile(src, key, "exec"), globals_)
     return key
 
 
-def _forward_from_src(src: str, globals_: dict[str, Any]) -> tuple[Any, str]:
+def _forward_from_src(
+    src: str, globals_: dict[str, Any], co_fields: dict[str, Any] | None = None
+) -> tuple[Any, str]:
     scope = dict(globals_)
-    key = _exec_with_source(src, scope)
+    key = _exec_with_source(src, scope, co_fields)
     return scope["forward"], key
 
 
@@ -144,7 +153,9 @@ class GraphModule(torch.nn.Module):
         self._lineno_map = python_code._lineno_map
         self._prologue_start = python_code._prologue_start
         cls = type(self)
-        forward, key = _forward_from_src(self._code, python_code.globals)
+        forward, key = _forward_from_src(
+            self._code, python_code.globals, getattr(self._graph, "_co_fields", None)
+        )
         self._code_key = key
         cls.forward = _annotate_errors(forward)
         return python_code

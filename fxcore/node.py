@@ -190,17 +190,17 @@ class Node:
         return_type: Any | None = None,
     ) -> None:
         if op not in OPCODES:
-            raise AssertionError(f"Unknown opcode {op}")
-        if op in ("call_method", "call_module", "get_attr", "placeholder", "output"):
-            if not isinstance(target, str):
+            raise AssertionError(f"op '{op}' is not in _legal_ops")
+        if op == "call_function":
+            if not callable(target):
                 raise ValueError(
                     f"Node [graph = {graph}, name = '{name}'] target {target} "
-                    f"has type {type(target)} but a str is expected for {op}"
+                    f"has type {torch.typename(target)} but a Callable is expected"
                 )
-        elif op == "call_function" and not callable(target):
+        elif op != "root" and not isinstance(target, str):
             raise ValueError(
                 f"Node [graph = {graph}, name = '{name}'] target {target} "
-                f"has type {type(target)} but a Callable is expected"
+                f"has type {torch.typename(target)} but a str is expected"
             )
         self.graph = graph
         self.name = name
