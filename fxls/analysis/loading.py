@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import inspect
 import sys
 import traceback
@@ -83,7 +84,17 @@ def _failure_span(error: BaseException, filename: str, source: str) -> SourceSpa
     return SourceSpan(filename, 1, 1, 0, len(first.encode("utf-8")))
 
 
-def module_classes(module: types.ModuleType) -> list[type]:
+def class_definitions(tree: ast.AST | None) -> dict[str, ast.ClassDef]:
+    """Class definitions of a parsed file by name (the first one of each name)."""
+    found: dict[str, ast.ClassDef] = {}
+    if tree is not None:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                found.setdefault(node.name, node)
+    return found
+
+
+def module_classes(module: types.ModuleType, definitions: dict[str, ast.ClassDef]) -> list[type]:
     """nn.Module subclasses defined in ``module``, in source order."""
     import torch
 
@@ -94,33 +105,24 @@ def module_classes(module: types.ModuleType) -> list[type]:
             and issubclass(value, torch.nn.Module)
             and value.__module__ == module.__name__
         ):
-            try:
-                line = inspect.getsourcelines(value)[1]
-            except (OSError, TypeError):
-                line = 10**9
-            found.append((line, value))
+            definition = definitions.get(value.__name__)
+            found.append((definition.lineno if definition is not None else 10**9, value))
     found.sort(key=lambda item: item[0])
     return [cls for _, cls in found]
 
 
-def class_span(cls: type, filename: str, source: str) -> SourceSpan:
+def class_span(
+    cls: type, filename: str, source: str, definitions: dict[str, ast.ClassDef]
+) -> SourceSpan:
     """The class name in ``class Name(...)``."""
-    import ast
-
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        tree = None
-    lines = source.splitlines()
-    if tree is not None:
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ClassDef) and node.name == cls.__name__:
-                text = lines[node.lineno - 1]
-                start = text.find(node.name, text.find("class"))
-                byte_start = len(text[:start].encode("utf-8"))
-                return SourceSpan(filename, node.lineno, node.lineno, byte_start,
-                                  byte_start + len(node.name.encode("utf-8")))
-    return SourceSpan(filename, 1, 1, 0, 0)
+    node = definitions.get(cls.__name__)
+    if node is None:
+        return SourceSpan(filename, 1, 1, 0, 0)
+    text = source.splitlines()[node.lineno - 1]
+    start = text.find(node.name, text.find("class"))
+    byte_start = len(text[:start].encode("utf-8"))
+    return SourceSpan(filename, node.lineno, node.lineno, byte_start,
+                      byte_start + len(node.name.encode("utf-8")))
 
 
 def globals_of(module: types.ModuleType) -> dict[str, Any]:

@@ -26,7 +26,13 @@ from fxcore.source import SourceSpan
 from fxls.analysis import rewrites, rules
 from fxls.analysis.context import ModuleContext
 from fxls.analysis.inputs import eval_pragma_args, infer_inputs
-from fxls.analysis.loading import LoadFailure, class_span, execute_file, module_classes
+from fxls.analysis.loading import (
+    LoadFailure,
+    class_definitions,
+    class_span,
+    execute_file,
+    module_classes,
+)
 from fxls.analysis.observe import observe, run_eager, signature
 from fxls.analysis.pragmas import ClassPragmas, FilePragmas, parse_pragmas
 from fxls.analysis.recorder import TraceRecorder
@@ -66,7 +72,8 @@ def analyze_source(path: str, source: str, settings: Settings) -> FileReport:
             m in candidate for m in _SITE_MARKERS
         )
 
-    classes = module_classes(loaded)
+    definitions = class_definitions(tree)
+    classes = module_classes(loaded, definitions)
     leaf_names = tuple(settings.leaf_modules) + tuple(
         f"{cls.__module__}.{cls.__qualname__}"
         for cls in classes
@@ -211,7 +218,7 @@ def _analyze_class(
     user_rules: list[UserRule],
 ) -> tuple[ModuleReport, list[Diagnostic]]:
     name = cls.__name__
-    span = class_span(cls, filename, source)
+    span = class_span(cls, filename, source, class_definitions(tree))
     module_report = ModuleReport(name, "skipped", 0, to_span(span))
     pragmas = file_pragmas.classes.get(name, ClassPragmas())
     if pragmas.skip or pragmas.leaf:
