@@ -177,3 +177,39 @@ async def test_hover_on_a_graph_pass_line(client: LanguageClient, tmp_path: Path
     )
     assert hover is not None
     assert "call_function" in hover.contents.value and "torch.relu" in hover.contents.value
+
+
+async def test_malformed_and_out_of_order_requests_never_kill_the_server(
+    client: LanguageClient, tmp_path: Path
+):
+    ghost = types.TextDocumentIdentifier((tmp_path / "never_opened.py").as_uri())
+    client.text_document_did_save(types.DidSaveTextDocumentParams(ghost))
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            types.VersionedTextDocumentIdentifier(version=3, uri=ghost.uri),
+            [types.TextDocumentContentChangeWholeDocument("x = 1\n")],
+        )
+    )
+    client.text_document_did_close(types.DidCloseTextDocumentParams(ghost))
+    assert not await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=ghost,
+            range=types.Range(types.Position(0, 0), types.Position(0, 1)),
+            context=types.CodeActionContext(diagnostics=[]),
+        )
+    )
+    assert not await client.text_document_code_lens_async(types.CodeLensParams(ghost))
+    for arguments in ([], ["not a uri"], [ghost.uri, "Nope", "svg"], [1, 2, 3]):
+        try:
+            await client.workspace_execute_command_async(
+                types.ExecuteCommandParams("fxls.showGraph", arguments)
+            )
+        except Exception as error:  # an error response is fine; a dead server is not
+            assert "showGraph" in str(error) or "traced" in str(error) or "format" in str(error)
+    client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings={"fxls": {"trace": {"timeout": "soon"}}})
+    )
+    path = tmp_path / "head.py"
+    path.write_text(MODEL, encoding="utf-8")
+    diagnostics = await open_and_wait(client, path, MODEL)
+    assert {d.code for d in diagnostics} == {"FX010"}
