@@ -184,20 +184,38 @@ def _construct(
         pass
     try:
         return cls(**kwargs)
+    except TypeError as error:
+        if error.__traceback__ is not None and error.__traceback__.tb_next is None:
+            # raised by the call itself: the arguments do not fit ``__init__``
+            missing = _required_parameters(cls, kwargs, init_only=True)
+            hint = ", ".join(f"{p}=..." for p in missing) or "..."
+            return diagnostic(
+                "FX101", f"`{name}` cannot be constructed with known arguments ({error}); add "
+                f"`# fxls: init {hint}` above the class", span, name, parameters=missing)
+        return _construction_failed(error, name, span, filename)
     except Exception as error:
-        spans = fxcore.source.spans_of_traceback(error.__traceback__)
-        where = next((s for s in reversed(spans) if s.file == filename), span)
-        return diagnostic(
-            "FX004", f"constructing `{name}` raised {type(error).__name__}: {error}", where, name)
+        return _construction_failed(error, name, span, filename)
 
 
-def _required_parameters(cls: type, given: dict[str, Any]) -> list[str]:
+def _construction_failed(
+    error: Exception, name: str, span: SourceSpan, filename: str
+) -> Diagnostic:
+    spans = fxcore.source.spans_of_traceback(error.__traceback__)
+    where = next((s for s in reversed(spans) if s.file == filename), span)
+    return diagnostic(
+        "FX004", f"constructing `{name}` raised {type(error).__name__}: {error}", where, name)
+
+
+def _required_parameters(
+    cls: type, given: dict[str, Any], *, init_only: bool = False
+) -> list[str]:
     try:
-        signature = inspect.signature(cls)
+        signature = inspect.signature(cls.__init__ if init_only else cls)
     except (TypeError, ValueError):
         return []
+    parameters = list(signature.parameters.values())[1 if init_only else 0 :]  # no `self`
     return [
-        p.name for p in signature.parameters.values()
+        p.name for p in parameters
         if p.default is inspect.Parameter.empty
         and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
         and p.name not in given
