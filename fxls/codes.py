@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from enum import StrEnum
+from pathlib import Path
 
 
 class Severity(StrEnum):
@@ -47,10 +49,16 @@ CODES: dict[str, Code] = {
 }
 
 DOCS_URL = "https://github.com/fxls/fxls/blob/main/docs/diagnostics.md"
+#: the docs next to this checkout (editable installs), which an editor can open offline
+LOCAL_DOCS = Path(__file__).resolve().parent.parent / "docs" / "diagnostics.md"
 
 
-def doc_url(code: str) -> str:
-    return f"{DOCS_URL}#{code.lower()}"
+def doc_url(code: str, *, prefer_local: bool = False) -> str:
+    """The docs section of ``code``; with ``prefer_local``, the file in this checkout if any."""
+    base = os.environ.get("FXLS_DOCS_URL")
+    if base is None:
+        base = LOCAL_DOCS.as_uri() if prefer_local and LOCAL_DOCS.is_file() else DOCS_URL
+    return f"{base}#{code.lower()}"
 
 
 def parse_code_list(text: str | list[str] | None) -> set[str]:

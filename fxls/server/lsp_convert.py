@@ -74,7 +74,7 @@ def to_lsp_diagnostic(diagnostic: Diagnostic, converter: RangeConverter) -> type
         message=diagnostic.message,
         severity=_SEVERITIES.get(diagnostic.severity, types.DiagnosticSeverity.Warning),
         code=diagnostic.code,
-        code_description=types.CodeDescription(href=doc_url(diagnostic.code)),
+        code_description=types.CodeDescription(href=doc_url(diagnostic.code, prefer_local=True)),
         source="fxls",
         tags=tags,
         related_information=related,
