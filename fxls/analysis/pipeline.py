@@ -334,12 +334,17 @@ def _condition_of(span: SourceSpan, tree: ast.AST) -> SourceSpan:
 
 
 def _text_at(source: str, span: SourceSpan, filename: str) -> str:
-    if span.file != filename or span.line != span.end_line:
+    """The spanned text; for a span over several lines (a ``for`` loop), its first line."""
+    if span.file != filename:
         return ""
     lines = source.splitlines()
     if not 0 < span.line <= len(lines):
         return ""
-    return lines[span.line - 1].encode("utf-8")[span.col : span.end_col].decode("utf-8", "replace")
+    raw = lines[span.line - 1].encode("utf-8")
+    if span.line != span.end_line:
+        first = raw[span.col :].decode("utf-8", "replace")
+        return first.split("  #")[0].strip()  # without an inline comment
+    return raw[span.col : span.end_col].decode("utf-8", "replace")
 
 
 def _issue_diagnostic(
