@@ -39,5 +39,13 @@ def test_extension_unit_tests_and_package():
 @pytest.mark.skipif(shutil.which("apt-get") is None and shutil.which("chromium") is None,
                     reason="needs Debian's chromium (or apt-get to install it)")
 def test_extension_in_a_real_vs_code():
-    done = _run(["bash", "scripts/vscode-e2e.sh"], REPO, 1500)
-    assert done.returncode == 0, (done.stdout + done.stderr)[-5000:]
+    # A GUI driven through a browser on a loaded 2-core machine: one retry, and both runs'
+    # output if the second fails too.
+    first = _run(["bash", "scripts/vscode-e2e.sh"], REPO, 1500)
+    if first.returncode == 0:
+        return
+    second = _run(["bash", "scripts/vscode-e2e.sh"], REPO, 1500)
+    assert second.returncode == 0, (
+        "first run:\n" + (first.stdout + first.stderr)[-3000:]
+        + "\nsecond run:\n" + (second.stdout + second.stderr)[-3000:]
+    )
