@@ -30,12 +30,22 @@ def _warm_up(modules: list[str]) -> dict[str, str]:
     import importlib
 
     errors: dict[str, str] = {}
+    loaded = []
     for name in modules:
         try:
-            importlib.import_module(name)
+            loaded.append(importlib.import_module(name))
         except BaseException as exc:
             errors[name] = f"{type(exc).__name__}: {exc}"
         _single_threaded_torch()
+    # A module may warm its own lazy state with trusted code (never user code): every job
+    # is forked from this process, so what is initialised here is not paid per job.
+    for module in loaded:
+        warm = getattr(module, "__fxls_warm_up__", None)
+        if callable(warm):
+            try:
+                warm()
+            except BaseException as exc:
+                errors[module.__name__] = f"warm-up: {type(exc).__name__}: {exc}"
     return errors
 
 
