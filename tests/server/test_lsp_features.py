@@ -213,3 +213,16 @@ async def test_malformed_and_out_of_order_requests_never_kill_the_server(
     path.write_text(MODEL, encoding="utf-8")
     diagnostics = await open_and_wait(client, path, MODEL)
     assert {d.code for d in diagnostics} == {"FX010"}
+
+
+async def test_work_done_progress_wraps_each_trace(client: LanguageClient, tmp_path: Path):
+    path = tmp_path / "head.py"
+    path.write_text(MODEL, encoding="utf-8")
+    await open_and_wait(client, path, MODEL)
+    kinds = [
+        getattr(value, "kind", None)
+        for token, values in client.progress_reports.items()
+        if str(token).startswith("fxls-trace-")
+        for value in values
+    ]
+    assert kinds[:1] == ["begin"] and kinds[-1] == "end"
