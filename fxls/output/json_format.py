@@ -15,20 +15,25 @@ def report_to_json(report: FileReport, sources: SourceCache) -> dict[str, Any]:
         "modules": [
             {"name": m.name, "status": m.status, "nodes": m.node_count} for m in report.modules
         ],
-        "diagnostics": [
-            {
-                "code": item.diagnostic.code,
-                "severity": item.diagnostic.severity,
-                "message": item.diagnostic.message,
-                "module": item.diagnostic.module,
-                "range": {
-                    "start": {"line": item.start.line, "character": item.start.character},
-                    "end": {"line": item.end.line, "character": item.end.character},
-                },
-            }
-            for item in locate(report, sources)
-        ],
+        "diagnostics": [_diagnostic(item, report.path) for item in locate(report, sources)],
     }
+
+
+def _diagnostic(item: Any, own_path: str) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "code": item.diagnostic.code,
+        "severity": item.diagnostic.severity,
+        "message": item.diagnostic.message,
+        "module": item.diagnostic.module,
+        "range": {
+            "start": {"line": item.start.line, "character": item.start.character},
+            "end": {"line": item.end.line, "character": item.end.character},
+        },
+    }
+    if item.path != own_path:
+        # found while tracing this file, located in another (a submodule defined there)
+        entry["path"] = item.path
+    return entry
 
 
 def format_json(reports: list[FileReport], sources: SourceCache) -> str:

@@ -354,5 +354,6 @@ def test_submodule_from_another_file_is_located_in_that_file(results):
     diagnostics = results["uses_other_file.py"]["diagnostics"]
     assert [d["code"] for d in diagnostics] == ["FX001"]
     start = diagnostics[0]["range"]["start"]
+    assert Path(diagnostics[0]["path"]).name == "shared_inner.py"
     expected = lsp_range(CASES["shared_inner.py"], "h.sum() > 0")
     assert (start["line"], start["character"]) == expected[:2]
