@@ -57,6 +57,34 @@ def in_process_torch_fx(path: Path, source: str) -> float:
     return (time.perf_counter() - start) * 1000
 
 
+async def measure_examples() -> dict[str, float]:
+    """`fxls check examples/` split up: wall time of the command, worker start, and the sum
+    over files of import (exec) and trace (construct + trace + rules) inside the jobs."""
+    import subprocess
+
+    examples = sorted((REPO / "examples").glob("*.py"))
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "fxls", "check", str(REPO / "examples")],
+                   capture_output=True, check=False)
+    wall = (time.perf_counter() - start) * 1000
+    client = WorkerClient(sys.executable, warm_imports=WARM_IMPORTS)
+    start = time.perf_counter()
+    await client.start()
+    worker_start = (time.perf_counter() - start) * 1000
+    import_ms = trace_ms = jobs_ms = 0.0
+    for path in examples:
+        request = AnalysisRequest(str(path), path.read_text(), Settings(root=str(REPO)))
+        start = time.perf_counter()
+        result = await client.run(ANALYZE_TARGET, request.params(), timeout=60)
+        jobs_ms += (time.perf_counter() - start) * 1000
+        if result.status == "ok":
+            import_ms += result.value["timings_ms"].get("import", 0.0)
+            trace_ms += result.value["timings_ms"].get("trace", 0.0)
+    await client.close()
+    return {"files": len(examples), "wall": wall, "worker_start": worker_start,
+            "import": import_ms, "trace": trace_ms, "jobs": jobs_ms}
+
+
 async def measure(repeat: int) -> dict[str, object]:
     folder = Path(tempfile.mkdtemp())
     path = folder / "big_model.py"
@@ -95,6 +123,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args()
+    e = asyncio.run(measure_examples())
     r = asyncio.run(measure(args.repeat))
     rows = [
         ("worker start (python + import torch, once)", r["worker_start"]),
@@ -105,7 +134,18 @@ def main() -> None:
          r["reference"]),
     ]
     ratio = r["job"] / r["reference"]  # type: ignore[operator]
+    example_rows = [
+        (f"`fxls check examples/` ({e['files']} files), wall time of the command", e["wall"]),
+        ("  worker start (python + import torch)", e["worker_start"]),
+        ("  all jobs, warm worker, one after another", e["jobs"]),
+        ("    of which: import (exec) of the files", e["import"]),
+        ("    of which: construct + trace + rules of their modules", e["trace"]),
+    ]
     if args.markdown:
+        print("| `fxls check examples/` | ms |\n| --- | ---: |")
+        for name, value in example_rows:
+            print(f"| {name} | {value:.1f} |")
+        print()
         print(f"Machine: {platform.machine()}, Python {platform.python_version()}; median of "
               f"{args.repeat}.\n")
         print("| step | ms |\n| --- | ---: |")
@@ -113,7 +153,7 @@ def main() -> None:
             print(f"| {name} | {value:.1f} |")
         print(f"\nwarm job / in-process torch.fx: {ratio:.2f}x")
         return
-    for name, value in rows:
+    for name, value in [*example_rows, *rows]:
         print(f"{name:62s} {value:8.1f} ms")
     print(f"warm job / in-process torch.fx: {ratio:.2f}x")
 
