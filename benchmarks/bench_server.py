@@ -22,6 +22,8 @@ from pathlib import Path
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
+from fxls.worker.procfs import child_pids, rss_mb
+
 
 def model_source(blocks: int) -> str:
     body = "\n".join(f"        x = self.blocks[{i}](x) + x" for i in range(blocks))
@@ -36,29 +38,6 @@ def model_source(blocks: int) -> str:
         f"        self.blocks = nn.ModuleList(Block() for _ in range({blocks}))\n\n"
         f"    def forward(self, x):\n        x = self.inp(x)\n{body}\n        return x\n"
     )
-
-
-def rss_mb(pid: int) -> float:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
-
-
-def children_of(pid: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                found.append(int(entry.name))
-    return found
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -123,9 +102,9 @@ async def measure(blocks: int, saves: int, soak: int = 0) -> dict[str, float]:
                 types.TextDocumentIdentifier(uri)))
             await wait_for(version)
         soak_growth = rss_mb(server_pid) - before
-    workers = children_of(server_pid)
+    workers = child_pids(server_pid)
     worker_mb = sum(rss_mb(p) for p in workers) + sum(
-        rss_mb(c) for p in workers for c in children_of(p))
+        rss_mb(c) for p in workers for c in child_pids(p))
     result = {
         "save_median": statistics.median(latencies),
         "save_p95": percentile(latencies, 0.95),

@@ -53,13 +53,13 @@ def serve_job(fds: ChildFds, limits: Limits, worker_pid: int, close: Iterable[in
         job = json.loads(raw.decode("utf-8"))
         _apply_limits(limits)
         payload = run_target(job["target"], job["params"])
-        _flush_output()
+        flush_output()
         write_all(fds.result_w, payload)
     except BaseException:  # nothing may escape into the worker's code path
         code = 70
         try:
             traceback.print_exc()
-            _flush_output()
+            flush_output()
         except BaseException:
             pass
     finally:
@@ -173,7 +173,7 @@ def _redirect_output(out_w: int) -> None:
     os.close(out_w)
 
 
-def _flush_output() -> None:
+def flush_output() -> None:
     for stream in (sys.stdout, sys.stderr):
         try:
             if stream is not None:

@@ -11,12 +11,11 @@ import json
 import os
 import selectors
 import signal
-import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from fxls.worker.child import DUMP_SIGNAL, ChildFds, Limits, serve_job
+from fxls.worker.child import DUMP_SIGNAL, ChildFds, Limits, flush_output, serve_job
 from fxls.worker.protocol import FrameBuffer, encode, write_all
 
 #: time a timed-out job gets to print its stack before it is killed
@@ -277,7 +276,7 @@ class Worker:
         result_r, result_w = os.pipe()
         out_r, out_w = os.pipe()
         private = [*self._private_fds(), job_w, result_r, out_r]
-        _flush_std()
+        flush_output()
         try:
             pid = os.fork()
         except OSError:
@@ -439,15 +438,6 @@ def _signal_name(signum: int) -> str:
         return signal.Signals(signum).name
     except ValueError:
         return f"signal {signum}"
-
-
-def _flush_std() -> None:
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            if stream is not None:
-                stream.flush()
-        except Exception:
-            pass
 
 
 def oom_kill_count() -> int | None:

@@ -20,9 +20,8 @@ async def open_and_wait(
     return await wait_for_version(client, uri, version)
 
 
-async def save_and_wait(
-    client: LanguageClient, path: Path, text: str, version: int
-) -> list[types.Diagnostic]:
+def send_save(client: LanguageClient, path: Path, text: str, version: int) -> None:
+    """What an editor sends when the user saves ``text``: didChange, then didSave."""
     uri = path.as_uri()
     path.write_text(text, encoding="utf-8")
     client.text_document_did_change(
@@ -34,7 +33,13 @@ async def save_and_wait(
     client.text_document_did_save(
         types.DidSaveTextDocumentParams(types.TextDocumentIdentifier(uri))
     )
-    return await wait_for_version(client, uri, version)
+
+
+async def save_and_wait(
+    client: LanguageClient, path: Path, text: str, version: int
+) -> list[types.Diagnostic]:
+    send_save(client, path, text, version)
+    return await wait_for_version(client, path.as_uri(), version)
 
 
 async def wait_for_version(

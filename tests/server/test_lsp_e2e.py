@@ -7,7 +7,7 @@ from pathlib import Path
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from tests.server.conftest import open_and_wait, save_and_wait
+from tests.server.conftest import open_and_wait, save_and_wait, send_save
 
 GATED = """import torch
 from torch import nn
@@ -62,19 +62,8 @@ async def test_quick_saves_end_with_the_final_texts_diagnostics(
     path = tmp_path / "gate.py"
     path.write_text(GATED, encoding="utf-8")
     await open_and_wait(client, path, GATED)
-    uri = path.as_uri()
     for version in range(2, 21):
-        text = CLEAN if version % 2 else GATED
-        path.write_text(text, encoding="utf-8")
-        client.text_document_did_change(
-            types.DidChangeTextDocumentParams(
-                types.VersionedTextDocumentIdentifier(version=version, uri=uri),
-                [types.TextDocumentContentChangeWholeDocument(text)],
-            )
-        )
-        client.text_document_did_save(
-            types.DidSaveTextDocumentParams(types.TextDocumentIdentifier(uri))
-        )
+        send_save(client, path, CLEAN if version % 2 else GATED, version)
     final = await save_and_wait(client, path, CLEAN, 21)
     assert _ranges(final, "FX001") == []
 

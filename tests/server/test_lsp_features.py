@@ -11,6 +11,7 @@ from pathlib import Path
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
+from fxls.worker.procfs import child_pids
 from tests.server.conftest import open_and_wait, save_and_wait, wait_for_version
 
 MODEL = """import torch
@@ -135,24 +136,11 @@ async def test_restart_command_and_a_killed_worker_leave_the_server_working(
     diagnostics = await save_and_wait(client, path, MODEL, 2)
     assert {d.code for d in diagnostics} == {"FX010"}
     server_pid = client._server.pid  # type: ignore[attr-defined]
-    for worker_pid in _children(server_pid):
+    for worker_pid in child_pids(server_pid):
         os.kill(worker_pid, signal.SIGKILL)
     await asyncio.sleep(0.2)
     diagnostics = await save_and_wait(client, path, MODEL, 3)
     assert {d.code for d in diagnostics} == {"FX010"}
-
-
-def _children(pid: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                found.append(int(entry.name))
-    return found
 
 
 PASS = """import torch
