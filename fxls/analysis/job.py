@@ -65,3 +65,8 @@ def __fxls_warm_up__() -> None:
     for name in set(sys.modules) - saved_modules:
         if name.startswith(("fxls_warm_up_model", "_fxls_")):
             del sys.modules[name]
+
+
+#: each pre-forked job process repeats the warm-up while it waits, so the pages a job
+#: touches are already its own (copy-on-write) when the job arrives
+__fxls_prepare_job__ = __fxls_warm_up__

@@ -52,6 +52,8 @@ class Job:
     oom_kills: int | None = None
     #: the job was asked to print where it is running (it is about to time out)
     dumped: bool = False
+    #: its result went to the client already (sent at the result's EOF, before the exit)
+    reported: bool = False
 
 
 class Worker:
@@ -191,6 +193,24 @@ class Worker:
             job.result += data
         elif data is not None:
             self._unregister(job.child.result_r)
+            self._report_early(job)
+
+    def _report_early(self, job: Job) -> None:
+        """A complete result at EOF is final: send it now; the process teardown of a large
+        child takes milliseconds that the caller need not wait for."""
+        if job.killed_for is not None or job.reported:
+            return
+        parsed = _parse_result(bytes(job.result))
+        if parsed is None:
+            return  # no result (a crash): the exit status will tell
+        tail = _drain(job.child.out_r)
+        if tail:
+            _append_tail(job, tail)
+        message = _result(job.id, parsed["status"], parsed.get("value"), parsed.get("error"))
+        message["output"] = _output_text(job)
+        message["duration_ms"] = (time.monotonic() - job.started) * 1000.0
+        job.reported = True
+        self.send(message)
 
     def _check_deadlines(self) -> None:
         now = time.monotonic()
@@ -227,6 +247,8 @@ class Worker:
             _append_tail(job, tail)
         self._close_child(child)
         del self.jobs[job.id]
+        if job.reported:
+            return
         message = self._outcome(job, bytes(result), status)
         message["output"] = _output_text(job)
         message["duration_ms"] = (time.monotonic() - job.started) * 1000.0
