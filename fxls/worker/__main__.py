@@ -30,27 +30,12 @@ def _warm_up(modules: list[str]) -> dict[str, str]:
     import importlib
 
     errors: dict[str, str] = {}
-    loaded = []
     for name in modules:
         try:
-            loaded.append(importlib.import_module(name))
+            importlib.import_module(name)
         except BaseException as exc:
             errors[name] = f"{type(exc).__name__}: {exc}"
         _single_threaded_torch()
-    # A module may warm its own lazy state with trusted code (never user code): every job
-    # is forked from this process, so what is initialised here is not paid per job.
-    from fxls.worker import child
-
-    for module in loaded:
-        warm = getattr(module, "__fxls_warm_up__", None)
-        if callable(warm):
-            try:
-                warm()
-            except BaseException as exc:
-                errors[module.__name__] = f"warm-up: {type(exc).__name__}: {exc}"
-        prepare = getattr(module, "__fxls_prepare_job__", None)
-        if callable(prepare):
-            child.PREPARE_HOOKS.append(prepare)
     return errors
 
 

@@ -39,10 +39,6 @@ class Limits:
     cpu_s: float | None = None
 
 
-#: run in each pre-forked child while it waits for a job (trusted code, set by the worker)
-PREPARE_HOOKS: list[Any] = []
-
-
 def serve_job(fds: ChildFds, limits: Limits, worker_pid: int, close: Iterable[int]) -> NoReturn:
     """Run in the freshly forked child; never returns."""
     code = 0
@@ -50,11 +46,6 @@ def serve_job(fds: ChildFds, limits: Limits, worker_pid: int, close: Iterable[in
         _detach(worker_pid, close)
         _redirect_output(fds.out_w)
         _report_where_on_fault()
-        for hook in PREPARE_HOOKS:  # touch what jobs touch now: copy-on-write faults early
-            try:
-                hook()
-            except Exception:
-                pass
         raw = read_all(fds.job_r)
         os.close(fds.job_r)
         if not raw:  # the worker retired this child (or died) before giving it a job

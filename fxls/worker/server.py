@@ -206,11 +206,9 @@ class Worker:
         tail = _drain(job.child.out_r)
         if tail:
             _append_tail(job, tail)
-        message = _result(job.id, parsed["status"], parsed.get("value"), parsed.get("error"))
-        message["output"] = _output_text(job)
-        message["duration_ms"] = (time.monotonic() - job.started) * 1000.0
         job.reported = True
-        self.send(message)
+        self._report(job, _result(job.id, parsed["status"], parsed.get("value"),
+                                  parsed.get("error")))
 
     def _check_deadlines(self) -> None:
         now = time.monotonic()
@@ -247,9 +245,10 @@ class Worker:
             _append_tail(job, tail)
         self._close_child(child)
         del self.jobs[job.id]
-        if job.reported:
-            return
-        message = self._outcome(job, bytes(result), status)
+        if not job.reported:
+            self._report(job, self._outcome(job, bytes(result), status))
+
+    def _report(self, job: Job, message: dict[str, Any]) -> None:
         message["output"] = _output_text(job)
         message["duration_ms"] = (time.monotonic() - job.started) * 1000.0
         self.send(message)
