@@ -9,7 +9,6 @@ import traceback
 import types
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from fxcore.source import SourceSpan
 
@@ -123,7 +122,3 @@ def class_span(
     byte_start = len(text[:start].encode("utf-8"))
     return SourceSpan(filename, node.lineno, node.lineno, byte_start,
                       byte_start + len(node.name.encode("utf-8")))
-
-
-def globals_of(module: types.ModuleType) -> dict[str, Any]:
-    return dict(vars(module))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 import inspect
-import types
+from dataclasses import dataclass, field
 from pathlib import Path
 from time import perf_counter
 from typing import Any
@@ -46,81 +46,86 @@ _MAX_NODES_FOR_AUTOGRAD = 3000
 _SITE_MARKERS = ("site-packages", "dist-packages")
 
 
-def analyze_source(path: str, source: str, settings: Settings) -> FileReport:
-    started = perf_counter()
-    file = Path(path).resolve()
-    filename = str(file)
-    root = settings.root or str(file.parent)
-    report = FileReport(path)
-    pragmas = parse_pragmas(source)
-    loaded = execute_file(file, source, root)
-    report.timings_ms["import"] = (perf_counter() - started) * 1000
-    if isinstance(loaded, LoadFailure):
-        report.diagnostics.append(diagnostic("FX100", loaded.message, loaded.span, ""))
-        return _finish(report, pragmas, settings)
-    fxcore.interop.adopt_torch_fx_wraps()
-    namespace = dict(vars(loaded))
-    try:
-        tree: ast.AST | None = ast.parse(source)
-    except SyntaxError:
-        tree = None
+@dataclass
+class _File:
+    """What every class of one file is analysed with."""
 
-    def is_reportable(candidate: str) -> bool:
-        if candidate == filename:
+    filename: str  # absolute
+    source: str
+    root: str
+    settings: Settings
+    tree: ast.AST | None
+    pragmas: FilePragmas
+    namespace: dict[str, Any] = field(default_factory=dict)
+    definitions: dict[str, ast.ClassDef] = field(default_factory=dict)
+    leaf_names: tuple[str, ...] = ()
+    autowrap: tuple[Any, ...] = ()
+    user_rules: list[UserRule] = field(default_factory=list)
+
+    def is_reportable(self, candidate: str) -> bool:
+        """This file, or another file of the project (not an installed package)."""
+        if candidate == self.filename:
             return True
-        return candidate.startswith(root.rstrip("/") + "/") and not any(
+        return candidate.startswith(self.root.rstrip("/") + "/") and not any(
             m in candidate for m in _SITE_MARKERS
         )
 
-    definitions = class_definitions(tree)
-    classes = module_classes(loaded, definitions)
-    leaf_names = tuple(settings.leaf_modules) + tuple(
+
+def analyze_source(path: str, source: str, settings: Settings) -> FileReport:
+    started = perf_counter()
+    filename = str(Path(path).resolve())
+    try:
+        tree: ast.AST | None = ast.parse(source)
+    except SyntaxError:
+        tree = None  # executing it reports the error (FX100)
+    file = _File(filename, source, settings.root or str(Path(filename).parent), settings, tree,
+                 parse_pragmas(source, tree))
+    report = FileReport(path)
+    loaded = execute_file(Path(filename), source, file.root)
+    report.timings_ms["import"] = (perf_counter() - started) * 1000
+    if isinstance(loaded, LoadFailure):
+        report.diagnostics.append(diagnostic("FX100", loaded.message, loaded.span, ""))
+        return _finish(report, file)
+    fxcore.interop.adopt_torch_fx_wraps()
+    file.namespace = dict(vars(loaded))
+    file.definitions = class_definitions(tree)
+    classes = module_classes(loaded, file.definitions)
+    file.leaf_names = tuple(settings.leaf_modules) + tuple(
         f"{cls.__module__}.{cls.__qualname__}"
         for cls in classes
-        if pragmas.classes.get(cls.__name__, ClassPragmas()).leaf
+        if file.pragmas.classes.get(cls.__name__, ClassPragmas()).leaf
     )
-    autowrap = _resolve_functions(settings.autowrap_functions, namespace)
-    user_rules, rule_problems = load_rule_files(settings.rule_files, root)
+    file.autowrap = _resolve_functions(settings.autowrap_functions, file.namespace)
+    file.user_rules, rule_problems = load_rule_files(settings.rule_files, file.root)
     first_line = source.splitlines()[0] if source else ""
     for problem in rule_problems:
         report.diagnostics.append(diagnostic(
             "FX004", f"fxls could not use a rewrite rule: {problem}",
             SourceSpan(filename, 1, 1, 0, len(first_line.encode("utf-8"))), ""))
     seen: dict[tuple[str, tuple[str, int, int, int, int]], Diagnostic] = {}
-    trace_ms = 0.0
+    trace_started = perf_counter()
     for cls in classes:
-        class_started = perf_counter()
-        module_report, found = _analyze_class(
-            cls, filename, source, settings, pragmas, namespace, tree, leaf_names, autowrap,
-            is_reportable, user_rules,
-        )
-        trace_ms += (perf_counter() - class_started) * 1000
+        module_report, found = _analyze_class(cls, file)
         report.modules.append(module_report)
         for item in found:
-            key = (item.code, item.span.key())
-            if key in seen:
-                first = seen[key]
-                if module_report.span is not None and item.module != first.module:
-                    first.related.append(RelatedInfo(
-                        to_span(_as_source(module_report.span)),
-                        f"also reached when tracing `{item.module}`"))
-                continue
-            seen[key] = item
-            report.diagnostics.append(item)
-    report.timings_ms["trace"] = trace_ms
-    report.diagnostics.extend(_lint_module_graphs(namespace, filename, is_reportable))
-    report.graphs = _module_graph_reports(namespace)
+            first = seen.setdefault((item.code, item.span.key()), item)
+            if first is item:
+                report.diagnostics.append(item)
+            elif module_report.span is not None and item.module != first.module:
+                first.related.append(RelatedInfo(
+                    module_report.span, f"also reached when tracing `{item.module}`"))
+    report.timings_ms["trace"] = (perf_counter() - trace_started) * 1000
+    for name, graph in _module_graphs(file.namespace):
+        report.diagnostics.extend(_lint_graph(graph, file))
+        report.graphs.append(_graph_report(name, graph))
     report.timings_ms["total"] = (perf_counter() - started) * 1000
-    return _finish(report, pragmas, settings)
+    return _finish(report, file)
 
 
-def _as_source(span: Any) -> SourceSpan:
-    return SourceSpan(span.file, span.line, span.end_line, span.col, span.end_col)
-
-
-def _finish(report: FileReport, pragmas: FilePragmas, settings: Settings) -> FileReport:
-    select = parse_code_list(settings.select)
-    ignore = parse_code_list(settings.ignore)
+def _finish(report: FileReport, file: _File) -> FileReport:
+    """Apply select/ignore and ignore pragmas; one diagnostic per (code, range), sorted."""
+    select = parse_code_list(file.settings.select)
+    ignore = parse_code_list(file.settings.ignore)
     kept = []
     keys = set()
     for item in report.diagnostics:
@@ -128,9 +133,7 @@ def _finish(report: FileReport, pragmas: FilePragmas, settings: Settings) -> Fil
             continue
         if item.code in ignore:
             continue
-        if pragmas.is_ignored(item.span.line, item.code) and item.span.file == str(
-            Path(report.path).resolve()
-        ):
+        if item.span.file == file.filename and file.pragmas.is_ignored(item.span.line, item.code):
             continue
         key = (item.code, item.span.key())
         if key in keys:
@@ -159,42 +162,31 @@ def _resolve_functions(names: list[str], namespace: dict[str, Any]) -> tuple[Any
 
 
 def _construct(
-    cls: type, pragmas: ClassPragmas, namespace: dict[str, Any], span: SourceSpan,
-    filename: str,
+    cls: type, pragmas: ClassPragmas, file: _File, span: SourceSpan
 ) -> torch.nn.Module | Diagnostic:
     name = cls.__name__
     kwargs: dict[str, Any] = {}
     if pragmas.init:
         try:
-            kwargs = eval(f"dict({pragmas.init})", {**namespace, "torch": torch})
+            kwargs = eval(f"dict({pragmas.init})", {**file.namespace, "torch": torch})
         except Exception as error:
             line = pragmas.lines.get("init", span.line)
             return diagnostic(
                 "FX101", f"the `init` pragma of `{name}` cannot be evaluated: {error}",
-                SourceSpan(filename, line, line, 0, 0) if line != span.line else span, name)
-    try:
-        inspect.signature(cls).bind(**kwargs)
-    except TypeError as error:
-        missing = _required_parameters(cls, kwargs)
-        hint = ", ".join(f"{p}=..." for p in missing) or "..."
-        return diagnostic(
-            "FX101", f"`{name}` cannot be constructed with known arguments ({error}); add "
-            f"`# fxls: init {hint}` above the class", span, name, parameters=missing)
-    except ValueError:
-        pass
+                SourceSpan(file.filename, line, line, 0, 0) if line != span.line else span, name)
     try:
         return cls(**kwargs)
     except TypeError as error:
         if error.__traceback__ is not None and error.__traceback__.tb_next is None:
-            # raised by the call itself: the arguments do not fit ``__init__``
-            missing = _required_parameters(cls, kwargs, init_only=True)
+            # raised by the call itself: the known arguments do not fit ``__init__``
+            missing = _required_parameters(cls, kwargs)
             hint = ", ".join(f"{p}=..." for p in missing) or "..."
             return diagnostic(
                 "FX101", f"`{name}` cannot be constructed with known arguments ({error}); add "
                 f"`# fxls: init {hint}` above the class", span, name, parameters=missing)
-        return _construction_failed(error, name, span, filename)
+        return _construction_failed(error, name, span, file.filename)
     except Exception as error:
-        return _construction_failed(error, name, span, filename)
+        return _construction_failed(error, name, span, file.filename)
 
 
 def _construction_failed(
@@ -206,14 +198,13 @@ def _construction_failed(
         "FX004", f"constructing `{name}` raised {type(error).__name__}: {error}", where, name)
 
 
-def _required_parameters(
-    cls: type, given: dict[str, Any], *, init_only: bool = False
-) -> list[str]:
+def _required_parameters(cls: type, given: dict[str, Any]) -> list[str]:
+    """``__init__``'s required parameters that ``given`` does not supply."""
     try:
-        signature = inspect.signature(cls.__init__ if init_only else cls)
+        signature = inspect.signature(cls.__init__)
     except (TypeError, ValueError):
         return []
-    parameters = list(signature.parameters.values())[1 if init_only else 0 :]  # no `self`
+    parameters = list(signature.parameters.values())[1:]  # not `self`
     return [
         p.name for p in parameters
         if p.default is inspect.Parameter.empty
@@ -222,34 +213,22 @@ def _required_parameters(
     ]
 
 
-def _analyze_class(
-    cls: type,
-    filename: str,
-    source: str,
-    settings: Settings,
-    file_pragmas: FilePragmas,
-    namespace: dict[str, Any],
-    tree: ast.AST | None,
-    leaf_names: tuple[str, ...],
-    autowrap: tuple[Any, ...],
-    is_reportable: Any,
-    user_rules: list[UserRule],
-) -> tuple[ModuleReport, list[Diagnostic]]:
+def _analyze_class(cls: type, file: _File) -> tuple[ModuleReport, list[Diagnostic]]:
     name = cls.__name__
-    span = class_span(cls, filename, source, class_definitions(tree))
+    span = class_span(cls, file.filename, file.source, file.definitions)
     module_report = ModuleReport(name, "skipped", 0, to_span(span))
-    pragmas = file_pragmas.classes.get(name, ClassPragmas())
+    pragmas = file.pragmas.classes.get(name, ClassPragmas())
     if pragmas.skip or pragmas.leaf:
         return module_report, []
     torch.manual_seed(0)  # the same parameters in every run, so outputs can be compared
-    instance = _construct(cls, pragmas, namespace, span, filename)
+    instance = _construct(cls, pragmas, file, span)
     if isinstance(instance, Diagnostic):
         module_report.status = "failed" if instance.code == "FX004" else "skipped"
         return module_report, [instance]
     concrete = None
     if pragmas.concrete:
         try:
-            concrete = eval(pragmas.concrete, {**namespace, "torch": torch})
+            concrete = eval(pragmas.concrete, {**file.namespace, "torch": torch})
         except Exception as error:
             return module_report, [diagnostic(
                 "FX004", f"the `concrete` pragma of `{name}` cannot be evaluated: {error}",
@@ -257,10 +236,9 @@ def _analyze_class(
     recorder = TraceRecorder()
     with recorder.active():
         trace = trace_collecting_issues(
-            instance, concrete, leaf_modules=leaf_names, autowrap_functions=autowrap
+            instance, concrete, leaf_modules=file.leaf_names, autowrap_functions=file.autowrap
         )
-    found = [_issue_diagnostic(issue, trace, name, span, source, filename, is_reportable, tree)
-             for issue in trace.issues]
+    found = [_issue_diagnostic(issue, name, span, file) for issue in trace.issues]
     gm = trace.graph_module
     if gm is None:
         module_report.status = "failed"
@@ -269,18 +247,18 @@ def _analyze_class(
     module_report.node_count = len(gm.graph.nodes)
     module_report.code = gm.code
     torch.manual_seed(1)
-    example_inputs = _example_inputs(pragmas, namespace, gm, trace)
+    example_inputs = _example_inputs(pragmas, file.namespace, gm, trace)
     ctx = ModuleContext(
-        filename, source, name, instance, trace, gm, example_inputs, concrete, settings,
-        recorder.calls, is_reportable,
+        file.filename, file.source, name, instance, trace, gm, example_inputs, concrete,
+        file.settings, recorder.calls, file.is_reportable,
     )
     found += rules.dead_code(ctx)
     found += rules.inplace_on_inputs(ctx)
     found += rules.baked_constants(ctx, recorder.created_tensors)
     found += rules.trace_time_calls(ctx)
-    if tree is not None:
-        found += rewrites.find_rewrites(ctx, tree, namespace)
-    found += find_user_rewrites(ctx, user_rules, tree)
+    if file.tree is not None:
+        found += rewrites.find_rewrites(ctx, file.tree, file.namespace)
+    found += find_user_rewrites(ctx, file.user_rules, file.tree)
     backward: dict[str, str] = {}
     if example_inputs is not None and not trace.issues:
         seen = observe(gm, example_inputs,
@@ -288,7 +266,7 @@ def _analyze_class(
         if seen.ok:
             backward = seen.backward
             module_report.output_signature = signature(seen.output)
-            if settings.check_eager:
+            if file.settings.check_eager:
                 ran, eager = run_eager(instance, example_inputs)
                 if ran:
                     found += rules.eager_mismatch(ctx, span, eager, seen.output)
@@ -348,17 +326,18 @@ def _text_at(source: str, span: SourceSpan, filename: str) -> str:
 
 
 def _issue_diagnostic(
-    issue: TraceIssue, trace: CollectedTrace, module: str, class_span_: SourceSpan,
-    source: str, filename: str, is_reportable: Any, tree: ast.AST | None = None,
+    issue: TraceIssue, module: str, class_span_: SourceSpan, file: _File
 ) -> Diagnostic:
     code = _KIND_TO_CODE[issue.kind]
     candidates = [*reversed(issue.stack)]
     if issue.span is not None:
         candidates.insert(0, issue.span)
-    where = next((s for s in candidates if is_reportable(s.file)), class_span_)
-    if issue.kind is IssueKind.CONTROL_FLOW and tree is not None and where.file == filename:
-        where = _condition_of(where, tree)
-    text = _text_at(source, where, filename)
+    where = next((s for s in candidates if file.is_reportable(s.file)), class_span_)
+    if issue.kind is IssueKind.CONTROL_FLOW and file.tree is not None and (
+        where.file == file.filename
+    ):
+        where = _condition_of(where, file.tree)
+    text = _text_at(file.source, where, file.filename)
     quoted = f"`{text}`" if text else "this expression"
     if issue.kind is IssueKind.CONTROL_FLOW:
         message = (f"{quoted} depends on a traced value and decides control flow: symbolic "
@@ -375,7 +354,7 @@ def _issue_diagnostic(
             message += "; it may follow from an earlier problem in this forward"
     item = diagnostic(code, message, where, module, kind=issue.kind.value)
     for outer in issue.stack[:-1]:
-        if outer != where and is_reportable(outer.file):
+        if outer != where and file.is_reportable(outer.file):
             item.related.append(RelatedInfo(to_span(outer), "reached from here"))
     return item
 
@@ -423,39 +402,28 @@ def _node_info(node: Node, gm: GraphModule | None, backward: dict[str, str]) -> 
     return info
 
 
-def _module_graph_reports(namespace: dict[str, Any]) -> list[ModuleReport]:
-    """Graphs that passes built at module level, so hovering the pass's lines works too."""
-    reports = []
-    seen: set[int] = set()
+def _module_graphs(namespace: dict[str, Any]) -> list[tuple[str, Graph]]:
+    """Graphs bound to module globals (built by passes at import), each once."""
+    found: dict[int, tuple[str, Graph]] = {}
     for name, value in namespace.items():
         graph = value.graph if isinstance(value, GraphModule) else value
-        if not isinstance(graph, Graph) or id(graph) in seen:
-            continue
-        seen.add(id(graph))
-        try:
-            code = graph.python_code(root_module="self").src
-        except Exception:
-            code = None
-        owner = graph.owning_module if isinstance(graph.owning_module, GraphModule) else None
-        reports.append(ModuleReport(
-            name, "traced", len(graph.nodes), None,
-            [_node_info(n, owner, {}) for n in graph.nodes], code))
-    return reports
+        if isinstance(graph, Graph):
+            found.setdefault(id(graph), (name, graph))
+    return list(found.values())
 
 
-def _lint_module_graphs(
-    namespace: dict[str, Any], filename: str, is_reportable: Any
-) -> list[Diagnostic]:
-    found: list[Diagnostic] = []
-    for value in namespace.values():
-        graph = value.graph if isinstance(value, GraphModule) else value
-        if not isinstance(graph, Graph):
-            continue
-        found.extend(_lint_graph(graph, filename, is_reportable))
-    return found
+def _graph_report(name: str, graph: Graph) -> ModuleReport:
+    """A module-level graph's nodes, so hovering the pass's lines works too."""
+    try:
+        code = graph.python_code(root_module="self").src
+    except Exception:
+        code = None
+    owner = graph.owning_module if isinstance(graph.owning_module, GraphModule) else None
+    return ModuleReport(name, "traced", len(graph.nodes), None,
+                        [_node_info(n, owner, {}) for n in graph.nodes], code)
 
 
-def _lint_graph(graph: Graph, filename: str, is_reportable: Any) -> list[Diagnostic]:
+def _lint_graph(graph: Graph, file: _File) -> list[Diagnostic]:
     from fxcore.graph import _LEGAL_OPS
 
     found = []
@@ -464,9 +432,9 @@ def _lint_graph(graph: Graph, filename: str, is_reportable: Any) -> list[Diagnos
 
     def where(node: Node) -> SourceSpan:
         span = node.meta.get("source")
-        if span is not None and is_reportable(span.file):
+        if span is not None and file.is_reportable(span.file):
             return span
-        return SourceSpan(filename, 1, 1, 0, 0)
+        return SourceSpan(file.filename, 1, 1, 0, 0)
 
     for node in graph.nodes:
         if node.op not in _LEGAL_OPS:
@@ -500,7 +468,3 @@ def _lint_graph(graph: Graph, filename: str, is_reportable: Any) -> list[Diagnos
                             "owning module does not have", where(node), ""))
                         break
     return found
-
-
-def is_module_type(value: Any) -> bool:
-    return isinstance(value, types.ModuleType)

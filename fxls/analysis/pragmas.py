@@ -46,7 +46,8 @@ def _comments(source: str) -> list[tuple[int, str]]:
     return found
 
 
-def parse_pragmas(source: str) -> FilePragmas:
+def parse_pragmas(source: str, tree: ast.AST | None = None) -> FilePragmas:
+    """The pragmas of ``source``; ``tree`` is its parse when the caller already has it."""
     result = FilePragmas()
     comments = _comments(source)
     for line, text in comments:
@@ -56,10 +57,11 @@ def parse_pragmas(source: str) -> FilePragmas:
             result.ignored[line] = (
                 {c.strip().upper() for c in codes.split(",") if c.strip()} if codes else set()
             )
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return result
+    if tree is None:
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            return result
     classes = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]
     for cls in classes:
         first = min([cls.lineno, *(d.lineno for d in cls.decorator_list)])

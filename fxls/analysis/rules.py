@@ -97,10 +97,6 @@ def dead_code(ctx: ModuleContext) -> Iterable[Diagnostic]:
     return found
 
 
-def _root_value(node: Node) -> Node:
-    return node
-
-
 def inplace_on_inputs(ctx: ModuleContext) -> Iterable[Diagnostic]:
     gm = ctx.graph_module
     if gm is None:
