@@ -26,7 +26,7 @@ from fxcore._pytree import PyTreeInfo
 from fxcore.graph import Graph
 from fxcore.graph_module import GraphModule
 from fxcore.node import Argument, Node, map_aggregate
-from fxcore.proxy import ParameterProxy, Proxy, Scope, ScopeContextManager, TracerBase
+from fxcore.proxy import _BASE_TYPES, ParameterProxy, Proxy, Scope, ScopeContextManager, TracerBase
 from fxcore.source import forget_frames, trace_boundary
 
 __all__ = ["Tracer", "symbolic_trace", "wrap", "PH", "PHBase", "is_fx_tracing"]
@@ -38,17 +38,6 @@ _is_fx_tracing = False
 
 #: (id of a module's globals, function name) -> those globals; filled by ``wrap()``
 _wrapped_fns_to_patch: dict[tuple[int, str], dict[str, Any]] = {}
-_BASE_VALUE_TYPES = (
-    str,
-    int,
-    float,
-    bool,
-    complex,
-    torch.dtype,
-    torch.device,
-    torch.memory_format,
-    torch.layout,
-)
 
 
 def is_fx_tracing() -> bool:
@@ -394,7 +383,7 @@ class Tracer(TracerBase):
                 out = self.create_proxy("placeholder", f"{name}_{count}", default, {})
                 if isinstance(x, PHBase):
                     return out
-                if type(x) is bool or (type(x) in _BASE_VALUE_TYPES):
+                if type(x) in _BASE_TYPES and type(x) is not torch.Tensor:  # guardable value
                     torch._assert(
                         out == x,
                         f"{name} has been specialized to have value {x} but got another value",
