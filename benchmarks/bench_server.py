@@ -70,18 +70,21 @@ async def measure(blocks: int, saves: int, soak: int = 0) -> dict[str, float]:
             if params.uri == uri and params.version == version:
                 return
 
-    client.text_document_did_open(types.DidOpenTextDocumentParams(
-        types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)))
-    await wait_for(1)
-    latencies = []
-    for version in range(2, saves + 2):
-        start = time.perf_counter()
+    async def save(version: int) -> None:
         client.text_document_did_change(types.DidChangeTextDocumentParams(
             text_document=types.VersionedTextDocumentIdentifier(version=version, uri=uri),
             content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)]))
         client.text_document_did_save(types.DidSaveTextDocumentParams(
             types.TextDocumentIdentifier(uri)))
         await wait_for(version)
+
+    client.text_document_did_open(types.DidOpenTextDocumentParams(
+        types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)))
+    await wait_for(1)
+    latencies = []
+    for version in range(2, saves + 2):
+        start = time.perf_counter()
+        await save(version)
         latencies.append((time.perf_counter() - start) * 1000)
     line = text.splitlines().index("        x = self.blocks[0](x) + x")
     hovers = []
@@ -95,12 +98,7 @@ async def measure(blocks: int, saves: int, soak: int = 0) -> dict[str, float]:
     if soak:
         before = rss_mb(server_pid)
         for version in range(saves + 2, saves + 2 + soak):
-            client.text_document_did_change(types.DidChangeTextDocumentParams(
-                text_document=types.VersionedTextDocumentIdentifier(version=version, uri=uri),
-                content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)]))
-            client.text_document_did_save(types.DidSaveTextDocumentParams(
-                types.TextDocumentIdentifier(uri)))
-            await wait_for(version)
+            await save(version)
         soak_growth = rss_mb(server_pid) - before
     workers = child_pids(server_pid)
     worker_mb = sum(rss_mb(p) for p in workers) + sum(
