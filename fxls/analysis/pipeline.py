@@ -114,6 +114,7 @@ def analyze_source(path: str, source: str, settings: Settings) -> FileReport:
             elif module_report.span is not None and item.module != first.module:
                 first.related.append(RelatedInfo(
                     module_report.span, f"also reached when tracing `{item.module}`"))
+                first.data.setdefault("also_reached_from", []).append(item.module)
     report.timings_ms["trace"] = (perf_counter() - trace_started) * 1000
     for name, graph in _module_graphs(file.namespace):
         report.diagnostics.extend(_lint_graph(graph, file))

@@ -49,7 +49,7 @@ def _structural_fixes(located, diagnostic: Diagnostic) -> list[Fix]:
             fixes += pragmas.wrap_function(located, name, code)
         elif kind == "class" and name != diagnostic.module:
             fixes += pragmas.mark_leaf(located, name, code)
-        elif kind == "class" and any("also reached" in r.message for r in diagnostic.related):
+        elif kind == "class" and diagnostic.data.get("also_reached_from"):
             fixes += pragmas.mark_leaf(located, name, code)  # a submodule of other roots too
         if kind == "class" and name == diagnostic.module and code == "FX001":
             names = pragmas.condition_parameters(located)
