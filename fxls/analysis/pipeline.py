@@ -61,6 +61,7 @@ class _File:
     leaf_names: tuple[str, ...] = ()
     autowrap: tuple[Any, ...] = ()
     user_rules: list[UserRule] = field(default_factory=list)
+    rewrite_candidates: list[rewrites.Candidate] = field(default_factory=list)
 
     def is_reportable(self, candidate: str) -> bool:
         """This file, or another file of the project (not an installed package)."""
@@ -97,6 +98,8 @@ def analyze_source(path: str, source: str, settings: Settings) -> FileReport:
     )
     file.autowrap = _resolve_functions(settings.autowrap_functions, file.namespace)
     file.user_rules, rule_problems = load_rule_files(settings.rule_files, file.root)
+    if tree is not None:
+        file.rewrite_candidates = rewrites.candidates(tree, source, file.namespace)
     first_line = source.splitlines()[0] if source else ""
     for problem in rule_problems:
         report.diagnostics.append(diagnostic(
@@ -257,8 +260,7 @@ def _analyze_class(cls: type, file: _File) -> tuple[ModuleReport, list[Diagnosti
     found += rules.inplace_on_inputs(ctx)
     found += rules.baked_constants(ctx, recorder.created_tensors)
     found += rules.trace_time_calls(ctx)
-    if file.tree is not None:
-        found += rewrites.find_rewrites(ctx, file.tree, file.namespace)
+    found += rewrites.find_rewrites(ctx, file.rewrite_candidates)
     found += find_user_rewrites(ctx, file.user_rules, file.tree)
     backward: dict[str, str] = {}
     if example_inputs is not None and not trace.issues:

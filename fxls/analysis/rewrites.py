@@ -155,8 +155,8 @@ def functional_alias(namespace: dict[str, object]) -> str:
     return "torch.nn.functional"
 
 
-def find_rewrites(ctx: ModuleContext, tree: ast.AST, namespace: dict[str, object]
-                  ) -> Iterable[Diagnostic]:
+def find_rewrites(ctx: ModuleContext, candidates: list[Candidate]) -> Iterable[Diagnostic]:
+    """The file's rewrite ``candidates`` that this module's graph confirms."""
     gm = ctx.graph_module
     if gm is None:
         return []
@@ -167,7 +167,7 @@ def find_rewrites(ctx: ModuleContext, tree: ast.AST, namespace: dict[str, object
             node_spans[(span.line, span.col, span.end_line, span.end_col)] = node
     found = []
     claimed: list[tuple[int, int, int, int]] = []
-    for key, rule, replacement in _candidates(tree, ctx.source, functional_alias(namespace)):
+    for key, rule, replacement in candidates:
         if key not in node_spans or any(_inside(key, other) for other in claimed):
             continue
         claimed.append(key)
@@ -179,17 +179,13 @@ def find_rewrites(ctx: ModuleContext, tree: ast.AST, namespace: dict[str, object
     return found
 
 
-_Candidate = tuple[tuple[int, int, int, int], Rule, str]
-_candidates_of: dict[int, tuple[ast.AST, list[_Candidate]]] = {}
+Candidate = tuple[tuple[int, int, int, int], Rule, str]
 
 
-def _candidates(tree: ast.AST, source: str, functional: str) -> list[_Candidate]:
-    """Every expression of the file a rule rewrites, outermost first (computed once a file)."""
-    cached = _candidates_of.get(id(tree))
-    if cached is not None and cached[0] is tree:
-        return cached[1]
-    text = _Text(source, functional)
-    found: list[_Candidate] = []
+def candidates(tree: ast.AST, source: str, namespace: dict[str, object]) -> list[Candidate]:
+    """Every expression of the file a rule rewrites, outermost first (once per file)."""
+    text = _Text(source, functional_alias(namespace))
+    found: list[Candidate] = []
     for expr in ast.walk(tree):
         if not isinstance(expr, ast.BinOp | ast.Call) or not hasattr(expr, "end_lineno"):
             continue
@@ -200,8 +196,6 @@ def _candidates(tree: ast.AST, source: str, functional: str) -> list[_Candidate]
             if replacement is not None:
                 found.append((key, rule, replacement))
                 break
-    _candidates_of.clear()
-    _candidates_of[id(tree)] = (tree, found)
     return found
 
 
