@@ -64,7 +64,7 @@ def main() -> None:
     gc.collect()
     gc.freeze()  # keep the warm heap shared with the children (no copy-on-write by the GC)
     limits = Limits(config.get("memory_limit_mb"), config.get("cpu_limit_s"))
-    worker = Worker(channel_in, channel_out, limits)
+    worker = Worker(channel_in, channel_out, limits, config.get("warm_up"))
     ready = {"op": "ready", "pid": os.getpid(), "python": sys.version, "import_errors": errors}
     worker.serve(ready)
 

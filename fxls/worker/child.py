@@ -1,16 +1,21 @@
-"""The job side of a fork: wait for the job, run ``module:function(params)``, report, exit.
+"""The job side of a fork: warm up, wait for the job, run ``module:function(params)``,
+report, exit.
 
 Everything here runs in a child forked from the warm worker; it must never return into the
-worker's own code, so ``serve_job`` always ends in ``os._exit``.
+worker's own code, so ``serve_job`` always ends in ``os._exit``. Results go to the worker as
+length-prefixed JSON frames: any number of ``partial`` ones (``send_partial``), then the
+final one, then EOF.
 """
 
 from __future__ import annotations
 
 import faulthandler
+import gc
 import importlib
 import json
 import os
 import resource
+import select
 import signal
 import sys
 import threading
@@ -20,7 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
-from fxls.worker.protocol import read_all, write_all
+from fxls.worker.protocol import encode, read_all, write_all
 
 _PR_SET_PDEATHSIG = 1
 _MEMORY_MESSAGES = ("can't allocate memory", "cannot allocate memory", "out of memory")
@@ -33,25 +38,36 @@ class ChildFds:
     out_w: int  # becomes the child's stdout and stderr
 
 
+#: the result pipe of the job this process runs; None outside a job
+_result_fd: int | None = None
+
+
 @dataclass
 class Limits:
     memory_mb: int | None = None
     cpu_s: float | None = None
 
 
-def serve_job(fds: ChildFds, limits: Limits, worker_pid: int, close: Iterable[int]) -> NoReturn:
+def serve_job(
+    fds: ChildFds,
+    limits: Limits,
+    worker_pid: int,
+    close: Iterable[int],
+    warm_up: str | None = None,
+) -> NoReturn:
     """Run in the freshly forked child; never returns."""
+    global _result_fd
     code = 0
     try:
         _detach(worker_pid, close)
+        raw = _receive_job(fds.job_r, warm_up)
         _redirect_output(fds.out_w)
         _report_where_on_fault()
-        raw = read_all(fds.job_r)
-        os.close(fds.job_r)
         if not raw:  # the worker retired this child (or died) before giving it a job
             os._exit(0)
         job = json.loads(raw.decode("utf-8"))
         _apply_limits(limits)
+        _result_fd = fds.result_w
         payload = run_target(job["target"], job["params"])
         flush_output()
         write_all(fds.result_w, payload)
@@ -67,18 +83,96 @@ def serve_job(fds: ChildFds, limits: Limits, worker_pid: int, close: Iterable[in
         os._exit(code)
 
 
+def send_partial(value: Any) -> bool:
+    """Send part of the result ahead of the final one (the caller may act on it at once).
+
+    False when not running in a job, or when ``value`` is not JSON data (nothing is sent).
+    """
+    if _result_fd is None:
+        return False
+    try:
+        frame = encode({"status": "partial", "value": value})
+    except (TypeError, ValueError):
+        return False
+    write_all(_result_fd, frame)
+    return True
+
+
 def run_target(target: str, params: Any) -> bytes:
-    """Call ``target`` and encode its outcome as the JSON result payload."""
+    """Call ``target`` and encode its outcome as the final result frame."""
     try:
         value = _resolve(target)(params)
     except BaseException as exc:  # SystemExit and KeyboardInterrupt are job errors too
         return _failure(exc)
     try:
-        return json.dumps({"status": "ok", "value": value}).encode("utf-8")
+        return encode({"status": "ok", "value": value})
     except BaseException as exc:
         detail = f"the return value of {target} is not JSON-serialisable: {exc!r}"
         status = "memory" if isinstance(exc, MemoryError) else "error"
-        return json.dumps({"status": status, "error": detail}).encode("utf-8")
+        return encode({"status": status, "error": detail})
+
+
+def _receive_job(job_r: int, warm_up: str | None) -> bytes:
+    """The job's bytes; before they arrive, run ``warm_up`` (``module:function``) if given.
+
+    Warming up in the idle child makes the job's first touches of the warm heap (reference
+    counts: copy-on-write faults) and lazy caches happen before the job, off its clock. The
+    job is read on a thread meanwhile, so the worker never blocks writing a large one.
+    """
+    if not warm_up or _readable(job_r):
+        return _read_job(job_r)
+    received: list[bytes] = []
+    reader = threading.Thread(target=lambda: received.append(_read_job(job_r)), daemon=True)
+    reader.start()
+    _run_warm_up(warm_up)
+    reader.join()
+    return received[0] if received else b""
+
+
+def _read_job(job_r: int) -> bytes:
+    try:
+        return read_all(job_r)
+    except OSError:
+        return b""
+    finally:
+        os.close(job_r)
+
+
+def _readable(fd: int) -> bool:
+    try:
+        return bool(select.select([fd], [], [], 0)[0])
+    except (OSError, ValueError):
+        return True
+
+
+def _run_warm_up(target: str) -> None:
+    """Run ``target()`` silently, leaving sys.path, sys.modules and torch's RNG as they were
+    (Python's ``random`` is reseeded in every fork anyway)."""
+    saved_path, saved_modules = list(sys.path), set(sys.modules)
+    torch: Any = sys.modules.get("torch")
+    saved_torch_rng = torch.random.get_rng_state() if torch is not None else None
+    saved_fds = os.dup(1), os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.dup2(devnull, 2)
+    os.close(devnull)
+    try:
+        _resolve(target)()
+    except BaseException:  # the job must run even if warming up failed
+        pass
+    finally:
+        flush_output()
+        for fd, saved in zip((1, 2), saved_fds, strict=True):
+            os.dup2(saved, fd)
+            os.close(saved)
+        sys.path[:] = saved_path
+        for name in set(sys.modules) - saved_modules:
+            if name.startswith("_fxls_warm_up"):
+                del sys.modules[name]
+        if saved_torch_rng is not None:
+            torch.random.set_rng_state(saved_torch_rng)
+        gc.collect()
+        gc.freeze()
 
 
 def _resolve(target: str) -> Any:
@@ -98,7 +192,7 @@ def _failure(exc: BaseException) -> bytes:
     except BaseException:  # formatting itself can fail when memory is exhausted
         text = f"{type(exc).__name__}: {exc}"
     status = "memory" if memory else "error"
-    return json.dumps({"status": status, "error": text}).encode("utf-8")
+    return encode({"status": status, "error": text})
 
 
 def is_memory_error(exc: BaseException) -> bool:

@@ -6,12 +6,16 @@ import asyncio
 import contextlib
 import itertools
 import json
+import logging
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from fxls.worker.protocol import HEADER, decode, encode
+
+log = logging.getLogger(__name__)
 
 #: the directory holding ``fxls`` and ``fxcore``; put on the worker's PYTHONPATH
 REPO_ROOT = str(Path(__file__).resolve().parents[2])
@@ -37,6 +41,7 @@ class _Pending:
     future: asyncio.Future[dict[str, Any]]
     proc: asyncio.subprocess.Process  # the worker the job was sent to
     started: bool = False  # the worker acknowledged it (a fork is running the job)
+    on_partial: Callable[[Any], None] | None = None
 
 
 _SUPERSEDED = {"status": "cancelled", "error": "superseded by a newer job with the same job_id"}
@@ -57,9 +62,13 @@ class WorkerClient:
         env: dict[str, str] | None = None,
         memory_limit_mb: int = 2048,
         cpu_limit_s: float | None = None,
+        warm_up: str | None = None,
     ) -> None:
+        """``warm_up`` (``module:function``, no arguments) runs in each pre-forked job process
+        before its job arrives; it must not run user code."""
         self.python = python
         self.warm_imports = tuple(warm_imports)
+        self.warm_up = warm_up
         self.env = env
         self.memory_limit_mb = memory_limit_mb
         self.cpu_limit_s = cpu_limit_s
@@ -124,6 +133,7 @@ class WorkerClient:
             "warm_imports": list(self.warm_imports),
             "memory_limit_mb": self.memory_limit_mb,
             "cpu_limit_s": self.cpu_limit_s,
+            "warm_up": self.warm_up,
         }
         proc = await asyncio.create_subprocess_exec(
             self.python,
@@ -183,6 +193,12 @@ class WorkerClient:
             return
         if message.get("op") == "started":
             pending.started = True
+        elif message.get("op") == "partial":
+            if pending.on_partial is not None and not pending.future.done():
+                try:
+                    pending.on_partial(message.get("value"))
+                except Exception:  # the caller's callback must not stop the reader
+                    log.exception("a partial-result callback failed")
         elif message.get("op") == "result":
             del self._pending[message["id"]]
             if not pending.future.done():
@@ -211,8 +227,12 @@ class WorkerClient:
         *,
         timeout: float = 10.0,
         job_id: str | None = None,
+        on_partial: Callable[[Any], None] | None = None,
     ) -> JobResult:
-        """Run ``target(params)`` in a fresh fork of the warm worker."""
+        """Run ``target(params)`` in a fresh fork of the warm worker.
+
+        ``on_partial`` gets each value the job sends ahead of its result (``send_partial``).
+        """
         key = next(self._ids)
         if job_id is not None:
             self._cancel_job_id(job_id)
@@ -220,7 +240,7 @@ class WorkerClient:
         try:
             message: dict[str, Any] = {}
             for _ in range(_DELIVERY_ATTEMPTS):
-                message = await self._run_once(key, target, params, timeout)
+                message = await self._run_once(key, target, params, timeout, on_partial)
                 if not message.get("retry") or self._closed:
                     break
             return _job_result(message)
@@ -230,7 +250,12 @@ class WorkerClient:
                 del self._job_ids[job_id]
 
     async def _run_once(
-        self, key: int, target: str, params: dict[str, Any], timeout: float
+        self,
+        key: int,
+        target: str,
+        params: dict[str, Any],
+        timeout: float,
+        on_partial: Callable[[Any], None] | None,
     ) -> dict[str, Any]:
         if key in self._superseded:
             return _SUPERSEDED
@@ -247,7 +272,7 @@ class WorkerClient:
             {"op": "run", "id": key, "target": target, "params": params, "timeout": timeout}
         )
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-        self._pending[key] = _Pending(future, proc)
+        self._pending[key] = _Pending(future, proc, on_partial=on_partial)
         try:
             await self._send_to(proc, request)
         except (ConnectionError, RuntimeError, OSError):

@@ -45,7 +45,9 @@ class Job:
     started: float
     deadline: float | None
     timeout: float | None
-    result: bytearray = field(default_factory=bytearray)
+    #: the result frames (``partial`` ones, then the final one) as they arrive
+    frames: FrameBuffer = field(default_factory=FrameBuffer)
+    final: dict[str, Any] | None = None
     output: bytearray = field(default_factory=bytearray)
     output_total: int = 0
     killed_for: str | None = None
@@ -57,10 +59,13 @@ class Job:
 
 
 class Worker:
-    def __init__(self, channel_in: int, channel_out: int, limits: Limits) -> None:
+    def __init__(
+        self, channel_in: int, channel_out: int, limits: Limits, warm_up: str | None = None
+    ) -> None:
         self.channel_in = channel_in
         self.channel_out = channel_out
         self.limits = limits
+        self.warm_up = warm_up
         self.parent_pid = os.getppid()
         self.selector = selectors.DefaultSelector()
         self.frames = FrameBuffer()
@@ -190,25 +195,32 @@ class Worker:
     def _read_result(self, job: Job) -> None:
         data = _read_some(job.child.result_r)
         if data:
-            job.result += data
+            self._take_frames(job, data)
         elif data is not None:
             self._unregister(job.child.result_r)
-            self._report_early(job)
 
-    def _report_early(self, job: Job) -> None:
-        """A complete result at EOF is final: send it now; the process teardown of a large
-        child takes milliseconds that the caller need not wait for."""
-        if job.killed_for is not None or job.reported:
+    def _take_frames(self, job: Job, data: bytes) -> None:
+        """Forward partial results as they come; report the final one at once (the teardown
+        of a large child takes milliseconds that the caller need not wait for)."""
+        try:
+            frames = job.frames.feed(data)
+        except ValueError:  # not our framing: the exit status will tell what happened
             return
-        parsed = _parse_result(bytes(job.result))
-        if parsed is None:
-            return  # no result (a crash): the exit status will tell
-        tail = _drain(job.child.out_r)
-        if tail:
-            _append_tail(job, tail)
-        job.reported = True
-        self._report(job, _result(job.id, parsed["status"], parsed.get("value"),
-                                  parsed.get("error")))
+        for frame in frames:
+            if not isinstance(frame, dict) or "status" not in frame or job.final is not None:
+                continue
+            if frame["status"] == "partial":
+                if job.killed_for is None:
+                    self.send({"op": "partial", "id": job.id, "value": frame.get("value")})
+                continue
+            job.final = frame
+            if job.killed_for is None and not job.reported:
+                tail = _drain(job.child.out_r)
+                if tail:
+                    _append_tail(job, tail)
+                job.reported = True
+                self._report(job, _result(job.id, frame["status"], frame.get("value"),
+                                          frame.get("error")))
 
     def _check_deadlines(self) -> None:
         now = time.monotonic()
@@ -238,27 +250,28 @@ class Worker:
         child = job.child
         _killpg(child.pid)  # leftovers of the job (its own subprocesses)
         status = _reap(child.pid)
-        result = bytearray(job.result)
-        result += _drain(child.result_r)
+        left = _drain(child.result_r)
+        if left:
+            self._take_frames(job, left)
         tail = _drain(child.out_r)
         if tail:
             _append_tail(job, tail)
         self._close_child(child)
         del self.jobs[job.id]
         if not job.reported:
-            self._report(job, self._outcome(job, bytes(result), status))
+            self._report(job, self._outcome(job, status))
 
     def _report(self, job: Job, message: dict[str, Any]) -> None:
         message["output"] = _output_text(job)
         message["duration_ms"] = (time.monotonic() - job.started) * 1000.0
         self.send(message)
 
-    def _outcome(self, job: Job, result: bytes, status: int | None) -> dict[str, Any]:
+    def _outcome(self, job: Job, status: int | None) -> dict[str, Any]:
         if job.killed_for == "timeout":
             return _result(job.id, "timeout", error=f"timed out after {job.timeout:g} s")
         if job.killed_for == "cancelled":
             return _result(job.id, "cancelled", error="cancelled")
-        parsed = _parse_result(result)
+        parsed = job.final
         if parsed is not None:
             return _result(job.id, parsed["status"], parsed.get("value"), parsed.get("error"))
         if status is not None and os.WIFSIGNALED(status):
@@ -305,7 +318,8 @@ class Worker:
                 os.close(fd)
             return None
         if pid == 0:
-            serve_job(ChildFds(job_r, result_w, out_w), self.limits, os.getppid(), private)
+            serve_job(ChildFds(job_r, result_w, out_w), self.limits, os.getppid(), private,
+                      self.warm_up)
         for fd in (job_r, result_w, out_w):
             os.close(fd)
         os.set_blocking(result_r, False)
@@ -372,16 +386,6 @@ def _result(
     job_id: Any, status: str, value: Any = None, error: str | None = None
 ) -> dict[str, Any]:
     return {"op": "result", "id": job_id, "status": status, "value": value, "error": error}
-
-
-def _parse_result(data: bytes) -> dict[str, Any] | None:
-    if not data:
-        return None
-    try:
-        parsed = json.loads(data.decode("utf-8"))
-    except ValueError:  # truncated: the child died while writing
-        return None
-    return parsed if isinstance(parsed, dict) and "status" in parsed else None
 
 
 def _append_tail(job: Job, data: bytes) -> None:

@@ -99,3 +99,38 @@ def matmul(params: dict[str, Any]) -> float:
 
 def torch_loaded(params: dict[str, Any]) -> bool:
     return "torch" in sys.modules
+
+
+def partials(params: dict[str, Any]) -> str:
+    from fxls.worker.child import send_partial
+
+    for index in range(int(params.get("count", 3))):
+        assert send_partial({"index": index})
+    if params.get("then_exit"):
+        os._exit(5)
+    assert not send_partial(object())  # not JSON data: refused, nothing sent
+    return "final"
+
+
+def warm_up() -> None:
+    """A warm-up that leaves traces a job must (STATE) or must not (the rest) see."""
+    import torch
+
+    STATE["warmed"] = os.getpid()
+    print("WARM-UP OUTPUT")
+    sys.path.insert(0, "/nonexistent/warm-up")
+    torch.rand(3)
+
+
+def failing_warm_up() -> None:
+    raise RuntimeError("warm-up failed")
+
+
+def warm_state(params: dict[str, Any]) -> dict[str, Any]:
+    import torch
+
+    return {
+        "warmed": STATE.get("warmed") == os.getpid(),
+        "path": "/nonexistent/warm-up" in sys.path,
+        "torch": torch.rand(2).tolist(),
+    }

@@ -259,6 +259,62 @@ async def test_warm_torch_matmul_does_not_hang() -> None:
         await worker.close()
 
 
+async def test_partial_results_arrive_before_the_result(client: WorkerClient) -> None:
+    seen: list[object] = []
+    result = await client.run(f"{JOBS}:partials", {"count": 3}, on_partial=seen.append)
+    assert result.status == "ok" and result.value == "final", result
+    assert seen == [{"index": 0}, {"index": 1}, {"index": 2}]
+
+
+async def test_partial_results_survive_a_crash_after_them(client: WorkerClient) -> None:
+    seen: list[object] = []
+    result = await client.run(
+        f"{JOBS}:partials", {"count": 2, "then_exit": True}, on_partial=seen.append
+    )
+    assert result.status == "crashed" and "code 5" in (result.error or ""), result
+    assert seen == [{"index": 0}, {"index": 1}]
+    await assert_still_works(client)
+
+
+async def _warm_state(warm_up: str | None) -> list[JobResult]:
+    worker = WorkerClient(
+        sys.executable, warm_imports=("torch", "tests.worker.seeded"), warm_up=warm_up
+    )
+    await worker.start()
+    try:
+        results = []
+        for _ in range(2):
+            await asyncio.sleep(1.0)  # the idle job process has warmed up by now
+            results.append(await worker.run(f"{JOBS}:warm_state", {}, timeout=10))
+        return results
+    finally:
+        await worker.close()
+
+
+async def test_warm_up_runs_before_the_job_and_leaves_no_trace() -> None:
+    warmed = await _warm_state(f"{JOBS}:warm_up")
+    plain = await _warm_state(None)
+    for result in (*warmed, *plain):
+        assert result.status == "ok", result
+        assert "WARM-UP OUTPUT" not in result.output
+    assert [r.value["warmed"] for r in warmed] == [True, True]
+    assert [r.value["warmed"] for r in plain] == [False, False]
+    for with_warm_up, without in zip(warmed, plain, strict=True):
+        assert with_warm_up.value["path"] is False
+        assert with_warm_up.value["torch"] == without.value["torch"]
+
+
+async def test_a_failing_warm_up_does_not_stop_jobs() -> None:
+    worker = WorkerClient(sys.executable, warm_up=f"{JOBS}:failing_warm_up")
+    await worker.start()
+    try:
+        await asyncio.sleep(0.5)
+        await assert_still_works(worker)
+        await assert_still_works(worker)
+    finally:
+        await worker.close()
+
+
 def _run_script(body: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
     script = textwrap.dedent(body)
     return subprocess.run(
