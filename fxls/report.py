@@ -27,6 +27,10 @@ class Span:
     def key(self) -> tuple[str, int, int, int, int]:
         return (self.file, self.line, self.col, self.end_line, self.end_col)
 
+    def to_dict(self) -> dict[str, Any]:
+        return {"file": self.file, "line": self.line, "end_line": self.end_line,
+                "col": self.col, "end_col": self.end_col}
+
 
 @dataclass(slots=True)
 class RelatedInfo:
@@ -81,6 +85,17 @@ class NodeInfo:
     module_params: int | None = None
     backward: str | None = None
 
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name, "op": self.op, "target": self.target, "args": self.args,
+            "kwargs": self.kwargs, "users": list(self.users),
+            "span": self.span.to_dict() if self.span is not None else None,
+            "stack": [s.to_dict() for s in self.stack], "shape": self.shape,
+            "dtype": self.dtype, "module_path": self.module_path,
+            "module_type": self.module_type, "module_params": self.module_params,
+            "backward": self.backward,
+        }
+
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> NodeInfo:
         fields = dict(data)
@@ -100,6 +115,14 @@ class ModuleReport:
     #: the traced graph's outputs on seeded example inputs, summarised (per output tensor:
     #: sum, sum of absolute values); lets a fix be checked to keep the graph's behaviour
     output_signature: list[float] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name, "status": self.status, "node_count": self.node_count,
+            "span": self.span.to_dict() if self.span is not None else None,
+            "nodes": [n.to_dict() for n in self.nodes], "code": self.code,
+            "output_signature": self.output_signature,
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ModuleReport:
@@ -124,7 +147,13 @@ class FileReport:
     graphs: list[ModuleReport] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return _plain(self)
+        return {
+            "path": self.path,
+            "modules": [m.to_dict() for m in self.modules],
+            "diagnostics": [_plain(d) for d in self.diagnostics],
+            "timings_ms": dict(self.timings_ms),
+            "graphs": [g.to_dict() for g in self.graphs],
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> FileReport:

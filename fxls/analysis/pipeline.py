@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import ast
 import inspect
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from time import perf_counter
 from typing import Any
@@ -72,7 +73,15 @@ class _File:
         )
 
 
-def analyze_source(path: str, source: str, settings: Settings) -> FileReport:
+def analyze_source(
+    path: str,
+    source: str,
+    settings: Settings,
+    on_diagnostics: Callable[[FileReport], None] | None = None,
+) -> FileReport:
+    """The file's report. ``on_diagnostics`` gets the diagnostics of tracing first (every
+    code but FX014), before the example-input runs that add shapes, backward nodes and the
+    graph-vs-eager check: an editor can show them without waiting for those runs."""
     started = perf_counter()
     filename = str(Path(path).resolve())
     try:
@@ -105,25 +114,47 @@ def analyze_source(path: str, source: str, settings: Settings) -> FileReport:
         report.diagnostics.append(diagnostic(
             "FX004", f"fxls could not use a rewrite rule: {problem}",
             SourceSpan(filename, 1, 1, 0, len(first_line.encode("utf-8"))), ""))
-    seen: dict[tuple[str, tuple[str, int, int, int, int]], Diagnostic] = {}
     trace_started = perf_counter()
+    seen: _Seen = {}
+    traced: list[_Traced] = []
     for cls in classes:
-        module_report, found = _analyze_class(cls, file)
+        module_report, found, done = _analyze_class(cls, file)
         report.modules.append(module_report)
-        for item in found:
-            first = seen.setdefault((item.code, item.span.key()), item)
-            if first is item:
-                report.diagnostics.append(item)
-            elif module_report.span is not None and item.module != first.module:
-                first.related.append(RelatedInfo(
-                    module_report.span, f"also reached when tracing `{item.module}`"))
-                first.data.setdefault("also_reached_from", []).append(item.module)
-    report.timings_ms["trace"] = (perf_counter() - trace_started) * 1000
-    for name, graph in _module_graphs(file.namespace):
+        _add_diagnostics(report, seen, module_report, found)
+        if done is not None:
+            traced.append(done)
+    graphs = _module_graphs(file.namespace)
+    for _, graph in graphs:
         report.diagnostics.extend(_lint_graph(graph, file))
+    report.timings_ms["trace"] = (perf_counter() - trace_started) * 1000
+    if on_diagnostics is not None:
+        report.timings_ms["diagnostics"] = (perf_counter() - started) * 1000
+        on_diagnostics(_finish(replace(report, diagnostics=list(report.diagnostics)), file))
+    observe_started = perf_counter()
+    for done in traced:
+        _add_diagnostics(report, seen, done.module_report, _observe_class(done, file))
+    for name, graph in graphs:
         report.graphs.append(_graph_report(name, graph))
+    report.timings_ms["observe"] = (perf_counter() - observe_started) * 1000
     report.timings_ms["total"] = (perf_counter() - started) * 1000
     return _finish(report, file)
+
+
+_Seen = dict[tuple[str, tuple[str, int, int, int, int]], Diagnostic]
+
+
+def _add_diagnostics(
+    report: FileReport, seen: _Seen, module_report: ModuleReport, found: list[Diagnostic]
+) -> None:
+    """Add ``found``; a problem already reported from another module gains a related link."""
+    for item in found:
+        first = seen.setdefault((item.code, item.span.key()), item)
+        if first is item:
+            report.diagnostics.append(item)
+        elif module_report.span is not None and item.module != first.module:
+            first.related.append(RelatedInfo(
+                module_report.span, f"also reached when tracing `{item.module}`"))
+            first.data.setdefault("also_reached_from", []).append(item.module)
 
 
 def _finish(report: FileReport, file: _File) -> FileReport:
@@ -217,18 +248,31 @@ def _required_parameters(cls: type, given: dict[str, Any]) -> list[str]:
     ]
 
 
-def _analyze_class(cls: type, file: _File) -> tuple[ModuleReport, list[Diagnostic]]:
+@dataclass
+class _Traced:
+    """A traced class between the two phases: what its example-input runs need."""
+
+    module_report: ModuleReport
+    instance: torch.nn.Module
+    ctx: ModuleContext
+    span: SourceSpan
+
+
+def _analyze_class(
+    cls: type, file: _File
+) -> tuple[ModuleReport, list[Diagnostic], _Traced | None]:
+    """Construct, trace and check one class; the traced state for ``_observe_class``."""
     name = cls.__name__
     span = class_span(cls, file.filename, file.source, file.definitions)
     module_report = ModuleReport(name, "skipped", 0, to_span(span))
     pragmas = file.pragmas.classes.get(name, ClassPragmas())
     if pragmas.skip or pragmas.leaf:
-        return module_report, []
+        return module_report, [], None
     torch.manual_seed(0)  # the same parameters in every run, so outputs can be compared
     instance = _construct(cls, pragmas, file, span)
     if isinstance(instance, Diagnostic):
         module_report.status = "failed" if instance.code == "FX004" else "skipped"
-        return module_report, [instance]
+        return module_report, [instance], None
     concrete = None
     if pragmas.concrete:
         try:
@@ -236,7 +280,7 @@ def _analyze_class(cls: type, file: _File) -> tuple[ModuleReport, list[Diagnosti
         except Exception as error:
             return module_report, [diagnostic(
                 "FX004", f"the `concrete` pragma of `{name}` cannot be evaluated: {error}",
-                span, name)]
+                span, name)], None
     recorder = TraceRecorder()
     with recorder.active():
         trace = trace_collecting_issues(
@@ -246,10 +290,9 @@ def _analyze_class(cls: type, file: _File) -> tuple[ModuleReport, list[Diagnosti
     gm = trace.graph_module
     if gm is None:
         module_report.status = "failed"
-        return module_report, found
+        return module_report, found, None
     module_report.status = "partial" if trace.issues else "traced"
     module_report.node_count = len(gm.graph.nodes)
-    module_report.code = gm.code
     torch.manual_seed(1)
     example_inputs = _example_inputs(pragmas, file.namespace, gm, trace)
     ctx = ModuleContext(
@@ -262,19 +305,30 @@ def _analyze_class(cls: type, file: _File) -> tuple[ModuleReport, list[Diagnosti
     found += rules.trace_time_calls(ctx)
     found += rewrites.find_rewrites(ctx, file.rewrite_candidates)
     found += find_user_rewrites(ctx, file.user_rules, file.tree)
+    return module_report, found, _Traced(module_report, instance, ctx, span)
+
+
+def _observe_class(traced: _Traced, file: _File) -> list[Diagnostic]:
+    """Run the graph on the example inputs (shapes, backward nodes, output signature), then
+    the module itself (FX014), and fill in the node table."""
+    ctx, module_report = traced.ctx, traced.module_report
+    gm, example_inputs = ctx.graph_module, ctx.example_inputs
+    assert gm is not None  # only traced classes get here
+    found: list[Diagnostic] = []
     backward: dict[str, str] = {}
-    if example_inputs is not None and not trace.issues:
+    if example_inputs is not None and not ctx.trace.issues:
         seen = observe(gm, example_inputs,
                        record_backward=len(gm.graph.nodes) <= _MAX_NODES_FOR_AUTOGRAD)
         if seen.ok:
             backward = seen.backward
             module_report.output_signature = signature(seen.output)
             if file.settings.check_eager:
-                ran, eager = run_eager(instance, example_inputs)
+                ran, eager = run_eager(traced.instance, example_inputs)
                 if ran:
-                    found += rules.eager_mismatch(ctx, span, eager, seen.output)
+                    found += rules.eager_mismatch(ctx, traced.span, eager, seen.output)
+    module_report.code = gm.code
     module_report.nodes = [_node_info(n, gm, backward) for n in gm.graph.nodes]
-    return module_report, found
+    return found
 
 
 def _example_inputs(

@@ -49,6 +49,8 @@ def _comments(source: str) -> list[tuple[int, str]]:
 def parse_pragmas(source: str, tree: ast.AST | None = None) -> FilePragmas:
     """The pragmas of ``source``; ``tree`` is its parse when the caller already has it."""
     result = FilePragmas()
+    if "fxls:" not in source:  # no pragma can be there: skip tokenizing (most files)
+        return result
     comments = _comments(source)
     for line, text in comments:
         match = _IGNORE.search(text)

@@ -4,10 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from fxls.report import FileReport
-from fxls.runner import ANALYZE_TARGET, WARM_IMPORTS, AnalysisRequest, report_from_result
+from fxls.runner import (
+    ANALYZE_TARGET,
+    WARM_IMPORTS,
+    WARM_UP,
+    AnalysisRequest,
+    report_from_result,
+)
 
 log = logging.getLogger(__name__)
 
@@ -25,16 +32,33 @@ class AnalysisService:
             if self._client is None:
                 from fxls.worker.client import WorkerClient
 
-                client = WorkerClient(self.python, warm_imports=WARM_IMPORTS)
+                client = WorkerClient(self.python, warm_imports=WARM_IMPORTS, warm_up=WARM_UP)
                 await client.start()
                 self._client = client
             return self._client
 
-    async def analyze(self, key: str, request: AnalysisRequest) -> FileReport | None:
-        """The report for ``request``, or None when a newer request for ``key`` superseded it."""
+    async def analyze(
+        self,
+        key: str,
+        request: AnalysisRequest,
+        on_diagnostics: Callable[[FileReport], None] | None = None,
+    ) -> FileReport | None:
+        """The report for ``request``, or None when a newer request for ``key`` superseded it.
+
+        ``on_diagnostics`` gets the tracing diagnostics as soon as the job sends them, before
+        the complete report (shapes, backward nodes, FX014).
+        """
         client = await self._ensure_client()
+
+        def on_partial(value: Any) -> None:
+            if on_diagnostics is not None and isinstance(value, dict):
+                early = FileReport.from_dict(value)
+                early.path = request.path
+                on_diagnostics(early)
+
         result = await client.run(
-            ANALYZE_TARGET, request.params(), timeout=request.settings.timeout, job_id=key
+            ANALYZE_TARGET, request.params(), timeout=request.settings.timeout, job_id=key,
+            on_partial=on_partial,
         )
         if result.status == "cancelled":
             return None

@@ -19,6 +19,7 @@ from pygls.uris import to_fs_path
 
 from fxls import __version__
 from fxls.graph_render import RENDERERS, render_module
+from fxls.report import FileReport
 from fxls.runner import AnalysisRequest
 from fxls.server.analysis_service import AnalysisService
 from fxls.server.code_actions import FIX_ALL_KIND, FixCache, code_actions
@@ -33,6 +34,9 @@ log = logging.getLogger("fxls.server")
 
 SHOW_GRAPH = "fxls.showGraph"
 RESTART_WORKER = "fxls.restartWorker"
+#: sent after the complete report of a version is in place (hover, inlay hints, code lens
+#: and code actions answer from it); diagnostics may have been published before it
+ANALYSIS_DONE = "fxls/analysisDone"
 #: how long a code action request waits for fixes of the current text to be verified
 VERIFY_WAIT_S = 10.0
 
@@ -98,15 +102,26 @@ class FxlsServer(LanguageServer):
             }
             settings = load_settings(state.path, overrides)
             request = AnalysisRequest(state.path, text, settings)
+
+            def publish(report: FileReport) -> None:
+                converter = RangeConverter(state.path, text, self.encoding)
+                diagnostics = to_lsp_diagnostics(report, converter)
+                self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
+                    uri=uri, diagnostics=diagnostics, version=version))
+
+            def publish_early(report: FileReport) -> None:
+                # tracing's diagnostics now; the complete report (FX014, shapes for hover)
+                # publishes again when the job ends, and is what code actions use
+                if generation == state.generation:
+                    publish(report)
+
             async with self._progress(f"Tracing {Path(state.path).name}"):
-                report = await self.analysis.analyze(uri, request)
+                report = await self.analysis.analyze(uri, request, publish_early)
             if report is None or generation != state.generation:
                 return  # superseded by a newer save: its result will publish
             state.report, state.analysed_text, state.analysed_version = report, text, version
-            diagnostics = to_lsp_diagnostics(report, self.converter(state))
-            self.text_document_publish_diagnostics(
-                types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=version)
-            )
+            publish(report)
+            self.protocol.notify(ANALYSIS_DONE, {"uri": uri, "version": version})
             self._refresh_views()
             self._start_fix_verification(state, request)
         except Exception:

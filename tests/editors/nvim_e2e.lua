@@ -83,6 +83,13 @@ local ok_run, err_run = xpcall(function()
     end
     return default_publish(err, result, ctx)
   end
+  -- the server says when the complete report of a version (hover data) is in place
+  local analysed = {}
+  vim.lsp.handlers['fxls/analysisDone'] = function(_, result)
+    if result and result.uri == vim.uri_from_bufnr(buf) then
+      analysed[result.version] = true
+    end
+  end
   local function fx_diag(code, lnum)
     for _, d in ipairs(vim.diagnostic.get(buf)) do
       if d.code == code and (lnum == nil or d.lnum == lnum) then
@@ -116,6 +123,9 @@ local ok_run, err_run = xpcall(function()
   end
   check(found, 'no push of version %d with FX001 on line %d within 30 s of :write (publishes: %s)',
     version, if_lnum, vim.inspect(publishes))
+  check(vim.wait(30000, function()
+    return analysed[version]
+  end, 20), 'no fxls/analysisDone for version %d within 30 s', version)
   local fx001 = fx_diag('FX001')
   check(fx001.lnum == if_lnum and fx001.col == if_col,
     'FX001 at %d:%d, expected %d:%d', fx001.lnum, fx001.col, if_lnum, if_col)

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+
+#: fxls.server.app.ANALYSIS_DONE (importing the server module here would build a server)
+ANALYSIS_DONE = "fxls/analysisDone"
 
 
 async def open_and_wait(
@@ -45,17 +50,35 @@ async def save_and_wait(
 async def wait_for_version(
     client: LanguageClient, uri: str, version: int
 ) -> list[types.Diagnostic]:
-    """Wait for the publish of exactly this uri and version (earlier publishes are stale)."""
-    while True:
-        params = await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
-        if params.uri == uri and params.version == version:
-            return list(params.diagnostics)
+    """Wait until the analysis of exactly this uri and version is complete (the server then
+    sends ``fxls/analysisDone``; its diagnostics may have been published before), and return
+    its diagnostics."""
+    done: set[tuple[str, int]] = client.fxls_done  # type: ignore[attr-defined]
+    while (uri, version) not in done:
+        await asyncio.sleep(0.005)
+    return list(client.diagnostics.get(uri, []))
+
+
+def track_analyses(client: LanguageClient) -> None:
+    """Record the server's ``fxls/analysisDone`` notifications as (uri, version) pairs."""
+    client.fxls_done = set()  # type: ignore[attr-defined]
+
+    @client.feature(ANALYSIS_DONE)
+    def _analysis_done(params: Any) -> None:  # not `object`: pygls would pass the client
+        uri, version = _field(params, "uri"), _field(params, "version")
+        client.fxls_done.add((uri, version))  # type: ignore[attr-defined]
+
+
+def _field(params: Any, name: str) -> Any:
+    return params[name] if isinstance(params, dict) else getattr(params, name)
 
 
 @pytest_lsp.fixture(
     config=ClientServerConfig(server_command=[sys.executable, "-m", "fxls", "serve"]),
 )
 async def client(lsp_client: LanguageClient, tmp_path: Path):
+    track_analyses(lsp_client)
+
     # the VS Code capabilities we claim include refresh support: answer those requests
     @lsp_client.feature(types.WORKSPACE_CODE_LENS_REFRESH)
     def _code_lens_refresh(_params: None) -> None:
@@ -81,6 +104,7 @@ async def client(lsp_client: LanguageClient, tmp_path: Path):
 )
 async def nvim_client(lsp_client: LanguageClient, tmp_path: Path):
     """A client that announces Neovim's capabilities: it negotiates utf-8 positions."""
+    track_analyses(lsp_client)
 
     @lsp_client.feature(types.WORKSPACE_INLAY_HINT_REFRESH)
     def _inlay_hint_refresh(_params: None) -> None:

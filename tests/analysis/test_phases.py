@@ -1,0 +1,70 @@
+"""The job sends tracing's diagnostics ahead of the complete report (real worker, real job)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from fxls.report import FileReport
+from fxls.runner import ANALYZE_TARGET, WARM_IMPORTS, WARM_UP, AnalysisRequest
+from fxls.settings import Settings
+from fxls.worker.client import WorkerClient
+
+SOURCE = '''import torch
+from torch import nn
+
+
+# fxls: args (torch.randn(2, 4),)
+class Counter(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        self.calls += 1
+        return self.lin(x) * self.calls
+
+
+class Gate(nn.Module):
+    def forward(self, x):
+        if x.sum() > 0:
+            x = x * 2
+        return x
+'''
+
+
+async def test_diagnostics_arrive_before_the_complete_report(tmp_path: Path) -> None:
+    path = tmp_path / "model.py"
+    path.write_text(SOURCE, encoding="utf-8")
+    request = AnalysisRequest(str(path), SOURCE, Settings(root=str(tmp_path)))
+    early: list[dict[str, Any]] = []
+    client = WorkerClient(sys.executable, warm_imports=WARM_IMPORTS, warm_up=WARM_UP)
+    await client.start()
+    try:
+        result = await client.run(ANALYZE_TARGET, request.params(), timeout=60,
+                                  on_partial=early.append)
+    finally:
+        await client.close()
+    assert result.status == "ok", result
+    final = FileReport.from_dict(result.value)
+    assert len(early) == 1
+    first = FileReport.from_dict(early[0])
+
+    codes = [(d.code, d.span.key()) for d in final.diagnostics]
+    assert sorted(c for c, _ in codes) == ["FX001", "FX014"]
+    assert [(d.code, d.span.key()) for d in first.diagnostics] == [
+        c for c in codes if c[0] != "FX014"
+    ]
+    assert [(m.name, m.status) for m in first.modules] == [
+        ("Counter", "traced"), ("Gate", "partial")
+    ]
+    assert all(not m.nodes and m.code is None for m in first.modules)
+
+    counter = final.modules[0]
+    assert counter.code and counter.output_signature
+    linear = next(n for n in counter.nodes if n.op == "call_module")
+    assert linear.shape == [2, 4] and linear.backward == "AddmmBackward0"
+    timings = result.value["timings_ms"]
+    assert 0 < timings["diagnostics"] <= timings["total"]
