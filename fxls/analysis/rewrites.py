@@ -27,6 +27,18 @@ class _Text:
         return ast.get_source_segment(self.source, node) or ast.unparse(node)
 
 
+def _dotted(node: ast.AST) -> str | None:
+    """``torch.nn.functional.relu`` for a chain of attributes on a name (cheaper than unparse)."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
 def _same(a: ast.AST, b: ast.AST) -> bool:
     return ast.dump(a) == ast.dump(b)
 
@@ -40,7 +52,7 @@ def _method_call(node: ast.AST, method: str) -> ast.Call | None:
 
 def _sigmoid_of(node: ast.AST) -> ast.expr | None:
     if isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords:
-        dotted = ast.unparse(node.func)
+        dotted = _dotted(node.func)
         if dotted in ("torch.sigmoid", "F.sigmoid", "torch.nn.functional.sigmoid"):
             return node.args[0]
     call = _method_call(node, "sigmoid")
@@ -72,7 +84,7 @@ def _linear(node: ast.expr, text: _Text) -> str | None:
         return None
     product, bias = node.left, node.right
     x = w = None
-    if isinstance(product, ast.Call) and ast.unparse(product.func) == "torch.matmul" and len(
+    if isinstance(product, ast.Call) and _dotted(product.func) == "torch.matmul" and len(
         product.args
     ) == 2:
         x, w = product.args[0], _transposed(product.args[1])
@@ -122,7 +134,7 @@ def _view_view(node: ast.expr, text: _Text) -> str | None:
 
 
 def _single_cat(node: ast.expr, text: _Text) -> str | None:
-    if (isinstance(node, ast.Call) and ast.unparse(node.func) == "torch.cat" and node.args
+    if (isinstance(node, ast.Call) and _dotted(node.func) == "torch.cat" and node.args
             and isinstance(node.args[0], ast.List | ast.Tuple) and len(node.args[0].elts) == 1
             and not isinstance(node.args[0].elts[0], ast.Starred)):
         return text.of(node.args[0].elts[0])
