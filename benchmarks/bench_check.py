@@ -69,7 +69,7 @@ async def measure_examples() -> dict[str, float]:
     subprocess.run([sys.executable, "-m", "fxls", "check", str(REPO / "examples")],
                    capture_output=True, check=False)
     wall = (time.perf_counter() - start) * 1000
-    client = WorkerClient(sys.executable, warm_imports=WARM_IMPORTS, warm_up=WARM_UP)
+    client = WorkerClient(sys.executable, warm_imports=WARM_IMPORTS)  # as `fxls check`
     start = time.perf_counter()
     await client.start()
     worker_start = (time.perf_counter() - start) * 1000
