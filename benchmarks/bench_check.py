@@ -73,7 +73,7 @@ async def measure_examples() -> dict[str, float]:
     start = time.perf_counter()
     await client.start()
     worker_start = (time.perf_counter() - start) * 1000
-    import_ms = trace_ms = jobs_ms = 0.0
+    import_ms = trace_ms = observe_ms = jobs_ms = 0.0
     for path in examples:
         request = AnalysisRequest(str(path), path.read_text(), Settings(root=str(REPO)))
         start = time.perf_counter()
@@ -82,9 +82,10 @@ async def measure_examples() -> dict[str, float]:
         if result.status == "ok":
             import_ms += result.value["timings_ms"].get("import", 0.0)
             trace_ms += result.value["timings_ms"].get("trace", 0.0)
+            observe_ms += result.value["timings_ms"].get("observe", 0.0)
     await client.close()
     return {"files": len(examples), "wall": wall, "worker_start": worker_start,
-            "import": import_ms, "trace": trace_ms, "jobs": jobs_ms}
+            "import": import_ms, "trace": trace_ms, "observe": observe_ms, "jobs": jobs_ms}
 
 
 async def measure(repeat: int) -> dict[str, object]:
@@ -157,6 +158,8 @@ def main() -> None:
         ("  all jobs, warm worker, one after another", e["jobs"]),
         ("    of which: import (exec) of the files", e["import"]),
         ("    of which: construct + trace + rules of their modules", e["trace"]),
+        ("    of which: example-input runs (shapes, backward, FX014) + node tables",
+         e["observe"]),
     ]
     if args.markdown:
         print("| `fxls check examples/` | ms |\n| --- | ---: |")
