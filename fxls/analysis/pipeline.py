@@ -80,8 +80,9 @@ def analyze_source(
     on_diagnostics: Callable[[FileReport], None] | None = None,
 ) -> FileReport:
     """The file's report. ``on_diagnostics`` gets the diagnostics of tracing first (every
-    code but FX014), before the example-input runs that add shapes, backward nodes and the
-    graph-vs-eager check: an editor can show them without waiting for those runs."""
+    code but FX014 and FX020), before the rewrite matching and the example-input runs that
+    add shapes, backward nodes and the graph-vs-eager check: an editor can show the
+    traceability problems without waiting for those."""
     started = perf_counter()
     filename = str(Path(path).resolve())
     try:
@@ -107,8 +108,6 @@ def analyze_source(
     )
     file.autowrap = _resolve_functions(settings.autowrap_functions, file.namespace)
     file.user_rules, rule_problems = load_rule_files(settings.rule_files, file.root)
-    if tree is not None:
-        file.rewrite_candidates = rewrites.candidates(tree, source, file.namespace)
     first_line = source.splitlines()[0] if source else ""
     for problem in rule_problems:
         report.diagnostics.append(diagnostic(
@@ -131,6 +130,8 @@ def analyze_source(
         report.timings_ms["diagnostics"] = (perf_counter() - started) * 1000
         on_diagnostics(_finish(replace(report, diagnostics=list(report.diagnostics)), file))
     observe_started = perf_counter()
+    if tree is not None and traced:
+        file.rewrite_candidates = rewrites.candidates(tree, source, file.namespace)
     for done in traced:
         _add_diagnostics(report, seen, done.module_report, _observe_class(done, file))
     for name, graph in graphs:
@@ -303,18 +304,17 @@ def _analyze_class(
     found += rules.inplace_on_inputs(ctx)
     found += rules.baked_constants(ctx, recorder.created_tensors)
     found += rules.trace_time_calls(ctx)
-    found += rewrites.find_rewrites(ctx, file.rewrite_candidates)
-    found += find_user_rewrites(ctx, file.user_rules, file.tree)
     return module_report, found, _Traced(module_report, instance, ctx, span)
 
 
 def _observe_class(traced: _Traced, file: _File) -> list[Diagnostic]:
-    """Run the graph on the example inputs (shapes, backward nodes, output signature), then
-    the module itself (FX014), and fill in the node table."""
+    """Rewrite suggestions (FX020); run the graph on the example inputs (shapes, backward
+    nodes, output signature), then the module itself (FX014); fill in the node table."""
     ctx, module_report = traced.ctx, traced.module_report
     gm, example_inputs = ctx.graph_module, ctx.example_inputs
     assert gm is not None  # only traced classes get here
-    found: list[Diagnostic] = []
+    found = [*rewrites.find_rewrites(ctx, file.rewrite_candidates),
+             *find_user_rewrites(ctx, file.user_rules, file.tree)]
     backward: dict[str, str] = {}
     if example_inputs is not None and not ctx.trace.issues:
         seen = observe(gm, example_inputs,

@@ -1,4 +1,5 @@
-"""The job sends tracing's diagnostics ahead of the complete report (real worker, real job)."""
+"""The job sends tracing's diagnostics ahead of the complete report, which adds FX014 and
+FX020 (real worker, real job)."""
 
 from __future__ import annotations
 
@@ -32,6 +33,11 @@ class Gate(nn.Module):
         if x.sum() > 0:
             x = x * 2
         return x
+
+
+class Swish(nn.Module):
+    def forward(self, x):
+        return x * torch.sigmoid(x)
 '''
 
 
@@ -53,12 +59,12 @@ async def test_diagnostics_arrive_before_the_complete_report(tmp_path: Path) -> 
     first = FileReport.from_dict(early[0])
 
     codes = [(d.code, d.span.key()) for d in final.diagnostics]
-    assert sorted(c for c, _ in codes) == ["FX001", "FX014"]
+    assert sorted(c for c, _ in codes) == ["FX001", "FX014", "FX020"]
     assert [(d.code, d.span.key()) for d in first.diagnostics] == [
-        c for c in codes if c[0] != "FX014"
+        c for c in codes if c[0] not in ("FX014", "FX020")
     ]
     assert [(m.name, m.status) for m in first.modules] == [
-        ("Counter", "traced"), ("Gate", "partial")
+        ("Counter", "traced"), ("Gate", "partial"), ("Swish", "traced")
     ]
     assert all(not m.nodes and m.code is None for m in first.modules)
 
