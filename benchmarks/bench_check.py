@@ -144,7 +144,7 @@ def main() -> None:
         (f"warm job, {r['nodes']}-node model: diagnostics received", r["first"]),
         ("  of which, in the job: parse + exec of the file", r["import"]),
         ("  of which, in the job: construct + trace + rules (all modules)", r["trace"]),
-        ("warm job: complete report received (+ shapes, backward, FX014, node tables)",
+        ("warm job: complete report received (+ FX020, shapes, backward, FX014, node tables)",
          r["job"]),
         ("in-process exec + construct + torch.fx symbolic_trace of each class (reference)",
          r["reference"]),
@@ -158,8 +158,8 @@ def main() -> None:
         ("  all jobs, warm worker, one after another", e["jobs"]),
         ("    of which: import (exec) of the files", e["import"]),
         ("    of which: construct + trace + rules of their modules", e["trace"]),
-        ("    of which: example-input runs (shapes, backward, FX014) + node tables",
-         e["observe"]),
+        ("    of which: FX020 matching, example-input runs (shapes, backward, FX014), "
+         "node tables", e["observe"]),
     ]
     if args.markdown:
         print("| `fxls check examples/` | ms |\n| --- | ---: |")
