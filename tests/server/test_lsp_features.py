@@ -214,3 +214,46 @@ async def test_work_done_progress_wraps_each_trace(client: LanguageClient, tmp_p
         for value in values
     ]
     assert kinds[:1] == ["begin"] and kinds[-1] == "end"
+
+
+SLOW_EAGER = """import time
+
+import torch
+from torch import nn
+
+
+class Slow(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        if type(x).__name__ != "Proxy":  # the eager run (FX014's), not the trace
+            time.sleep(2)
+        return self.fc(x)
+
+
+class Gate(nn.Module):
+    def forward(self, x):
+        if x.sum() > 0:
+            x = x.relu()
+        return x
+"""
+
+
+async def test_tracing_diagnostics_are_published_before_the_slow_eager_run(
+    client: LanguageClient, tmp_path: Path
+):
+    path = tmp_path / "slow.py"
+    path.write_text(SLOW_EAGER, encoding="utf-8")
+    uri = path.as_uri()
+    first = client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    client.text_document_did_open(types.DidOpenTextDocumentParams(
+        types.TextDocumentItem(uri, "python", 1, SLOW_EAGER)))
+    early = await first
+    assert early.uri == uri and early.version == 1
+    assert "FX001" in [d.code for d in early.diagnostics]
+    # the complete report is still 2 s of eager run away
+    assert (uri, 1) not in client.fxls_done  # type: ignore[attr-defined]
+    final = await wait_for_version(client, uri, 1)
+    assert [(d.code, d.range) for d in final] == [(d.code, d.range) for d in early.diagnostics]
