@@ -8,7 +8,7 @@ from typing import Any
 from fxls.analysis.pipeline import analyze_source
 from fxls.report import FileReport
 from fxls.settings import Settings
-from fxls.worker.child import send_partial
+from fxls.worker.child import job_waiting, send_partial
 
 #: a small model that goes through every step of the analysis (never a user's file)
 WARM_UP_MODEL = Path(__file__).with_name("_fxls_warm_up_model.py")
@@ -26,9 +26,23 @@ def _send_diagnostics(report: FileReport) -> None:
     send_partial(report.to_dict())
 
 
+class _JobArrived(Exception):
+    pass
+
+
 def warm_up() -> None:
     """Analyse the bundled model once: run in each idle job process of the worker before its
-    job arrives, so the job finds the code paths, caches and pages it needs already touched."""
+    job arrives, so the job finds the code paths, caches and pages it needs already touched.
+    A job that arrives meanwhile ends the warm-up after tracing (its one safe point)."""
     source = WARM_UP_MODEL.read_text(encoding="utf-8")
     settings = Settings(root=str(Path(_WARM_UP_PATH).parent))
-    analyze_source(_WARM_UP_PATH, source, settings, FileReport.to_dict).to_dict()
+    try:
+        analyze_source(_WARM_UP_PATH, source, settings, _stop_if_job_waiting).to_dict()
+    except _JobArrived:
+        pass
+
+
+def _stop_if_job_waiting(report: FileReport) -> None:
+    report.to_dict()
+    if job_waiting():
+        raise _JobArrived

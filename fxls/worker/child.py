@@ -40,6 +40,8 @@ class ChildFds:
 
 #: the result pipe of the job this process runs; None outside a job
 _result_fd: int | None = None
+#: set once this process's job has arrived (while the warm-up may still be running)
+_job_arrived = threading.Event()
 
 
 @dataclass
@@ -112,6 +114,11 @@ def run_target(target: str, params: Any) -> bytes:
         return encode({"status": status, "error": detail})
 
 
+def job_waiting() -> bool:
+    """For a warm-up: the job has arrived, so stop at the next safe point."""
+    return _job_arrived.is_set()
+
+
 def _receive_job(job_r: int, warm_up: str | None) -> bytes:
     """The job's bytes; before they arrive, run ``warm_up`` (``module:function``) if given.
 
@@ -122,7 +129,12 @@ def _receive_job(job_r: int, warm_up: str | None) -> bytes:
     if not warm_up or _readable(job_r):
         return _read_job(job_r)
     received: list[bytes] = []
-    reader = threading.Thread(target=lambda: received.append(_read_job(job_r)), daemon=True)
+
+    def receive() -> None:
+        received.append(_read_job(job_r))
+        _job_arrived.set()
+
+    reader = threading.Thread(target=receive, daemon=True)
     reader.start()
     _run_warm_up(warm_up)
     reader.join()

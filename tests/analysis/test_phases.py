@@ -74,3 +74,21 @@ async def test_diagnostics_arrive_before_the_complete_report(tmp_path: Path) -> 
     assert linear.shape == [2, 4] and linear.backward == "AddmmBackward0"
     timings = result.value["timings_ms"]
     assert 0 < timings["diagnostics"] <= timings["total"]
+
+
+def test_warm_up_stops_after_tracing_when_a_job_is_waiting(monkeypatch) -> None:
+    import fxls.analysis.job as job
+    import fxls.analysis.pipeline as pipeline
+
+    def second_phase(*_: object) -> None:
+        raise AssertionError("the warm-up went on after its job arrived")
+
+    traced: list[FileReport] = []
+    real_stop = job._stop_if_job_waiting
+    monkeypatch.setattr(job, "job_waiting", lambda: True)
+    monkeypatch.setattr(job, "_stop_if_job_waiting",
+                        lambda report: (traced.append(report), real_stop(report)))
+    monkeypatch.setattr(pipeline, "_observe_class", second_phase)
+    job.warm_up()
+    assert [m.name for m in traced[0].modules] == ["Block", "WarmUpNet", "Gate"]
+    assert [d.code for d in traced[0].diagnostics] == ["FX001"]

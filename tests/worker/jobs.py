@@ -122,8 +122,22 @@ def warm_up() -> None:
     torch.rand(3)
 
 
+def endless_warm_up() -> None:
+    """Warms up until the job arrives (as fxls's warm-up stops at its safe point)."""
+    from fxls.worker.child import job_waiting
+
+    deadline = time.monotonic() + 30
+    while not job_waiting() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    STATE["warm_up_stopped_early"] = time.monotonic() < deadline
+
+
 def failing_warm_up() -> None:
     raise RuntimeError("warm-up failed")
+
+
+def warm_up_stopped(params: dict[str, Any]) -> Any:
+    return STATE.get("warm_up_stopped_early")
 
 
 def warm_state(params: dict[str, Any]) -> dict[str, Any]:

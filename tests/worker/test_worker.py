@@ -304,6 +304,17 @@ async def test_warm_up_runs_before_the_job_and_leaves_no_trace() -> None:
         assert with_warm_up.value["torch"] == without.value["torch"]
 
 
+async def test_a_warm_up_can_stop_when_the_job_arrives() -> None:
+    worker = WorkerClient(sys.executable, warm_up=f"{JOBS}:endless_warm_up")
+    await worker.start()
+    try:
+        await asyncio.sleep(0.3)
+        result = await worker.run(f"{JOBS}:warm_up_stopped", {}, timeout=20)
+        assert result.status == "ok" and result.value is True, result
+    finally:
+        await worker.close()
+
+
 async def test_a_failing_warm_up_does_not_stop_jobs() -> None:
     worker = WorkerClient(sys.executable, warm_up=f"{JOBS}:failing_warm_up")
     await worker.start()
