@@ -86,18 +86,37 @@ def failure_report(
     return FileReport(request.path, [], [diagnostic])
 
 
-def report_from_result(request: AnalysisRequest, result: Any) -> FileReport:
-    """Turn a worker ``JobResult`` into the file's report."""
+def report_from_result(
+    request: AnalysisRequest, result: Any, early: FileReport | None = None
+) -> FileReport:
+    """Turn a worker ``JobResult`` into the file's report. ``early`` is what the job sent
+    before it ended (tracing's diagnostics): kept when the job then failed."""
     if result.status == "ok" and isinstance(result.value, dict):
         report = FileReport.from_dict(result.value)
         report.path = request.path
         return report
-    return failure_report(
+    report = failure_report(
         request,
         result.status,
         _last_line(_failure_detail(result)),
         getattr(result, "output", "") or "",
     )
+    if early is not None:
+        report.modules = early.modules
+        report.diagnostics = sorted(
+            [*early.diagnostics, *report.diagnostics],
+            key=lambda d: (d.span.file, d.span.line, d.span.col, d.code),
+        )
+    return report
+
+
+def early_report(request: AnalysisRequest, value: Any) -> FileReport | None:
+    """The report a job sent ahead of its result (``on_partial``), if it is one."""
+    if not isinstance(value, dict):
+        return None
+    report = FileReport.from_dict(value)
+    report.path = request.path
+    return report
 
 
 def _failure_detail(result: Any) -> str:
@@ -130,11 +149,13 @@ async def analyze_many(
     slots = asyncio.Semaphore(max(1, jobs))
 
     async def analyze_one(request: AnalysisRequest) -> FileReport:
+        early: list[FileReport | None] = [None]
         async with slots:
             result = await client.run(
-                ANALYZE_TARGET, request.params(), timeout=request.settings.timeout
+                ANALYZE_TARGET, request.params(), timeout=request.settings.timeout,
+                on_partial=lambda value: early.append(early_report(request, value)),
             )
-        report = report_from_result(request, result)
+        report = report_from_result(request, result, early[-1])
         if on_done is not None:
             on_done(report)
         return report

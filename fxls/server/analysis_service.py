@@ -13,6 +13,7 @@ from fxls.runner import (
     WARM_IMPORTS,
     WARM_UP,
     AnalysisRequest,
+    early_report,
     report_from_result,
 )
 
@@ -49,11 +50,12 @@ class AnalysisService:
         the complete report (shapes, backward nodes, FX014).
         """
         client = await self._ensure_client()
+        early: FileReport | None = None
 
         def on_partial(value: Any) -> None:
-            if on_diagnostics is not None and isinstance(value, dict):
-                early = FileReport.from_dict(value)
-                early.path = request.path
+            nonlocal early
+            early = early_report(request, value)
+            if on_diagnostics is not None and early is not None:
                 on_diagnostics(early)
 
         result = await client.run(
@@ -62,7 +64,7 @@ class AnalysisService:
         )
         if result.status == "cancelled":
             return None
-        return report_from_result(request, result)
+        return report_from_result(request, result, early)
 
     async def set_python(self, python: str) -> None:
         if python != self.python:

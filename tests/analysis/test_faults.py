@@ -14,6 +14,12 @@ FILES = {
     "a_loop_import.py": HEAD + "while True:\n    pass\n",
     "b_loop_forward.py": HEAD + "class M(nn.Module):\n    def forward(self, x):\n"
     "        while True:\n            pass\n",
+    "b_loop_eager.py": HEAD + "class Gate(nn.Module):\n    def forward(self, x):\n"
+    "        if x.sum() > 0:\n            x = x * 2\n        return x\n\n\n"
+    "class EagerHang(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+    "        self.lin = nn.Linear(2, 2)\n\n    def forward(self, x):\n"
+    "        while isinstance(x, torch.Tensor):  # a tensor in the eager run, not in the trace\n"
+    "            pass\n        return self.lin(x)\n",
     "c_segfault.py": HEAD + "import ctypes\nctypes.string_at(0)\n",
     "d_exit.py": HEAD + "import os\nos._exit(3)\n",
     "e_memory.py": HEAD + "blob = bytearray(3 * 1024**3)\n",
@@ -42,6 +48,11 @@ def test_each_fault_gives_its_diagnostic_and_the_next_file_works(tmp_path: Path)
     assert first("a_loop_import.py")[0] == "FX102" and first("a_loop_import.py")[1] in (3, 4)
     assert "timed out" in first("a_loop_import.py")[2]
     assert first("b_loop_forward.py")[0] == "FX102" and first("b_loop_forward.py")[1] in (5, 6)
+    # a hang after tracing keeps what tracing found
+    found = files["b_loop_eager.py"]["diagnostics"]
+    eager = [(d["code"], d["range"]["start"]["line"]) for d in found]
+    assert eager[0] == ("FX001", 5) and eager[1][0] == "FX102" and eager[1][1] in (16, 17)
+    assert [m["status"] for m in files["b_loop_eager.py"]["modules"]] == ["partial", "traced"]
     assert first("c_segfault.py")[:2] == ("FX102", 4)
     assert "SIGSEGV" in first("c_segfault.py")[2]
     assert first("d_exit.py")[0] == "FX102" and "code 3" in first("d_exit.py")[2]
