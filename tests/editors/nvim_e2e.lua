@@ -83,12 +83,23 @@ local ok_run, err_run = xpcall(function()
     end
     return default_publish(err, result, ctx)
   end
-  -- the server says when the complete report of a version (hover data) is in place
-  local analysed = {}
-  vim.lsp.handlers['fxls/analysisDone'] = function(_, result)
+  -- the server says when the complete report of a version (hover data) is in place; the
+  -- config's own handler refreshes shown code lenses then (wrapped here, not replaced)
+  local analysed, done_count = {}, 0
+  local plugin_done = client.handlers['fxls/analysisDone']
+  check(plugin_done ~= nil, 'lsp/fxls.lua has no fxls/analysisDone handler')
+  client.handlers['fxls/analysisDone'] = function(err, result, ctx, cfg)
     if result and result.uri == vim.uri_from_bufnr(buf) then
       analysed[result.version] = true
+      done_count = done_count + 1
     end
+    return plugin_done(err, result, ctx, cfg)
+  end
+  local lens_refreshes = 0
+  local refresh = vim.lsp.codelens.refresh
+  vim.lsp.codelens.refresh = function(opts)
+    lens_refreshes = lens_refreshes + 1
+    return refresh(opts)
   end
   local function fx_diag(code, lnum)
     for _, d in ipairs(vim.diagnostic.get(buf)) do
@@ -103,6 +114,18 @@ local ok_run, err_run = xpcall(function()
     return fx_diag('FX001') ~= nil
   end, 100), 'no FX001 within 30 s of opening the file')
   log('open: %d publish(es), FX001 at line %d', #publishes, fx_diag('FX001').lnum)
+
+  local open_version = vim.lsp.util.buf_versions[buf]
+  check(vim.wait(30000, function()
+    return analysed[open_version]
+  end, 20), 'no fxls/analysisDone for the opened version %d', open_version)
+
+  -- show the code lenses once; later saves refresh them when their report is complete
+  vim.lsp.codelens.refresh({ bufnr = buf })
+  check(vim.wait(10000, function()
+    return #vim.lsp.codelens.get(buf) > 0
+  end, 50), 'no code lens shown within 10 s')
+  local refreshes_before = lens_refreshes
 
   -- edit + :write: the server traces on save and pushes again (Neovim does not pull on save)
   vim.api.nvim_buf_set_lines(buf, unused_lnum, unused_lnum, false, { '        # edited in nvim' })
@@ -126,6 +149,21 @@ local ok_run, err_run = xpcall(function()
   check(vim.wait(30000, function()
     return analysed[version]
   end, 20), 'no fxls/analysisDone for version %d within 30 s', version)
+  check(lens_refreshes > refreshes_before,
+    'the code lenses were not refreshed when the report of version %d was complete', version)
+  log('ok: code lenses refreshed on fxls/analysisDone')
+
+  -- with vim.g.fxls_codelens, lenses come back even when none are shown (same text saved)
+  vim.lsp.codelens.clear(client.id, buf)
+  check(#vim.lsp.codelens.get(buf) == 0, 'code lenses still there after clear')
+  vim.g.fxls_codelens = true
+  local done_before = done_count
+  vim.cmd('silent write')
+  check(vim.wait(30000, function()
+    return done_count > done_before and #vim.lsp.codelens.get(buf) > 0
+  end, 20), 'vim.g.fxls_codelens: no code lens after the next complete report')
+  vim.g.fxls_codelens = nil
+  log('ok: vim.g.fxls_codelens shows the lenses')
   local fx001 = fx_diag('FX001')
   check(fx001.lnum == if_lnum and fx001.col == if_col,
     'FX001 at %d:%d, expected %d:%d', fx001.lnum, fx001.col, if_lnum, if_col)

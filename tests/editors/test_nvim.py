@@ -122,4 +122,6 @@ def test_neovim_end_to_end(tmp_path: Path) -> None:
         log += f"\nlsp.log (tail):\n{lsp_log.read_text(errors='replace')[-4000:]}"
     assert proc.returncode == 0, f"nvim e2e failed (exit {proc.returncode})\n{log}"
     assert "all checks passed" in proc.stderr, log
+    assert "code lenses refreshed on fxls/analysisDone" in proc.stderr, log
+    assert "vim.g.fxls_codelens shows the lenses" in proc.stderr, log
     assert elapsed < 60, f"nvim e2e took {elapsed:.1f} s\n{log}"
