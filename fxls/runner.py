@@ -92,9 +92,7 @@ def report_from_result(
     """Turn a worker ``JobResult`` into the file's report. ``early`` is what the job sent
     before it ended (tracing's diagnostics): kept when the job then failed."""
     if result.status == "ok" and isinstance(result.value, dict):
-        report = FileReport.from_dict(result.value)
-        report.path = request.path
-        return report
+        return _report_from_value(request, result.value)
     report = failure_report(
         request,
         result.status,
@@ -110,13 +108,38 @@ def report_from_result(
     return report
 
 
-def early_report(request: AnalysisRequest, value: Any) -> FileReport | None:
-    """The report a job sent ahead of its result (``on_partial``), if it is one."""
-    if not isinstance(value, dict):
-        return None
+def _report_from_value(request: AnalysisRequest, value: dict[str, Any]) -> FileReport:
     report = FileReport.from_dict(value)
     report.path = request.path
     return report
+
+
+async def run_analysis(
+    client: Any,
+    request: AnalysisRequest,
+    *,
+    job_id: str | None = None,
+    on_diagnostics: Callable[[FileReport], None] | None = None,
+) -> FileReport | None:
+    """Analyse ``request`` in ``client``'s worker; None when the job was cancelled (a newer
+    one with the same ``job_id``, or the worker closed). ``on_diagnostics`` gets tracing's
+    diagnostics as soon as the job sends them, before the complete report."""
+    early: FileReport | None = None
+
+    def on_partial(value: Any) -> None:
+        nonlocal early
+        if isinstance(value, dict):
+            early = _report_from_value(request, value)
+            if on_diagnostics is not None:
+                on_diagnostics(early)
+
+    result = await client.run(
+        ANALYZE_TARGET, request.params(), timeout=request.settings.timeout, job_id=job_id,
+        on_partial=on_partial,
+    )
+    if result.status == "cancelled":
+        return None
+    return report_from_result(request, result, early)
 
 
 def _failure_detail(result: Any) -> str:
@@ -149,13 +172,10 @@ async def analyze_many(
     slots = asyncio.Semaphore(max(1, jobs))
 
     async def analyze_one(request: AnalysisRequest) -> FileReport:
-        early: list[FileReport | None] = [None]
         async with slots:
-            result = await client.run(
-                ANALYZE_TARGET, request.params(), timeout=request.settings.timeout,
-                on_partial=lambda value: early.append(early_report(request, value)),
-            )
-        report = report_from_result(request, result, early[-1])
+            report = await run_analysis(client, request)
+        if report is None:
+            report = failure_report(request, "cancelled", "")
         if on_done is not None:
             on_done(report)
         return report

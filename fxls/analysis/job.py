@@ -43,6 +43,6 @@ def warm_up() -> None:
 
 
 def _stop_if_job_waiting(report: FileReport) -> None:
-    report.to_dict()
+    report.to_dict()  # as a job does with it (``_send_diagnostics``)
     if job_waiting():
         raise _JobArrived

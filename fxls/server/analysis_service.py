@@ -8,14 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from fxls.report import FileReport
-from fxls.runner import (
-    ANALYZE_TARGET,
-    WARM_IMPORTS,
-    WARM_UP,
-    AnalysisRequest,
-    early_report,
-    report_from_result,
-)
+from fxls.runner import WARM_IMPORTS, WARM_UP, AnalysisRequest, run_analysis
 
 log = logging.getLogger(__name__)
 
@@ -46,25 +39,10 @@ class AnalysisService:
     ) -> FileReport | None:
         """The report for ``request``, or None when a newer request for ``key`` superseded it.
 
-        ``on_diagnostics`` gets the tracing diagnostics as soon as the job sends them, before
-        the complete report (shapes, backward nodes, FX014).
+        ``on_diagnostics`` gets tracing's diagnostics before the complete report.
         """
         client = await self._ensure_client()
-        early: FileReport | None = None
-
-        def on_partial(value: Any) -> None:
-            nonlocal early
-            early = early_report(request, value)
-            if on_diagnostics is not None and early is not None:
-                on_diagnostics(early)
-
-        result = await client.run(
-            ANALYZE_TARGET, request.params(), timeout=request.settings.timeout, job_id=key,
-            on_partial=on_partial,
-        )
-        if result.status == "cancelled":
-            return None
-        return report_from_result(request, result, early)
+        return await run_analysis(client, request, job_id=key, on_diagnostics=on_diagnostics)
 
     async def set_python(self, python: str) -> None:
         if python != self.python:
