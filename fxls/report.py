@@ -115,14 +115,35 @@ class ModuleReport:
     #: the traced graph's outputs on seeded example inputs, summarised (per output tensor:
     #: sum, sum of absolute values); lets a fix be checked to keep the graph's behaviour
     output_signature: list[float] | None = None
+    #: the root class this one was traced inside (a submodule instance of it), or None
+    via: str | None = None
+    #: what built the instance: a factory call (``resnet18()``), a pragma or an entry point
+    entry: str | None = None
+    #: why the class was not traced (status ``skipped``/``failed``), in a user's words
+    reason: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name, "status": self.status, "node_count": self.node_count,
             "span": self.span.to_dict() if self.span is not None else None,
             "nodes": [n.to_dict() for n in self.nodes], "code": self.code,
-            "output_signature": self.output_signature,
+            "output_signature": self.output_signature, "via": self.via,
+            "entry": self.entry, "reason": self.reason,
         }
+
+    def verdict(self) -> str:
+        """``traced`` / ``partial`` / ``traced via ResNet (resnet18())`` /
+        ``not constructed: <reason>``: the status as hover and code lens show it."""
+        if self.status in ("traced", "partial"):
+            how = self.status
+            if self.via:
+                how += f" via {self.via}"
+            if self.entry:
+                how += f" ({self.entry})"
+            return how
+        if self.status == "skipped":
+            return f"not constructed: {self.reason}" if self.reason else "not traced"
+        return f"failed: {self.reason}" if self.reason else "failed"
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ModuleReport:
@@ -134,6 +155,9 @@ class ModuleReport:
             [NodeInfo.from_dict(n) for n in data.get("nodes", [])],
             data.get("code"),
             data.get("output_signature"),
+            data.get("via"),
+            data.get("entry"),
+            data.get("reason"),
         )
 
 

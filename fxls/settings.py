@@ -27,6 +27,12 @@ class Settings:
     rule_files: list[str] = field(default_factory=list)
     #: compare the traced graph against eager forward (FX014); costs one eager run
     check_eager: bool = True
+    #: folders (relative to the project root) that imports start from, e.g. ``["src"]``;
+    #: by default the project root and its ``src/``
+    roots: list[str] = field(default_factory=list)
+    #: callables that build models, ``"pkg.models:build_net"`` or
+    #: ``"pkg.models:build_net(depth=2)"``; tried first for the classes they build
+    entry_points: list[str] = field(default_factory=list)
     #: the directory holding pyproject.toml (or the file's folder); put on sys.path
     root: str = ""
 

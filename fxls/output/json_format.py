@@ -6,17 +6,24 @@ import json
 from typing import Any
 
 from fxls.output.located import SourceCache, locate
-from fxls.report import FileReport
+from fxls.report import FileReport, ModuleReport
 
 
 def report_to_json(report: FileReport, sources: SourceCache) -> dict[str, Any]:
     return {
         "path": report.path,
-        "modules": [
-            {"name": m.name, "status": m.status, "nodes": m.node_count} for m in report.modules
-        ],
+        "modules": [_module(m) for m in report.modules],
         "diagnostics": [_diagnostic(item, report.path) for item in locate(report, sources)],
     }
+
+
+def _module(module: ModuleReport) -> dict[str, Any]:
+    entry: dict[str, Any] = {"name": module.name, "status": module.status,
+                             "nodes": module.node_count, "via": module.via,
+                             "entry": module.entry}
+    if module.reason is not None:
+        entry["reason"] = module.reason
+    return entry
 
 
 def _diagnostic(item: Any, own_path: str) -> dict[str, Any]:
