@@ -1,61 +1,256 @@
-"""Execute a user's file as a module (never as ``__main__``) and find its nn.Module classes."""
+"""Execute a user's file as its module (never as ``__main__``) and find its nn.Module classes."""
 
 from __future__ import annotations
 
 import ast
+import importlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
 import inspect
 import sys
 import traceback
 import types
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from fxcore.source import SourceSpan
+from fxcore.source import SourceSpan, spans_of_traceback
+from fxls.analysis.packages import ModuleLocation
 
 
 @dataclass
 class LoadFailure:
     message: str
     span: SourceSpan
+    #: where the error really was when that is another file (a sibling, a package __init__)
+    related: list[SourceSpan] = field(default_factory=list)
 
 
-def module_name_for(path: Path) -> str:
-    stem = path.stem if path.stem.isidentifier() else "user_module"
-    return stem if stem not in sys.modules else f"_fxls_{stem}"
+@dataclass
+class LoadResult:
+    """The executed module (None when nothing of the file ran) and what went wrong."""
+
+    module: types.ModuleType | None
+    failures: list[LoadFailure] = field(default_factory=list)
 
 
-def execute_file(path: Path, source: str, root: str) -> types.ModuleType | LoadFailure:
-    """Run ``source`` (the text of ``path``) as a fresh module; failures become FX100 data."""
-    for folder in (str(path.parent), root):
+def execute_file(
+    path: Path,
+    source: str,
+    tree: ast.Module | None,
+    location: ModuleLocation,
+    extra_paths: tuple[str, ...] = (),
+) -> LoadResult:
+    """Import ``source`` (the possibly unsaved text of ``path``) as the module ``location``
+    names, as ``python -m`` would: parent packages are imported (their ``__init__`` runs and
+    may import this module: it then gets ``source``), siblings come from disk, and the file
+    runs once. An import of the file that fails is an FX100 at that import, and the rest of
+    the file still runs; any other error stops the file there (what ran is still analysed)."""
+    sys.dont_write_bytecode = True  # never leave __pycache__ folders in the user's project
+    for folder in reversed((location.import_root, *extra_paths)):
         if folder and folder not in sys.path:
             sys.path.insert(0, folder)
-    name = module_name_for(path)
-    module = types.ModuleType(name)
-    module.__file__ = str(path)
-    module.__builtins__ = __builtins__  # type: ignore[attr-defined]
-    sys.modules[name] = module
-    filename = str(path)
+    runner = _DocumentRunner(str(path), source, tree)
+    if tree is None:
+        runner.report_syntax_error()
+        return LoadResult(None, runner.failures)
+    finder = _DocumentFinder(location, str(path), runner)
+    sys.meta_path.insert(0, finder)
     try:
-        code = compile(source, filename, "exec", dont_inherit=True)
-    except SyntaxError as error:
-        line = error.lineno or 1
-        col = max((error.offset or 1) - 1, 0)
-        end_line = error.end_lineno or line
-        end_col = max((error.end_offset or (col + 2)) - 1, col + 1)
-        text_line = source.splitlines()[line - 1] if 0 < line <= len(source.splitlines()) else ""
-        byte_col = len(text_line[:col].encode("utf-8"))
-        byte_end = len(text_line[:end_col].encode("utf-8")) if end_line == line else end_col
-        return LoadFailure(
-            f"{type(error).__name__}: {error.msg}",
-            SourceSpan(filename, line, end_line, byte_col, max(byte_end, byte_col + 1)),
+        module = _import(location, runner)
+    finally:
+        sys.meta_path.remove(finder)
+    return LoadResult(module if runner.started else None, runner.failures)
+
+
+def _import(location: ModuleLocation, runner: _DocumentRunner) -> types.ModuleType | None:
+    try:
+        return importlib.import_module(location.name)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as error:  # a parent package's __init__ (or what it imports) failed
+        runner.failures.append(_package_failure(error, location, runner))
+    if runner.started:  # the package imported this file before it failed
+        return sys.modules.get(location.name) or runner.module
+    # run the file anyway, inside stand-ins for the packages that could not be imported
+    _stand_in_packages(location)
+    try:
+        return importlib.import_module(location.name)
+    except KeyboardInterrupt:
+        raise
+    except BaseException:
+        return runner.module
+
+
+def _package_failure(
+    error: BaseException, location: ModuleLocation, runner: _DocumentRunner
+) -> LoadFailure:
+    package = location.package.partition(".")[0] or location.name
+    text = "".join(traceback.format_exception_only(type(error), error)).strip()
+    spans = [s for s in spans_of_traceback(error.__traceback__) if s.file != runner.filename]
+    first_line = runner.source.split("\n", 1)[0]
+    span = SourceSpan(runner.filename, 1, 1, 0, len(first_line.encode("utf-8")))
+    return LoadFailure(f"importing the package `{package}` raised: {text}", span, spans[-1:])
+
+
+def _stand_in_packages(location: ModuleLocation) -> None:
+    parts = location.package.split(".") if location.package else []
+    folder = Path(location.import_root)
+    for depth in range(1, len(parts) + 1):
+        name = ".".join(parts[:depth])
+        folder = folder / parts[depth - 1]
+        if name in sys.modules:
+            continue
+        spec = importlib.machinery.ModuleSpec(name, None, is_package=True)
+        spec.submodule_search_locations = [str(folder)]
+        package = importlib.util.module_from_spec(spec)
+        sys.modules[name] = package
+        if depth > 1:
+            setattr(sys.modules[".".join(parts[: depth - 1])], parts[depth - 1], package)
+
+
+class _DocumentFinder(importlib.abc.MetaPathFinder):
+    """Answers the import of the analysed module with the document's text."""
+
+    def __init__(self, location: ModuleLocation, filename: str, runner: _DocumentRunner) -> None:
+        self.location, self.filename, self.runner = location, filename, runner
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        if fullname != self.location.name:
+            return None
+        spec = importlib.util.spec_from_file_location(
+            fullname, self.filename, loader=_DocumentLoader(self.runner),
+            submodule_search_locations=(
+                [str(Path(self.filename).parent)] if self.location.is_package_init else None),
         )
-    try:
-        exec(code, module.__dict__)
-    except BaseException as error:
-        if isinstance(error, KeyboardInterrupt):
-            raise
-        return LoadFailure(_describe(error), _failure_span(error, filename, source))
-    return module
+        return spec
+
+
+class _DocumentLoader(importlib.abc.Loader):
+    def __init__(self, runner: _DocumentRunner) -> None:
+        self.runner = runner
+
+    def create_module(self, spec: Any) -> None:
+        return None  # the default module object
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        self.runner.run(module)
+
+
+class _DocumentRunner:
+    """Runs the document's statements one by one, so that one failing import does not keep
+    the rest of the file from running."""
+
+    def __init__(self, filename: str, source: str, tree: ast.Module | None) -> None:
+        self.filename, self.source, self.tree = filename, source, tree
+        self.failures: list[LoadFailure] = []
+        self.module: types.ModuleType | None = None
+
+    @property
+    def started(self) -> bool:
+        return self.module is not None
+
+    def report_syntax_error(self) -> None:
+        try:
+            compile(self.source, self.filename, "exec", dont_inherit=True)
+        except SyntaxError as error:
+            self.failures.append(_syntax_failure(error, self.filename, self.source))
+        except ValueError as error:  # e.g. null bytes
+            self.failures.append(LoadFailure(f"SyntaxError: {error}", self._first_line()))
+
+    def _first_line(self) -> SourceSpan:
+        first = self.source.split("\n", 1)[0]
+        return SourceSpan(self.filename, 1, 1, 0, len(first.encode("utf-8")))
+
+    def run(self, module: types.ModuleType) -> None:
+        if self.module is not None:  # imported a second time (a stand-in retry): run once
+            return
+        self.module = module
+        assert self.tree is not None
+        namespace = module.__dict__
+        flags = 0
+        unbound: set[str] = set()  # names that failed imports would have bound
+        for statement in self.tree.body:
+            try:
+                code = compile(ast.Module([statement], []), self.filename, "exec",
+                               flags=flags, dont_inherit=True)
+            except SyntaxError as error:
+                self.failures.append(_syntax_failure(error, self.filename, self.source))
+                return
+            if isinstance(statement, ast.ImportFrom) and statement.module == "__future__":
+                flags |= _future_flags(statement)
+            try:
+                exec(code, namespace)
+            except KeyboardInterrupt:
+                raise
+            except BaseException as error:
+                if isinstance(statement, ast.Import | ast.ImportFrom) and isinstance(
+                    error, ImportError
+                ):
+                    self.failures.append(self._import_failure(statement, error))
+                    unbound.update(_bound_names(statement))
+                    continue
+                if isinstance(error, NameError) and getattr(error, "name", None) in unbound:
+                    continue  # follows from a failed import, already reported
+                self.failures.append(LoadFailure(
+                    _describe(error), _failure_span(error, self.filename, self.source),
+                    _foreign_site(error, self.filename)))
+                return
+
+    def _import_failure(self, statement: ast.stmt, error: ImportError) -> LoadFailure:
+        text = "".join(traceback.format_exception_only(type(error), error)).strip()
+        span = SourceSpan(self.filename, statement.lineno, statement.end_lineno or
+                          statement.lineno, statement.col_offset, statement.end_col_offset or 0)
+        missing = f" `{error.name}`" if error.name else ""
+        return LoadFailure(
+            f"the import of{missing} failed: {text}; the rest of the file is analysed "
+            "without it", span, _foreign_site(error, self.filename))
+
+
+def _future_flags(statement: ast.ImportFrom) -> int:
+    import __future__
+
+    flags = 0
+    for alias in statement.names:
+        feature = getattr(__future__, alias.name, None)
+        flags |= getattr(feature, "compiler_flag", 0)
+    return flags
+
+
+def _bound_names(statement: ast.Import | ast.ImportFrom) -> set[str]:
+    names = set()
+    for alias in statement.names:
+        if alias.asname:
+            names.add(alias.asname)
+        elif isinstance(statement, ast.Import):
+            names.add(alias.name.partition(".")[0])
+        else:
+            names.add(alias.name)
+    return names
+
+
+def _foreign_site(error: BaseException, filename: str) -> list[SourceSpan]:
+    """The innermost user frame of ``error`` when it is in another file than ``filename``."""
+    spans = spans_of_traceback(error.__traceback__)
+    if spans and spans[-1].file != filename:
+        return [spans[-1]]
+    return []
+
+
+def _syntax_failure(error: SyntaxError, filename: str, source: str) -> LoadFailure:
+    line = error.lineno or 1
+    col = max((error.offset or 1) - 1, 0)
+    end_line = error.end_lineno or line
+    end_col = max((error.end_offset or (col + 2)) - 1, col + 1)
+    lines = source.splitlines()
+    text_line = lines[line - 1] if 0 < line <= len(lines) else ""
+    byte_col = len(text_line[:col].encode("utf-8"))
+    byte_end = len(text_line[:end_col].encode("utf-8")) if end_line == line else end_col
+    return LoadFailure(
+        f"{type(error).__name__}: {error.msg}",
+        SourceSpan(filename, line, end_line, byte_col, max(byte_end, byte_col + 1)),
+    )
 
 
 def _describe(error: BaseException) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import linecache
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -28,13 +29,13 @@ from fxls.analysis import rewrites, rules
 from fxls.analysis.context import ModuleContext
 from fxls.analysis.inputs import eval_pragma_args, infer_inputs
 from fxls.analysis.loading import (
-    LoadFailure,
     class_definitions,
     class_span,
     execute_file,
     module_classes,
 )
 from fxls.analysis.observe import observe, run_eager, signature
+from fxls.analysis.packages import ModuleLocation, locate_module
 from fxls.analysis.pragmas import ClassPragmas, FilePragmas, parse_pragmas
 from fxls.analysis.recorder import TraceRecorder
 from fxls.analysis.rules import diagnostic, to_span
@@ -63,6 +64,18 @@ class _File:
     autowrap: tuple[Any, ...] = ()
     user_rules: list[UserRule] = field(default_factory=list)
     rewrite_candidates: list[rewrites.Candidate] = field(default_factory=list)
+    other_trees: dict[str, ast.AST | None] = field(default_factory=dict)
+
+    def tree_of(self, filename: str) -> ast.AST | None:
+        """The parsed text of this file or of another file a span points into."""
+        if filename == self.filename:
+            return self.tree
+        if filename not in self.other_trees:
+            try:
+                self.other_trees[filename] = ast.parse("".join(linecache.getlines(filename)))
+            except (SyntaxError, ValueError):
+                self.other_trees[filename] = None
+        return self.other_trees[filename]
 
     def is_reportable(self, candidate: str) -> bool:
         """This file, or another file of the project (not an installed package)."""
@@ -89,14 +102,22 @@ def analyze_source(
         tree: ast.AST | None = ast.parse(source)
     except SyntaxError:
         tree = None  # executing it reports the error (FX100)
-    file = _File(filename, source, settings.root or str(Path(filename).parent), settings, tree,
-                 parse_pragmas(source, tree))
+    project_root = Path(settings.root) if settings.root else None
+    location = locate_module(Path(filename), project_root, settings.roots,
+                             tree if isinstance(tree, ast.Module) else None)
+    file = _File(filename, source, _reportable_root(settings.root, location, filename),
+                 settings, tree, parse_pragmas(source, tree))
     report = FileReport(path)
-    loaded = execute_file(Path(filename), source, file.root)
+    loaded = execute_file(Path(filename), source, tree if isinstance(tree, ast.Module) else None,
+                          location, (settings.root,) if settings.root else ())
     report.timings_ms["import"] = (perf_counter() - started) * 1000
-    if isinstance(loaded, LoadFailure):
-        report.diagnostics.append(diagnostic("FX100", loaded.message, loaded.span, ""))
+    for failure in loaded.failures:
+        item = diagnostic("FX100", failure.message, failure.span, "")
+        item.related.extend(RelatedInfo(to_span(s), "raised here") for s in failure.related)
+        report.diagnostics.append(item)
+    if loaded.module is None:
         return _finish(report, file)
+    loaded = loaded.module
     fxcore.interop.adopt_torch_fx_wraps()
     file.namespace = dict(vars(loaded))
     file.definitions = class_definitions(tree)
@@ -139,6 +160,15 @@ def analyze_source(
     report.timings_ms["observe"] = (perf_counter() - observe_started) * 1000
     report.timings_ms["total"] = (perf_counter() - started) * 1000
     return _finish(report, file)
+
+
+def _reportable_root(project_root: str, location: ModuleLocation, filename: str) -> str:
+    """The folder whose files are the user's own (their spans are reported): the project
+    root, or the package's import root when that lies above it."""
+    candidates = [Path(p) for p in (project_root, location.import_root) if p]
+    if not candidates:
+        return str(Path(filename).parent)
+    return str(min(candidates, key=lambda p: len(p.parts)))
 
 
 _Seen = dict[tuple[str, tuple[str, int, int, int, int]], Diagnostic]
@@ -369,13 +399,16 @@ def _condition_of(span: SourceSpan, tree: ast.AST) -> SourceSpan:
 
 
 def _text_at(source: str, span: SourceSpan, filename: str) -> str:
-    """The spanned text; for a span over several lines (a ``for`` loop), its first line."""
-    if span.file != filename:
+    """The spanned text; for a span over several lines (a ``for`` loop), its first line.
+    ``source`` is the text of ``filename``; other files' lines are read from disk."""
+    if span.file == filename:
+        lines = source.splitlines()
+        text = lines[span.line - 1] if 0 < span.line <= len(lines) else ""
+    else:
+        text = linecache.getline(span.file, span.line).rstrip("\r\n")
+    if not text:
         return ""
-    lines = source.splitlines()
-    if not 0 < span.line <= len(lines):
-        return ""
-    raw = lines[span.line - 1].encode("utf-8")
+    raw = text.encode("utf-8")
     if span.line != span.end_line:
         first = raw[span.col :].decode("utf-8", "replace")
         return first.split("  #")[0].strip()  # without an inline comment
@@ -390,10 +423,10 @@ def _issue_diagnostic(
     if issue.span is not None:
         candidates.insert(0, issue.span)
     where = next((s for s in candidates if file.is_reportable(s.file)), class_span_)
-    if issue.kind is IssueKind.CONTROL_FLOW and file.tree is not None and (
-        where.file == file.filename
-    ):
-        where = _condition_of(where, file.tree)
+    if issue.kind is IssueKind.CONTROL_FLOW:
+        tree = file.tree_of(where.file)
+        if tree is not None:
+            where = _condition_of(where, tree)
     text = _text_at(file.source, where, file.filename)
     quoted = f"`{text}`" if text else "this expression"
     if issue.kind is IssueKind.CONTROL_FLOW:

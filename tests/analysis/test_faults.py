@@ -61,6 +61,6 @@ def test_each_fault_gives_its_diagnostic_and_the_next_file_works(tmp_path: Path)
     assert first("g_recursion.py")[0] == "FX004" and "RecursionError" in first("g_recursion.py")[2]
     assert files["z_ok.py"] == {
         "path": str(tmp_path / "z_ok.py"),
-        "modules": [{"name": "Ok", "status": "traced", "nodes": 3}],
+        "modules": [{"name": "Ok", "status": "traced", "nodes": 3, "via": None, "entry": None}],
         "diagnostics": [],
     }
