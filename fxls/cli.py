@@ -15,8 +15,9 @@ from fxls.files import collect_python_files
 from fxls.output.json_format import format_json
 from fxls.output.located import SourceCache
 from fxls.output.sarif import format_sarif
+from fxls.output.statistics import collect_statistics, why_not_traced
 from fxls.output.text import format_text
-from fxls.report import FileReport
+from fxls.report import FileReport, ModuleReport
 from fxls.runner import AnalysisRequest, analyze_many
 from fxls.settings import load_settings
 
@@ -51,6 +52,11 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--python", help="interpreter that runs the user code")
     check.add_argument("--jobs", type=int, default=0, help="files analysed at once")
     check.add_argument("--no-progress", action="store_true", help="no progress bar")
+    check.add_argument(
+        "--statistics", action="store_true",
+        help="after the diagnostics, how many classes were traced, partial, not constructed "
+        "or failed (per file and in total), and why each untraced one was not",
+    )
 
     graph = commands.add_parser("graph", help="print the traced graph of one module")
     graph.add_argument("target", help="FILE::Class")
@@ -131,7 +137,8 @@ def run_check(args: argparse.Namespace) -> int:
     for request in requests:
         sources.add(request.path, request.source)
     formatter = {"text": format_text, "json": format_json, "sarif": format_sarif}[args.format]
-    sys.stdout.write(formatter(reports, sources))
+    statistics = collect_statistics(reports) if args.statistics else None
+    sys.stdout.write(formatter(reports, sources, statistics))
     return EXIT_ERRORS if _has_errors(reports) else EXIT_OK
 
 
@@ -158,10 +165,49 @@ def run_graph(args: argparse.Namespace) -> int:
         reason = f" ({failures[0].message})" if failures else ""
         raise UsageError(f"no module {class_name} in {path}{reason}; modules: {names}")
     if not module.nodes:
-        sys.stderr.write(f"{class_name}: {module.status}, no graph to show\n")
+        sys.stderr.write(_no_graph_message(module, report))
         return EXIT_ERRORS
     sys.stdout.write(render_module(module, args.format))
     return EXIT_OK
+
+
+def _no_graph_message(module: ModuleReport, report: FileReport) -> str:
+    """Why ``module`` has no graph, and what makes fxls build it."""
+    name = module.name
+    if module.status not in ("skipped", "failed"):
+        return f"{name}: {module.verdict()}, but its graph has no nodes to show\n"
+    status = "not constructed" if module.status == "skipped" else "failed"
+    why = why_not_traced(module, report)
+    lines = [f"{name}: {status}, no graph to show", f"  why: {why}"]
+    about = next((d for d in report.diagnostics if d.module == name), None)
+    if module.reason and about is not None:  # the diagnostic says where, and more
+        lines.append(f"  see: {_shown_path(about.span.file, report.path)}:{about.span.line}: "
+                     f"{about.code} {about.message}")
+    if "fxls: skip" not in why:
+        lines += [
+            "  to trace it, tell fxls how to build it, either:",
+            f"    - its constructor arguments: `# fxls: init {_init_hint(module, report)}` "
+            f"above `class {name}`",
+            "    - a function that builds it, in pyproject.toml: `[tool.fxls]` "
+            '`entry_points = ["pkg.models:build_model"]`',
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def _shown_path(file: str, report_path: str) -> str:
+    """``file`` as the user named it when it is the analysed file, else as recorded."""
+    same = os.path.realpath(file) == os.path.realpath(report_path)
+    return report_path if same else file
+
+
+def _init_hint(module: ModuleReport, report: FileReport) -> str:
+    """``a=..., b=...`` with the constructor's missing parameters when the analysis named
+    them (FX101), else a placeholder."""
+    for d in report.diagnostics:
+        parameters = d.data.get("parameters") if d.module == module.name else None
+        if parameters and isinstance(parameters, list):
+            return ", ".join(f"{p}=..." for p in parameters)
+    return "<name>=<value>, ..."
 
 
 def run_serve(args: argparse.Namespace) -> int:

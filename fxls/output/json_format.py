@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from fxls.output.located import SourceCache, locate
+from fxls.output.statistics import Statistics
 from fxls.report import FileReport, ModuleReport
 
 
@@ -43,6 +44,12 @@ def _diagnostic(item: Any, own_path: str) -> dict[str, Any]:
     return entry
 
 
-def format_json(reports: list[FileReport], sources: SourceCache) -> str:
-    document = {"version": 1, "files": [report_to_json(r, sources) for r in reports]}
+def format_json(
+    reports: list[FileReport], sources: SourceCache, statistics: Statistics | None = None
+) -> str:
+    document: dict[str, Any] = {
+        "version": 1, "files": [report_to_json(r, sources) for r in reports]
+    }
+    if statistics is not None:  # additive key, only when asked for (--statistics)
+        document["statistics"] = statistics.to_dict()
     return json.dumps(document, indent=2) + "\n"

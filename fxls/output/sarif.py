@@ -9,6 +9,7 @@ from typing import Any
 from fxls import __version__
 from fxls.codes import CODES, doc_url
 from fxls.output.located import SourceCache, locate
+from fxls.output.statistics import Statistics
 from fxls.report import FileReport
 
 _LEVELS = {"error": "error", "warning": "warning", "information": "note", "hint": "note"}
@@ -27,7 +28,9 @@ def _rules() -> list[dict[str, Any]]:
     ]
 
 
-def format_sarif(reports: list[FileReport], sources: SourceCache) -> str:
+def format_sarif(
+    reports: list[FileReport], sources: SourceCache, statistics: Statistics | None = None
+) -> str:
     rule_index = {code: i for i, code in enumerate(CODES)}
     results = []
     for report in reports:
@@ -72,4 +75,6 @@ def format_sarif(reports: list[FileReport], sources: SourceCache) -> str:
             }
         ],
     }
+    if statistics is not None:  # a SARIF property bag: readers ignore what they don't know
+        document["runs"][0]["properties"] = {"statistics": statistics.to_dict()}
     return json.dumps(document, indent=2) + "\n"

@@ -1,0 +1,210 @@
+"""Coverage of a check (``fxls check --statistics``): how many classes were traced, traced
+with problems, not constructed or failed, per file and in total, and why each untraced one
+was not traced.
+
+A bridge between reports and coverage figures: the text table, the JSON ``"statistics"``
+key and the SARIF run property all come from one :class:`Statistics`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from fxls.report import FileReport, ModuleReport
+
+#: module statuses in the order the figures show them, with the words the text uses
+STATUS_LABELS = {
+    "traced": "traced",
+    "partial": "partial",
+    "skipped": "not constructed",
+    "failed": "failed",
+}
+#: diagnostics that mean the file itself did not run (no class of it could be looked at)
+_FILE_FAILURES = ("FX100", "FX102")
+
+
+@dataclass(slots=True)
+class Coverage:
+    """Counts of classes by status."""
+
+    traced: int = 0
+    partial: int = 0
+    skipped: int = 0
+    failed: int = 0
+
+    @property
+    def classes(self) -> int:
+        return self.traced + self.partial + self.skipped + self.failed
+
+    @property
+    def traced_share(self) -> float | None:
+        """Share of classes with a graph (``traced`` or ``partial``); None without classes."""
+        return (self.traced + self.partial) / self.classes if self.classes else None
+
+    def count(self, status: str) -> None:
+        if status in STATUS_LABELS:
+            setattr(self, status, getattr(self, status) + 1)
+
+    def add(self, other: Coverage) -> None:
+        for status in STATUS_LABELS:
+            setattr(self, status, getattr(self, status) + getattr(other, status))
+
+    def summary(self) -> str:
+        """``42 classes: 30 traced, 4 partial, 6 not constructed, 2 failed (81% traced)``"""
+        counts = ", ".join(f"{getattr(self, s)} {label}" for s, label in STATUS_LABELS.items())
+        noun = "class" if self.classes == 1 else "classes"
+        share = f" ({_percent(self.traced_share)} traced)" if self.classes else ""
+        return f"{self.classes} {noun}: {counts}{share}"
+
+    def to_dict(self) -> dict[str, Any]:
+        share = self.traced_share
+        return {
+            "classes": self.classes,
+            **{status: getattr(self, status) for status in STATUS_LABELS},
+            "traced_share": round(share, 4) if share is not None else None,
+        }
+
+
+@dataclass(slots=True)
+class NotTraced:
+    """A class without a graph (status ``skipped`` or ``failed``), or a whole file that did
+    not run (``name`` None, status ``not analysed``), and why."""
+
+    path: str
+    name: str | None
+    status: str
+    reason: str
+    line: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "module": self.name, "status": self.status,
+                "line": self.line, "reason": self.reason}
+
+
+@dataclass(slots=True)
+class FileCoverage:
+    path: str
+    coverage: Coverage
+    #: the file itself did not run (FX100/FX102 without any class found)
+    not_analysed: bool = False
+
+
+@dataclass(slots=True)
+class Statistics:
+    files: list[FileCoverage] = field(default_factory=list)
+    total: Coverage = field(default_factory=Coverage)
+    not_traced: list[NotTraced] = field(default_factory=list)
+
+    @property
+    def files_not_analysed(self) -> int:
+        return sum(f.not_analysed for f in self.files)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON ``"statistics"`` key (additive to the version 1 document)."""
+        return {
+            **self.total.to_dict(),
+            "files_not_analysed": self.files_not_analysed,
+            "files": [
+                {"path": f.path, **f.coverage.to_dict(), "not_analysed": f.not_analysed}
+                for f in self.files
+            ],
+            "not_traced": [item.to_dict() for item in self.not_traced],
+        }
+
+
+def collect_statistics(reports: list[FileReport]) -> Statistics:
+    statistics = Statistics()
+    for report in reports:
+        coverage = Coverage()
+        for module in report.modules:
+            coverage.count(module.status)
+            if module.status in ("skipped", "failed"):
+                line = module.span.line if module.span is not None else None
+                statistics.not_traced.append(NotTraced(
+                    report.path, module.name, module.status,
+                    why_not_traced(module, report), line))
+        failure = next((d for d in report.diagnostics if d.code in _FILE_FAILURES), None)
+        not_analysed = False
+        if failure is not None and not report.modules:
+            not_analysed = True
+            statistics.not_traced.append(
+                NotTraced(report.path, None, "not analysed", f"{failure.code} {failure.message}",
+                          failure.span.line))
+        statistics.files.append(FileCoverage(report.path, coverage, not_analysed))
+        statistics.total.add(coverage)
+    return statistics
+
+
+def why_not_traced(module: ModuleReport, report: FileReport) -> str:
+    """The module's own ``reason``, else the first diagnostic about it (e.g. FX101 with the
+    ``init`` pragma to add, FX004 with what its constructor raised)."""
+    if module.reason:
+        return module.reason
+    about = next((d for d in report.diagnostics if d.module == module.name), None)
+    if about is not None:
+        return f"{about.code} {about.message}"
+    failure = next((d for d in report.diagnostics if d.code in _FILE_FAILURES), None)
+    if failure is not None:
+        return f"{failure.code} {failure.message}"
+    return "no reason recorded"
+
+
+def format_statistics_text(statistics: Statistics) -> str:
+    """The per-file table (only for several files), the total line, then each class that
+    has no graph with its reason."""
+    lines: list[str] = []
+    shown = [f for f in statistics.files if f.coverage.classes or f.not_analysed]
+    if len(statistics.files) > 1 and shown:
+        lines += _table(shown)
+        hidden = len(statistics.files) - len(shown)
+        if hidden:
+            lines.append(f"({hidden} file{'s' if hidden > 1 else ''} without nn.Module "
+                         "classes not shown)")
+    total = statistics.total.summary()
+    if statistics.files_not_analysed:
+        count = statistics.files_not_analysed
+        total += f"; {count} file{'s' if count > 1 else ''} not analysed"
+    lines.append(total)
+    for status, title in (("skipped", "Not constructed"), ("failed", "Failed"),
+                          ("not analysed", "Not analysed")):
+        items = [item for item in statistics.not_traced if item.status == status]
+        if items:
+            lines.append(f"{title}:")
+            lines += [f"  {_where(item)}: {item.reason}" for item in items]
+    return "\n".join(lines) + "\n"
+
+
+def _where(item: NotTraced) -> str:
+    place = item.path if item.line is None else f"{item.path}:{item.line}"
+    return place if item.name is None else f"{place} {item.name}"
+
+
+_COLUMNS = ("classes", *STATUS_LABELS)
+
+
+def _table(files: list[FileCoverage]) -> list[str]:
+    headers = ["file", "classes", *STATUS_LABELS.values(), "traced %"]
+    rows = []
+    for f in files:
+        cells = [str(getattr(f.coverage, c)) for c in _COLUMNS]
+        share = "not analysed" if f.not_analysed else _percent(f.coverage.traced_share)
+        rows.append([f.path, *cells, share])
+    widths = [max(len(row[i]) for row in [headers, *rows]) for i in range(len(headers))]
+
+    def line(cells: list[str]) -> str:
+        first = cells[0].ljust(widths[0])
+        rest = (cell.rjust(width) for cell, width in zip(cells[1:], widths[1:], strict=True))
+        return "  ".join([first, *rest]).rstrip()
+
+    return [line(headers), *(line(row) for row in rows)]
+
+
+def _percent(share: float | None) -> str:
+    """Rounded to the nearest percent, but never 100% unless every class has a graph."""
+    if share is None:
+        return "-"
+    percent = round(share * 100)
+    if percent == 100 and share < 1:
+        percent = 99
+    return f"{percent}%"
