@@ -9,7 +9,6 @@ graphs bound to module globals; then apply pragmas and select/ignore and drop du
 from __future__ import annotations
 
 import ast
-import inspect
 import linecache
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -26,6 +25,7 @@ from fxcore.node import Node, _format_arg
 from fxcore.recovering import CollectedTrace, IssueKind, TraceIssue, trace_collecting_issues
 from fxcore.source import SourceSpan
 from fxls.analysis import rewrites, rules
+from fxls.analysis.construction import FileScope, NotBuilt, Outcome, build_all
 from fxls.analysis.context import ModuleContext
 from fxls.analysis.inputs import eval_pragma_args, infer_inputs
 from fxls.analysis.loading import (
@@ -135,10 +135,14 @@ def analyze_source(
             "FX004", f"fxls could not use a rewrite rule: {problem}",
             SourceSpan(filename, 1, 1, 0, len(first_line.encode("utf-8"))), ""))
     trace_started = perf_counter()
+    outcomes = build_all(classes, FileScope(
+        loaded.__name__, file.namespace, tree if isinstance(tree, ast.Module) else None,
+        source, file.pragmas, settings.entry_points))
+    report.timings_ms["construct"] = (perf_counter() - trace_started) * 1000
     seen: _Seen = {}
     traced: list[_Traced] = []
     for cls in classes:
-        module_report, found, done = _analyze_class(cls, file)
+        module_report, found, done = _analyze_class(cls, file, outcomes.get(cls))
         report.modules.append(module_report)
         _add_diagnostics(report, seen, module_report, found)
         if done is not None:
@@ -227,56 +231,21 @@ def _resolve_functions(names: list[str], namespace: dict[str, Any]) -> tuple[Any
     return tuple(found)
 
 
-def _construct(
-    cls: type, pragmas: ClassPragmas, file: _File, span: SourceSpan
-) -> torch.nn.Module | Diagnostic:
-    name = cls.__name__
-    kwargs: dict[str, Any] = {}
-    if pragmas.init:
-        try:
-            kwargs = eval(f"dict({pragmas.init})", {**file.namespace, "torch": torch})
-        except Exception as error:
-            line = pragmas.lines.get("init", span.line)
-            return diagnostic(
-                "FX101", f"the `init` pragma of `{name}` cannot be evaluated: {error}",
-                SourceSpan(file.filename, line, line, 0, 0) if line != span.line else span, name)
-    try:
-        return cls(**kwargs)
-    except TypeError as error:
-        if error.__traceback__ is not None and error.__traceback__.tb_next is None:
-            # raised by the call itself: the known arguments do not fit ``__init__``
-            missing = _required_parameters(cls, kwargs)
-            hint = ", ".join(f"{p}=..." for p in missing) or "..."
-            return diagnostic(
-                "FX101", f"`{name}` cannot be constructed with known arguments ({error}); add "
-                f"`# fxls: init {hint}` above the class", span, name, parameters=missing)
-        return _construction_failed(error, name, span, file.filename)
-    except Exception as error:
-        return _construction_failed(error, name, span, file.filename)
-
-
-def _construction_failed(
-    error: Exception, name: str, span: SourceSpan, filename: str
+def _not_built(
+    outcome: NotBuilt, module_report: ModuleReport, span: SourceSpan, file: _File
 ) -> Diagnostic:
-    spans = fxcore.source.spans_of_traceback(error.__traceback__)
-    where = next((s for s in reversed(spans) if s.file == filename), span)
-    return diagnostic(
-        "FX004", f"constructing `{name}` raised {type(error).__name__}: {error}", where, name)
-
-
-def _required_parameters(cls: type, given: dict[str, Any]) -> list[str]:
-    """``__init__``'s required parameters that ``given`` does not supply."""
-    try:
-        signature = inspect.signature(cls.__init__)
-    except (TypeError, ValueError):
-        return []
-    parameters = list(signature.parameters.values())[1:]  # not `self`
-    return [
-        p.name for p in parameters
-        if p.default is inspect.Parameter.empty
-        and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
-        and p.name not in given
-    ]
+    module_report.reason = outcome.reason
+    name = module_report.name
+    where = span
+    if outcome.error is not None:
+        module_report.status = "failed"
+        spans = fxcore.source.spans_of_traceback(outcome.error.__traceback__)
+        where = next((s for s in reversed(spans) if s.file == file.filename), span)
+    elif outcome.message.startswith("the `init` pragma"):
+        line = file.pragmas.classes.get(name, ClassPragmas()).lines.get("init", span.line)
+        if line != span.line:
+            where = SourceSpan(file.filename, line, line, 0, 0)
+    return diagnostic(outcome.code, outcome.message, where, name, parameters=outcome.missing)
 
 
 @dataclass
@@ -290,20 +259,20 @@ class _Traced:
 
 
 def _analyze_class(
-    cls: type, file: _File
+    cls: type, file: _File, outcome: Outcome | None
 ) -> tuple[ModuleReport, list[Diagnostic], _Traced | None]:
-    """Construct, trace and check one class; the traced state for ``_observe_class``."""
+    """Trace and check one class's instance; the traced state for ``_observe_class``."""
     name = cls.__name__
     span = class_span(cls, file.filename, file.source, file.definitions)
     module_report = ModuleReport(name, "skipped", 0, to_span(span))
     pragmas = file.pragmas.classes.get(name, ClassPragmas())
-    if pragmas.skip or pragmas.leaf:
+    if pragmas.skip or pragmas.leaf or outcome is None:
+        module_report.reason = "`# fxls: leaf`" if pragmas.leaf else "`# fxls: skip`"
         return module_report, [], None
-    torch.manual_seed(0)  # the same parameters in every run, so outputs can be compared
-    instance = _construct(cls, pragmas, file, span)
-    if isinstance(instance, Diagnostic):
-        module_report.status = "failed" if instance.code == "FX004" else "skipped"
-        return module_report, [instance], None
+    if isinstance(outcome, NotBuilt):
+        return module_report, [_not_built(outcome, module_report, span, file)], None
+    instance = outcome.instance
+    module_report.via, module_report.entry = outcome.via, outcome.entry
     concrete = None
     if pragmas.concrete:
         try:
@@ -325,7 +294,8 @@ def _analyze_class(
     module_report.status = "partial" if trace.issues else "traced"
     module_report.node_count = len(gm.graph.nodes)
     torch.manual_seed(1)
-    example_inputs = _example_inputs(pragmas, file.namespace, gm, trace)
+    example_inputs = (None if outcome.on_meta
+                      else _example_inputs(pragmas, file.namespace, gm, trace))
     ctx = ModuleContext(
         file.filename, file.source, name, instance, trace, gm, example_inputs, concrete,
         file.settings, recorder.calls, file.is_reportable,

@@ -1,0 +1,436 @@
+"""Build an instance of every nn.Module class of a file, the way its project builds them.
+
+For each class, in order: its ``init`` pragma; ``[tool.fxls] entry_points``; its
+constructor's defaults (a configuration parameter gets a built, shrunk configuration);
+module-level factory functions of the file that reach it (``resnet18()``, called with
+their defaults and ``pretrained=False``/``weights=None``; one representative, the cheapest);
+literal-argument constructions written in the file (``Block(dim=64)``); and instances
+found inside the models built so far (``traced via ResNet (resnet18())``).
+
+Sizes are learned on the meta device before anything is built for real: a model that is
+too big to build is traced from its meta instance (no example-input runs).
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from fxls.analysis import configs
+from fxls.analysis.pragmas import ClassPragmas, FilePragmas
+
+#: models with more parameters are traced on the meta device, never built for real
+MAX_REAL_PARAMETERS = 60_000_000
+#: the defaults of a class bigger than this give way to a cheaper factory, when one exists
+PREFER_FACTORY_ABOVE = 15_000_000
+#: how many factories of one class are sized on the meta device to pick the cheapest
+_FACTORY_CANDIDATES = 3
+#: factories never called: entry points of scripts, not builders of models
+_NOT_FACTORIES = ("main", "train", "test", "run", "demo", "bench", "evaluate", "cli")
+
+
+@dataclass
+class Built:
+    instance: torch.nn.Module
+    #: how it was built, as the status shows it (None: the constructor's own defaults)
+    entry: str | None = None
+    #: the root class it was found inside, when it was not built on its own
+    via: str | None = None
+    #: too big to build for real: a meta-device instance (traced, never run)
+    on_meta: bool = False
+    parameters: int | None = None
+
+
+@dataclass
+class NotBuilt:
+    """Why a class has no instance: the reason for the status, and the FX101/FX004 data."""
+
+    code: str  # FX101 | FX004
+    message: str
+    reason: str
+    #: the constructor's required parameters that nothing supplied (for the init-stub fix)
+    missing: list[str] = field(default_factory=list)
+    #: where a construction raised (a span of the user's code), when it did
+    error: BaseException | None = None
+
+
+Outcome = Built | NotBuilt
+
+
+@dataclass
+class FileScope:
+    """What construction needs of the analysed file."""
+
+    module_name: str
+    namespace: dict[str, Any]
+    tree: ast.Module | None
+    source: str
+    pragmas: FilePragmas
+    entry_points: list[str]
+
+
+def build_all(classes: list[type], scope: FileScope) -> dict[type, Outcome]:
+    """An instance, or the reason there is none, for each class (in ``classes`` order)."""
+    return _Builder(classes, scope).run()
+
+
+class _Builder:
+    def __init__(self, classes: list[type], scope: FileScope) -> None:
+        self.classes = classes
+        self.scope = scope
+        self.by_name = {cls.__name__: cls for cls in classes}
+        self.outcomes: dict[type, Outcome] = {}
+        self.roots: list[tuple[type, Built]] = []  # models built whole: harvested last
+        self.tried: dict[type, list[str]] = {cls: [] for cls in classes}
+
+    # -- the order of strategies ---------------------------------------------------------
+
+    def run(self) -> dict[type, Outcome]:
+        pending = []
+        for cls in self.classes:
+            pragmas = self.scope.pragmas.classes.get(cls.__name__, ClassPragmas())
+            if pragmas.skip or pragmas.leaf:
+                continue
+            if pragmas.init:
+                self._settle(cls, self._from_pragma(cls, pragmas))
+            else:
+                pending.append(cls)
+        self._from_entry_points()
+        big_defaults: dict[type, Outcome] = {}
+        for cls in pending:
+            if cls in self.outcomes:
+                continue
+            outcome = self._from_defaults(cls)
+            if isinstance(outcome, Built) and (outcome.parameters or 0) > PREFER_FACTORY_ABOVE:
+                big_defaults[cls] = outcome  # a factory may build it smaller
+            elif isinstance(outcome, Built) or outcome.code == "FX004":
+                self._settle(cls, outcome)
+            else:
+                self.outcomes.setdefault(cls, outcome)
+        self._from_factories([c for c in pending if not self._has_instance(c)])
+        for cls, outcome in big_defaults.items():
+            if not self._has_instance(cls):
+                self._settle(cls, outcome)
+        self._from_literal_calls([c for c in pending if not self._has_instance(c)])
+        self._harvest()
+        for cls in pending:
+            outcome = self.outcomes.get(cls)
+            if isinstance(outcome, NotBuilt) and outcome.code == "FX101":
+                outcome.message, outcome.reason = self._not_built_message(cls, outcome)
+        return self.outcomes
+
+    def _has_instance(self, cls: type) -> bool:
+        return isinstance(self.outcomes.get(cls), Built)
+
+    def _settle(self, cls: type, outcome: Outcome) -> None:
+        if isinstance(outcome, Built):
+            self.outcomes[cls] = outcome
+            self.roots.append((cls, outcome))
+        elif not self._has_instance(cls):
+            self.outcomes[cls] = outcome
+
+    # -- strategies ----------------------------------------------------------------------
+
+    def _from_pragma(self, cls: type, pragmas: ClassPragmas) -> Outcome:
+        try:
+            kwargs = eval(f"dict({pragmas.init})", {**self.scope.namespace, "torch": torch})
+        except Exception as error:
+            message = f"the `init` pragma of `{cls.__name__}` cannot be evaluated: {error}"
+            return NotBuilt("FX101", message, message)
+        return self._build(cls, lambda: cls(**kwargs), "init pragma", required=kwargs)
+
+    def _from_defaults(self, cls: type) -> Outcome:
+        kwargs, built_from = configs.arguments_for(cls, self.scope.namespace)
+        self.tried[cls].append("its constructor's defaults")
+        return self._build(cls, lambda: cls(**kwargs), built_from or None, required=kwargs)
+
+    def _from_entry_points(self) -> None:
+        for text in self.scope.entry_points:
+            target, _, call = text.partition("(")
+            module_name, _, attr = target.strip().partition(":")
+            try:
+                function = getattr(importlib.import_module(module_name), attr)
+                kwargs = eval(f"dict({call[:-1]})", {"torch": torch}) if call else {}
+            except Exception:
+                continue  # names of other files' entry points may not import here
+            model = self._call_built(function, kwargs)
+            if isinstance(model, torch.nn.Module) and type(model) in self.tried:
+                self._settle(type(model), Built(model, text.strip(),
+                                                parameters=_count(model)))
+            elif isinstance(model, torch.nn.Module):
+                self.roots.append((type(model), Built(model, text.strip())))
+
+    def _from_factories(self, wanted: list[type]) -> None:
+        if not wanted or self.scope.tree is None:
+            return
+        factories = _factories(self.scope, self.by_name)
+        for cls in wanted:
+            if self._has_instance(cls):
+                continue  # a factory built for an earlier class built this one too
+            reaching = [f for f in factories if cls.__name__ in f.reaches]
+            if not reaching:
+                continue
+            self.tried[cls].append(f"{len(reaching)} factory function(s)")
+            for factory in _cheapest_first(reaching, self._meta_size):
+                model = self._call_built(factory.function, factory.defaults)
+                if not isinstance(model, torch.nn.Module):
+                    continue
+                built = Built(model, factory.call_text, parameters=_count(model))
+                if type(model) in self.tried:
+                    self._settle(type(model), built)
+                else:
+                    self.roots.append((type(model), built))
+                if self._has_instance(cls) or _contains_instance_of(model, cls):
+                    break
+
+    def _from_literal_calls(self, wanted: list[type]) -> None:
+        if not wanted or self.scope.tree is None:
+            return
+        names = {cls.__name__ for cls in wanted}
+        for node in ast.walk(self.scope.tree):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                    and node.func.id in names):
+                continue
+            cls = self.by_name[node.func.id]
+            if self._has_instance(cls):
+                continue
+            try:
+                args = [ast.literal_eval(a) for a in node.args]
+                kwargs = {k.arg: ast.literal_eval(k.value) for k in node.keywords if k.arg}
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                continue
+            if any(k.arg is None for k in node.keywords):
+                continue
+            text = ast.get_source_segment(self.scope.source, node) or f"{cls.__name__}(...)"
+            if "literal constructions" not in self.tried[cls]:
+                self.tried[cls].append("literal constructions")
+            outcome = self._build(cls, lambda c=cls, a=args, k=kwargs: c(*a, **k),
+                                  f"{text} (line {node.lineno})")
+            if isinstance(outcome, Built):
+                self._settle(cls, outcome)
+
+    def _harvest(self) -> None:
+        """Classes only reachable inside built models: their first instance there."""
+        for root_cls, root in list(self.roots):
+            for submodule in root.instance.modules():
+                cls = type(submodule)
+                if submodule is root.instance or cls not in self.tried or self._has_instance(cls):
+                    continue
+                pragmas = self.scope.pragmas.classes.get(cls.__name__, ClassPragmas())
+                if pragmas.skip or pragmas.leaf:
+                    continue
+                self.outcomes[cls] = Built(submodule, root.entry, root_cls.__name__,
+                                           root.on_meta, _count(submodule))
+
+    # -- building ------------------------------------------------------------------------
+
+    def _build(
+        self, cls: type, make: Callable[[], Any], entry: str | None,
+        required: dict[str, Any] | None = None,
+    ) -> Outcome:
+        """Size ``make()`` on the meta device, then build it for real when it is not too big."""
+        parameters = self._meta_size(make)
+        on_meta = parameters is not None and parameters > MAX_REAL_PARAMETERS
+        torch.manual_seed(0)  # the same parameters in every run, so outputs can be compared
+        try:
+            if on_meta:
+                with torch.device("meta"):
+                    instance = make()
+            else:
+                instance = make()
+        except TypeError as error:
+            if _raised_by_the_call(error):
+                missing = _required_parameters(cls, required or {})
+                message = f"`{cls.__name__}` cannot be constructed with known arguments ({error})"
+                return NotBuilt("FX101", message, message, missing)
+            return _raised(cls, error)
+        except Exception as error:
+            return _raised(cls, error)
+        if not isinstance(instance, torch.nn.Module):
+            message = f"building `{cls.__name__}` gave a {type(instance).__name__}"
+            return NotBuilt("FX101", message, message)
+        return Built(instance, entry, on_meta=on_meta, parameters=parameters)
+
+    def _meta_size(self, make: Callable[[], Any]) -> int | None:
+        """The parameter count of ``make()`` built on the meta device; None when that fails
+        (code that reads values at construction, e.g. ``.item()``)."""
+        try:
+            with torch.device("meta"):
+                model = make()
+        except Exception:
+            return None
+        return _count(model) if isinstance(model, torch.nn.Module) else None
+
+    def _call_built(self, function: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
+        """Call a factory: sized on the meta device first, then for real or on meta."""
+        parameters = self._meta_size(lambda: function(**kwargs))
+        torch.manual_seed(0)
+        try:
+            if parameters is not None and parameters > MAX_REAL_PARAMETERS:
+                with torch.device("meta"):
+                    return function(**kwargs)
+            return function(**kwargs)
+        except Exception:
+            return None
+
+    def _not_built_message(self, cls: type, outcome: NotBuilt) -> tuple[str, str]:
+        missing = outcome.missing or _required_parameters(cls, {})
+        needs = ", ".join(f"`{p}`" for p in missing)
+        tried = ", ".join(self.tried.get(cls) or ["its constructor's defaults"])
+        hint = ", ".join(f"{p}=..." for p in missing) or "..."
+        reason = f"its constructor needs {needs}" if missing else outcome.reason
+        message = (f"`{cls.__name__}` cannot be constructed with known arguments: "
+                   f"{reason} (tried {tried}, and instances inside the models built from this "
+                   f"file); add `# fxls: init {hint}` above the class or an entry point in "
+                   "[tool.fxls]")
+        return message, reason
+
+
+# -- factories ---------------------------------------------------------------------------
+
+
+@dataclass
+class _Factory:
+    function: Callable[..., Any]
+    defaults: dict[str, Any]  # what is passed: pretrained=False / weights=None
+    call_text: str  # "resnet18()"
+    reaches: set[str]  # names of the file's classes its code (and its helpers') mentions
+    size_hint: int  # sum of the integer literals in its body: a rough size order
+
+
+def _factories(scope: FileScope, classes: dict[str, type]) -> list[_Factory]:
+    """Module-level functions of the file that need no arguments and reach its classes."""
+    assert scope.tree is not None
+    functions = {n.name: n for n in scope.tree.body
+                 if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+    mentions = {name: _names_in(node) for name, node in functions.items()}
+    found = []
+    for name, node in functions.items():
+        if name.startswith("_") or name.lower().startswith(_NOT_FACTORIES):
+            continue
+        function = scope.namespace.get(name)
+        if not callable(function) or isinstance(node, ast.AsyncFunctionDef):
+            continue
+        if getattr(function, "__module__", None) != scope.module_name:
+            continue
+        defaults = _factory_arguments(function)
+        if defaults is None:
+            continue
+        reaches = _reachable_classes(name, mentions, classes)
+        if not reaches or not _returns_value(node):
+            continue
+        shown = ", ".join(f"{k}={v!r}" for k, v in defaults.items())
+        found.append(_Factory(function, defaults, f"{name}({shown})", reaches, _size_hint(node)))
+    return found
+
+
+def _factory_arguments(function: Callable[..., Any]) -> dict[str, Any] | None:
+    """What to call a factory with (None: it has required arguments)."""
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):
+        return None
+    arguments: dict[str, Any] = {}
+    for parameter in signature.parameters.values():
+        if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+            continue
+        if parameter.name == "pretrained":
+            arguments["pretrained"] = False
+        elif parameter.name == "weights":
+            arguments["weights"] = None
+        elif parameter.default is inspect.Parameter.empty:
+            return None
+    return arguments
+
+
+def _names_in(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def _reachable_classes(
+    start: str, mentions: dict[str, set[str]], classes: dict[str, type]
+) -> set[str]:
+    seen, todo, reached = {start}, [start], set()
+    while todo:
+        for name in mentions.get(todo.pop(), ()):
+            if name in classes:
+                reached.add(name)
+            elif name in mentions and name not in seen:
+                seen.add(name)
+                todo.append(name)
+    return reached
+
+
+def _returns_value(node: ast.FunctionDef) -> bool:
+    return any(isinstance(n, ast.Return) and n.value is not None for n in ast.walk(node))
+
+
+def _size_hint(node: ast.FunctionDef) -> int:
+    return sum(
+        n.value for n in ast.walk(node)
+        if isinstance(n, ast.Constant) and type(n.value) is int and n.value > 0
+    )
+
+
+def _cheapest_first(
+    factories: list[_Factory], meta_size: Callable[[Callable[[], Any]], int | None]
+) -> list[_Factory]:
+    """The few factories with the smallest literals, sized on the meta device, cheapest
+    first; a factory that cannot be sized goes after those that can."""
+    candidates = sorted(factories, key=lambda f: f.size_hint)[:_FACTORY_CANDIDATES]
+    sized = []
+    for factory in candidates:
+        size = meta_size(lambda f=factory: f.function(**f.defaults))
+        sized.append((size is None, size or 0, factory.size_hint, factory))
+    sized.sort(key=lambda item: item[:3])
+    return [item[3] for item in sized]
+
+
+# -- helpers -----------------------------------------------------------------------------
+
+
+def _count(model: torch.nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+def _contains_instance_of(model: torch.nn.Module, cls: type) -> bool:
+    return any(type(m) is cls for m in model.modules())
+
+
+def _raised_by_the_call(error: TypeError) -> bool:
+    """A TypeError of the call itself (the arguments do not fit ``__init__``), not one
+    raised inside the constructor; the call happens in a lambda of ours, one frame up."""
+    tb = error.__traceback__
+    depth = 0
+    while tb is not None:
+        depth += 1
+        tb = tb.tb_next
+    return depth <= 2
+
+
+def _raised(cls: type, error: Exception) -> NotBuilt:
+    message = f"constructing `{cls.__name__}` raised {type(error).__name__}: {error}"
+    return NotBuilt("FX004", message, f"its constructor raised {type(error).__name__}",
+                    error=error)
+
+
+def _required_parameters(cls: type, given: dict[str, Any]) -> list[str]:
+    """``__init__``'s required parameters that ``given`` does not supply."""
+    try:
+        signature = inspect.signature(cls.__init__)
+    except (TypeError, ValueError):
+        return []
+    parameters = list(signature.parameters.values())[1:]  # not `self`
+    return [
+        p.name for p in parameters
+        if p.default is inspect.Parameter.empty
+        and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+        and p.name not in given
+    ]
+
