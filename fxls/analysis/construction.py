@@ -130,7 +130,8 @@ class _Builder:
 
     def _settle(self, cls: type, outcome: Outcome) -> None:
         if isinstance(outcome, Built):
-            self.outcomes[cls] = outcome
+            if not self._has_instance(cls):  # the first (cheapest) instance stays
+                self.outcomes[cls] = outcome
             self.roots.append((cls, outcome))
         elif not self._has_instance(cls):
             self.outcomes[cls] = outcome

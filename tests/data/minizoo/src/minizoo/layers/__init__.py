@@ -1,0 +1,2 @@
+from .blocks import ConvBnAct, GatedMlp
+from .norm import LayerNorm2d

@@ -1,0 +1,3 @@
+from .resnetish import *
+from .vitish import *
+from . import cycle_a

@@ -1,0 +1,43 @@
+import torch
+from torch import nn
+
+
+class ClsHead(nn.Module):
+    def __init__(self, dim, classes):
+        super().__init__()
+        self.fc = nn.Linear(dim, classes)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+class Classifier(nn.Module):
+    def __init__(self, backbone):
+        super().__init__()
+        self.backbone = backbone
+        self.head = ClsHead(16, 4)
+
+    def forward(self, x):
+        return self.head(self.backbone(x))
+
+
+class Wide(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.fc = nn.Linear(width, width)
+
+    def forward(self, x):
+        return torch.tanh(self.fc(x))
+
+
+def build_wide(width):
+    return Wide(width)
+
+
+class Mystery(nn.Module):
+    def __init__(self, secret):
+        super().__init__()
+        self.secret = secret
+
+    def forward(self, x):
+        return x * self.secret
