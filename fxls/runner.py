@@ -23,6 +23,9 @@ WARM_IMPORTS = ("torch", "fxcore", "fxls.analysis.job")
 #: run by each pre-forked job process while it waits for its job (analyses a bundled model);
 #: for the editor, whose saves are apart, so the warm-up is done when a save comes
 WARM_UP = "fxls.analysis.job:warm_up"
+#: packages whose modules a job imported are imported by the warm worker for later jobs
+#: (torch's own, e.g. ``torch._dynamo`` that torchvision and timm pull in: seconds per job)
+LEARN_IMPORTS = ("torch",)
 #: time the worker itself may add on top of the user's timeout (fork, result transfer)
 TIMEOUT_SLACK_S = 2.0
 
@@ -167,7 +170,7 @@ async def analyze_many(
     if not requests:
         return []
     # no WARM_UP: back-to-back jobs would wait for it (measured: no gain for `fxls check`)
-    client = WorkerClient(python, warm_imports=WARM_IMPORTS)
+    client = WorkerClient(python, warm_imports=WARM_IMPORTS, learn_imports=LEARN_IMPORTS)
     await client.start()
     slots = asyncio.Semaphore(max(1, jobs))
 

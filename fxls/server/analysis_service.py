@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from fxls.report import FileReport
-from fxls.runner import WARM_IMPORTS, WARM_UP, AnalysisRequest, run_analysis
+from fxls.runner import LEARN_IMPORTS, WARM_IMPORTS, WARM_UP, AnalysisRequest, run_analysis
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +26,8 @@ class AnalysisService:
             if self._client is None:
                 from fxls.worker.client import WorkerClient
 
-                client = WorkerClient(self.python, warm_imports=WARM_IMPORTS, warm_up=WARM_UP)
+                client = WorkerClient(self.python, warm_imports=WARM_IMPORTS, warm_up=WARM_UP,
+                                      learn_imports=LEARN_IMPORTS)
                 await client.start()
                 self._client = client
             return self._client

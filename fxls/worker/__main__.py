@@ -25,7 +25,7 @@ def _take_channel() -> tuple[int, int]:
     return channel_in, channel_out
 
 
-def _warm_up(modules: list[str]) -> dict[str, str]:
+def warm_imports(modules: list[str]) -> dict[str, str]:
     """Import ``modules`` (never run user code); returns the import errors by module."""
     import importlib
 
@@ -60,11 +60,12 @@ def main() -> None:
     from fxls.worker.child import Limits
     from fxls.worker.server import Worker
 
-    errors = _warm_up(list(config.get("warm_imports", ())))
+    errors = warm_imports(list(config.get("warm_imports", ())))
     gc.collect()
     gc.freeze()  # keep the warm heap shared with the children (no copy-on-write by the GC)
     limits = Limits(config.get("memory_limit_mb"), config.get("cpu_limit_s"))
-    worker = Worker(channel_in, channel_out, limits, config.get("warm_up"))
+    worker = Worker(channel_in, channel_out, limits, config.get("warm_up"),
+                    tuple(config.get("learn_imports", ())))
     ready = {"op": "ready", "pid": os.getpid(), "python": sys.version, "import_errors": errors}
     worker.serve(ready)
 

@@ -56,6 +56,7 @@ def serve_job(
     worker_pid: int,
     close: Iterable[int],
     warm_up: str | None = None,
+    learn_imports: tuple[str, ...] = (),
 ) -> NoReturn:
     """Run in the freshly forked child; never returns."""
     global _result_fd
@@ -70,8 +71,11 @@ def serve_job(
         job = json.loads(raw.decode("utf-8"))
         _apply_limits(limits)
         _result_fd = fds.result_w
+        loaded = set(sys.modules)
         payload = run_target(job["target"], job["params"])
         flush_output()
+        if learn_imports:
+            _send_imports(fds.result_w, loaded, learn_imports)
         write_all(fds.result_w, payload)
         os.close(fds.result_w)  # EOF now: the worker reports without waiting for our exit
     except BaseException:  # nothing may escape into the worker's code path
@@ -83,6 +87,14 @@ def serve_job(
             pass
     finally:
         os._exit(code)
+
+
+def _send_imports(result_w: int, loaded: set[str], packages: tuple[str, ...]) -> None:
+    """Tell the worker which modules of ``packages`` the job imported (it may import them
+    itself for later jobs): a frame ahead of the final one."""
+    names = sorted(n for n in set(sys.modules) - loaded if n.partition(".")[0] in packages)
+    if names:
+        write_all(result_w, encode({"status": "imports", "value": names}))
 
 
 def send_partial(value: Any) -> bool:

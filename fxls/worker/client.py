@@ -63,11 +63,15 @@ class WorkerClient:
         memory_limit_mb: int = 2048,
         cpu_limit_s: float | None = None,
         warm_up: str | None = None,
+        learn_imports: tuple[str, ...] = (),
     ) -> None:
         """``warm_up`` (``module:function``, no arguments) runs in each pre-forked job process
-        before its job arrives; it must not run user code."""
+        before its job arrives; it must not run user code. Modules of the packages named in
+        ``learn_imports`` (e.g. ``("torch",)``) that a job imported are imported by the warm
+        worker after that job, so later jobs find them loaded."""
         self.python = python
         self.warm_imports = tuple(warm_imports)
+        self.learn_imports = tuple(learn_imports)
         self.warm_up = warm_up
         self.env = env
         self.memory_limit_mb = memory_limit_mb
@@ -134,6 +138,7 @@ class WorkerClient:
             "memory_limit_mb": self.memory_limit_mb,
             "cpu_limit_s": self.cpu_limit_s,
             "warm_up": self.warm_up,
+            "learn_imports": list(self.learn_imports),
         }
         proc = await asyncio.create_subprocess_exec(
             self.python,

@@ -7,10 +7,12 @@ single-threaded (``selectors``): forking from a threaded process is unsafe.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import selectors
 import signal
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -56,13 +58,19 @@ class Job:
     dumped: bool = False
     #: its result went to the client already (sent at the result's EOF, before the exit)
     reported: bool = False
+    #: modules the job imported that the worker may learn (see ``Worker._learn_imports``)
+    imports: list[str] = field(default_factory=list)
 
 
 class Worker:
     def __init__(
-        self, channel_in: int, channel_out: int, limits: Limits, warm_up: str | None = None
+        self, channel_in: int, channel_out: int, limits: Limits, warm_up: str | None = None,
+        learn_imports: tuple[str, ...] = (),
     ) -> None:
         self.channel_in = channel_in
+        self.learn_imports = learn_imports
+        #: modules jobs imported that the worker imports too, after the job that needed them
+        self.to_learn: set[str] = set()
         self.channel_out = channel_out
         self.limits = limits
         self.warm_up = warm_up
@@ -85,6 +93,8 @@ class Worker:
                     self._dispatch_event(*key.data)
                 self._check_deadlines()
                 self._poll_exits()
+                if self.to_learn:
+                    self._learn_imports()
                 if os.getppid() != self.parent_pid:
                     break
         finally:
@@ -213,7 +223,11 @@ class Worker:
                 if job.killed_for is None:
                     self.send({"op": "partial", "id": job.id, "value": frame.get("value")})
                 continue
+            if frame["status"] == "imports":  # comes right before the final frame
+                job.imports = [n for n in frame.get("value") or () if isinstance(n, str)]
+                continue
             job.final = frame
+            self.to_learn.update(job.imports)
             if job.killed_for is None and not job.reported:
                 tail = _drain(job.child.out_r)
                 if tail:
@@ -287,6 +301,29 @@ class Worker:
             return _result(job.id, "crashed", error=f"exited with code {code}")
         return _result(job.id, "crashed", error="the job process vanished")
 
+    def _learn_imports(self) -> None:
+        """Import what jobs imported of ``learn_imports`` (library code, never the user's),
+        then replace the idle child so that the next job starts with it loaded. Done after the
+        job's result went out; it may take seconds, during which running jobs go on (their
+        output waits in its pipe)."""
+        from fxls.worker.__main__ import warm_imports
+
+        names = sorted(n for n in self.to_learn
+                       if n.partition(".")[0] in self.learn_imports and n not in sys.modules)
+        self.to_learn.clear()
+        if not names:
+            return
+        warm_imports(names)
+        gc.collect()
+        gc.freeze()
+        child, self.idle = self.idle, None
+        if child is not None:
+            if child.pidfd is not None:
+                self.selector.unregister(child.pidfd)
+            _close_job_w(child)  # it leaves at once: no job will come
+            self._discard(child)
+        self._ensure_idle()
+
     # ------------------------------------------------------- idle children
     def _ensure_idle(self) -> None:
         if self.idle is None and self.running:
@@ -319,7 +356,7 @@ class Worker:
             return None
         if pid == 0:
             serve_job(ChildFds(job_r, result_w, out_w), self.limits, os.getppid(), private,
-                      self.warm_up)
+                      self.warm_up, self.learn_imports)
         for fd in (job_r, result_w, out_w):
             os.close(fd)
         os.set_blocking(result_r, False)

@@ -148,3 +148,17 @@ def warm_state(params: dict[str, Any]) -> dict[str, Any]:
         "path": "/nonexistent/warm-up" in sys.path,
         "torch": torch.rand(2).tolist(),
     }
+
+
+def import_and_report(params: dict[str, Any]) -> dict[str, Any]:
+    """Which of ``params["modules"]`` were loaded when the job started; then import them."""
+    import importlib
+
+    before = {name: name in sys.modules for name in params["modules"]}
+    for name in params["modules"]:
+        importlib.import_module(name)
+    import torch
+
+    product = torch.randn(300, 300) @ torch.randn(300, 300)  # threads still work after
+    return {"loaded_at_start": before, "threads": torch.get_num_threads(),
+            "finite": bool(product.isfinite().all())}

@@ -380,3 +380,23 @@ def test_worker_exits_when_its_parent_is_killed() -> None:
     children = children_of(worker_pid)
     assert wait_gone(worker_pid, 5.0)
     assert all(wait_gone(pid, 5.0) for pid in children)
+
+
+async def test_the_worker_learns_library_modules_that_jobs_import() -> None:
+    """A job imports torch.utils.benchmark (not loaded by `import torch`): the worker imports
+    it after the job, so the next job starts with it loaded; other packages are not learned,
+    and forked jobs still compute with several threads."""
+    worker = WorkerClient(sys.executable, warm_imports=("torch",), learn_imports=("torch",))
+    await worker.start()
+    modules = ["torch.utils.benchmark", "tests.worker.seeded"]
+    try:
+        first = await worker.run(f"{JOBS}:import_and_report", {"modules": modules}, timeout=60)
+        assert first.status == "ok", first
+        assert first.value["loaded_at_start"] == {m: False for m in modules}
+        second = await worker.run(f"{JOBS}:import_and_report", {"modules": modules}, timeout=60)
+        assert second.status == "ok", second
+        assert second.value["loaded_at_start"] == {
+            "torch.utils.benchmark": True, "tests.worker.seeded": False}
+        assert second.value["finite"] is True
+    finally:
+        await worker.close()
