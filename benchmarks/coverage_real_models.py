@@ -247,13 +247,15 @@ def print_record(record: dict, site: Path, brief: bool) -> None:
 
 
 def reason_key(reason: str | None) -> str:
-    """Group similar reasons: names and numbers blanked, cut at the first parenthesis."""
+    """Group similar reasons: names and numbers blanked, the advice after `; ` dropped."""
     text = short(reason or "no reason given", 400)
     text = re.sub(r"`[^`]*`", "`_`", text)
     text = re.sub(r"'[^']*'", "'_'", text)
+    text = re.sub(r"\b[\w.]+\.__init__\(\)", "__init__()", text)
+    text = re.sub(r"'_'(?:(?:, and |, | and )'_')+", "'_'...", text)
+    text = re.sub(r"`_`(?:(?:, and |, | and )`_`)+", "`_`...", text)
     text = re.sub(r"\b\d+\b", "N", text)
-    head = text.split(" (")[0]
-    return short(head if len(head) >= 12 else text, 110)
+    return short(text.split("; ")[0], 140)
 
 
 def print_summary(records: list[dict], total_s: float) -> dict:
