@@ -31,6 +31,10 @@ MAX_REAL_PARAMETERS = 60_000_000
 PREFER_FACTORY_ABOVE = 15_000_000
 #: how many factories of one class are sized on the meta device to pick the cheapest
 _FACTORY_CANDIDATES = 3
+#: at most this many factories are built for real to reach one class
+_FACTORY_CALLS = 2
+#: at most this many factories of one file are built on the meta device to learn their sizes
+_MAX_CENSUS = 24
 #: factories never called: entry points of scripts, not builders of models
 _NOT_FACTORIES = ("main", "train", "test", "run", "demo", "bench", "evaluate", "cli")
 
@@ -168,18 +172,40 @@ class _Builder:
                 self.roots.append((type(model), Built(model, text.strip())))
 
     def _from_factories(self, wanted: list[type]) -> None:
+        """For each class still without an instance, the cheapest factory whose model
+        contains it: factories that reach the class are built on the meta device (cheapest
+        literals first) until one contains it, then the smallest of those is built."""
         if not wanted or self.scope.tree is None:
             return
         factories = _factories(self.scope, self.by_name)
+        census: dict[str, tuple[set[type], int] | None] = {}  # call -> (classes, size)
         for cls in wanted:
-            if self._has_instance(cls):
+            if self._has_instance(cls) or self._in_a_root(cls):
                 continue  # a factory built for an earlier class built this one too
-            reaching = [f for f in factories if cls.__name__ in f.reaches]
+            reaching = sorted((f for f in factories if cls.__name__ in f.reaches),
+                              key=lambda f: f.size_hint)
             if not reaching:
                 continue
             self.tried[cls].append(f"{len(reaching)} factory function(s)")
-            for factory in _cheapest_first(reaching, self._meta_size):
-                model = self._call_built(factory.function, factory.defaults)
+            containing: list[tuple[int, _Factory]] = []
+            unknown: list[_Factory] = []
+            for factory in reaching:
+                if factory.call_text not in census:
+                    if len(census) >= _MAX_CENSUS:
+                        break
+                    census[factory.call_text] = self._meta_census(factory)
+                seen = census[factory.call_text]
+                if seen is None:
+                    unknown.append(factory)
+                elif cls in seen[0]:
+                    containing.append((seen[1], factory))
+                    if len(containing) >= _FACTORY_CANDIDATES:
+                        break
+            choices = [f for _, f in sorted(containing, key=lambda item: item[0])] + unknown
+            for factory in choices[:_FACTORY_CALLS]:
+                known = census.get(factory.call_text)
+                model = self._call_built(factory.function, factory.defaults,
+                                         known[1] if known else None)
                 if not isinstance(model, torch.nn.Module):
                     continue
                 built = Built(model, factory.call_text, parameters=_count(model))
@@ -187,8 +213,23 @@ class _Builder:
                     self._settle(type(model), built)
                 else:
                     self.roots.append((type(model), built))
-                if self._has_instance(cls) or _contains_instance_of(model, cls):
+                if _contains_instance_of(model, cls):
                     break
+
+    def _meta_census(self, factory: _Factory) -> tuple[set[type], int] | None:
+        """The classes in the model a factory builds, and its size, from a meta-device build
+        (None when the factory cannot build on the meta device)."""
+        try:
+            with torch.device("meta"):
+                model = factory.function(**factory.defaults)
+        except Exception:
+            return None
+        if not isinstance(model, torch.nn.Module):
+            return None
+        return {type(m) for m in model.modules()}, _count(model)
+
+    def _in_a_root(self, cls: type) -> bool:
+        return any(_contains_instance_of(root.instance, cls) for _, root in self.roots)
 
     def _from_literal_calls(self, wanted: list[type]) -> None:
         if not wanted or self.scope.tree is None:
@@ -268,9 +309,13 @@ class _Builder:
             return None
         return _count(model) if isinstance(model, torch.nn.Module) else None
 
-    def _call_built(self, function: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
-        """Call a factory: sized on the meta device first, then for real or on meta."""
-        parameters = self._meta_size(lambda: function(**kwargs))
+    def _call_built(
+        self, function: Callable[..., Any], kwargs: dict[str, Any], parameters: int | None = None
+    ) -> Any:
+        """Call a factory: sized on the meta device first (unless known), then built for real
+        or, when too big, on the meta device."""
+        if parameters is None:
+            parameters = self._meta_size(lambda: function(**kwargs))
         torch.manual_seed(0)
         try:
             if parameters is not None and parameters > MAX_REAL_PARAMETERS:
@@ -306,11 +351,15 @@ class _Factory:
 
 
 def _factories(scope: FileScope, classes: dict[str, type]) -> list[_Factory]:
-    """Module-level functions of the file that need no arguments and reach its classes."""
+    """Module-level functions of the file that need no arguments and reach its classes:
+    through the names their code, the helpers they call and the classes they name mention
+    (``resnet18`` -> ``_resnet`` -> ``ResNet`` -> its default ``block`` class)."""
     assert scope.tree is not None
     functions = {n.name: n for n in scope.tree.body
                  if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
-    mentions = {name: _names_in(node) for name, node in functions.items()}
+    definitions = {n.name: n for n in scope.tree.body
+                   if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)}
+    mentions = {name: _names_in(node) for name, node in definitions.items()}
     found = []
     for name, node in functions.items():
         if name.startswith("_") or name.lower().startswith(_NOT_FACTORIES):
@@ -362,7 +411,7 @@ def _reachable_classes(
         for name in mentions.get(todo.pop(), ()):
             if name in classes:
                 reached.add(name)
-            elif name in mentions and name not in seen:
+            if name in mentions and name not in seen:
                 seen.add(name)
                 todo.append(name)
     return reached
@@ -377,20 +426,6 @@ def _size_hint(node: ast.FunctionDef) -> int:
         n.value for n in ast.walk(node)
         if isinstance(n, ast.Constant) and type(n.value) is int and n.value > 0
     )
-
-
-def _cheapest_first(
-    factories: list[_Factory], meta_size: Callable[[Callable[[], Any]], int | None]
-) -> list[_Factory]:
-    """The few factories with the smallest literals, sized on the meta device, cheapest
-    first; a factory that cannot be sized goes after those that can."""
-    candidates = sorted(factories, key=lambda f: f.size_hint)[:_FACTORY_CANDIDATES]
-    sized = []
-    for factory in candidates:
-        size = meta_size(lambda f=factory: f.function(**f.defaults))
-        sized.append((size is None, size or 0, factory.size_hint, factory))
-    sized.sort(key=lambda item: item[:3])
-    return [item[3] for item in sized]
 
 
 # -- helpers -----------------------------------------------------------------------------
