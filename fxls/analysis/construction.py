@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from fxls.analysis import configs
+from fxls.analysis import configs, sizes
 from fxls.analysis.pragmas import ClassPragmas, FilePragmas
 
 #: models with more parameters are traced on the meta device, never built for real
@@ -123,6 +123,7 @@ class _Builder:
                 self._settle(cls, outcome)
         self._from_literal_calls([c for c in pending if not self._has_instance(c)])
         self._harvest()
+        self._from_size_names([c for c in pending if not self._has_instance(c)])
         for cls in pending:
             outcome = self.outcomes.get(cls)
             if isinstance(outcome, NotBuilt) and outcome.code == "FX101":
@@ -257,6 +258,21 @@ class _Builder:
             if isinstance(outcome, Built):
                 self._settle(cls, outcome)
 
+    def _from_size_names(self, wanted: list[type]) -> None:
+        """Classes whose required parameters are all sizes by name (``in_chs``, ``dim``,
+        ``num_heads``, ``window_size``...), built at small sizes: the last resort."""
+        for cls in wanted:
+            kwargs = sizes.guess(cls)
+            if kwargs is None:
+                continue
+            shown = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
+            self.tried[cls].append("small sizes for its size parameters")
+            outcome = self._build(cls, lambda c=cls, k=kwargs: c(**k),
+                                  f"{cls.__name__}({shown}), sizes guessed from their names",
+                                  required=kwargs)
+            if isinstance(outcome, Built):
+                self._settle(cls, outcome)
+
     def _harvest(self) -> None:
         """Classes only reachable inside built models: their first instance there."""
         for root_cls, root in list(self.roots):
@@ -357,9 +373,15 @@ def _factories(scope: FileScope, classes: dict[str, type]) -> list[_Factory]:
     assert scope.tree is not None
     functions = {n.name: n for n in scope.tree.body
                  if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
-    definitions = {n.name: n for n in scope.tree.body
-                   if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)}
-    mentions = {name: _names_in(node) for name, node in definitions.items()}
+    mentions: dict[str, set[str]] = {}
+    for node in scope.tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            mentions[node.name] = _names_in(node)
+        elif isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                if isinstance(target, ast.Name):  # a table of configs or block types
+                    mentions.setdefault(target.id, set()).update(_names_in(node.value))
     found = []
     for name, node in functions.items():
         if name.startswith("_") or name.lower().startswith(_NOT_FACTORIES):

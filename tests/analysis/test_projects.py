@@ -162,3 +162,17 @@ def test_where_files_run_from(tmp_path):
 
     tree = ast.parse("from .helpers import f\n")
     assert locate_module(script, tmp_path, [], tree).name == "tools.train_net"
+
+
+def test_size_only_parameters_are_given_small_sizes_and_others_stay_unknown(project):
+    path = project / "src/minizoo/layers/blocks.py"
+    command = [sys.executable, "-m", "fxls", "check", "--format", "json", str(path)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=project)
+    (result,) = json.loads(done.stdout)["files"]
+    found = modules(result)
+    assert found["ConvBnAct"]["status"] == "traced"
+    assert found["ConvBnAct"]["entry"] == (
+        "ConvBnAct(in_chs=32, out_chs=32), sizes guessed from their names")
+    # `hidden` is not a size by its name: nothing is guessed for GatedMlp
+    assert found["GatedMlp"]["status"] == "skipped"
+    assert found["GatedMlp"]["reason"] == "its constructor needs `dim`, `hidden`"

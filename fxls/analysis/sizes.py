@@ -1,0 +1,58 @@
+"""Small values for constructor parameters that are sizes by their names.
+
+Model zoos give nearly every inner class size-only parameters (``in_chs``, ``out_chs``,
+``dim``, ``num_heads``, ``window_size``). When nothing in the file builds such a class,
+these names say enough to build a small instance: channels 32, heads 4, windows 4, kernels
+3. A parameter of any other name keeps the class unbuilt (FX101).
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+_WIDTH = 32
+_VALUES: dict[str, Any] = {
+    **dict.fromkeys((
+        "in_chs", "out_chs", "mid_chs", "chs", "channels", "in_channels", "out_channels",
+        "hidden_channels", "dim", "in_dim", "out_dim", "dim_out", "hidden_dim", "embed_dim",
+        "in_features", "out_features", "hidden_features", "d_model", "width", "planes",
+        "inplanes", "in_planes", "out_planes", "hidden_size", "num_features", "features",
+        "input_dim", "output_dim", "c1", "c2", "inp", "oup", "in_ch", "out_ch",
+    ), _WIDTH),
+    **dict.fromkeys(("num_heads", "heads", "n_heads", "n_head", "head_count"), 4),
+    **dict.fromkeys(("head_dim", "dim_head", "key_dim"), 8),
+    **dict.fromkeys(("window_size", "patch_size", "pool_size", "resolution"), 4),
+    **dict.fromkeys(("kernel_size", "k"), 3),
+    **dict.fromkeys(("stride", "groups", "depth", "num_layers", "dilation", "s", "g"), 1),
+    **dict.fromkeys(("num_classes",), 10),
+    **dict.fromkeys(("seq_len", "num_patches", "num_tokens", "max_len"), 16),
+    **dict.fromkeys(("img_size", "image_size", "input_size"), 32),
+    **dict.fromkeys(("drop", "dropout", "drop_path", "drop_rate", "drop_path_rate",
+                     "attn_drop", "proj_drop", "p"), 0.0),
+}
+_SEQUENCE_HINTS = ("tuple", "list", "sequence", "Tuple", "List", "Sequence")
+
+
+def guess(cls: type) -> dict[str, Any] | None:
+    """Values for all of ``cls``'s required ``__init__`` parameters, or None when one of
+    them is not a size by its name."""
+    try:
+        parameters = list(inspect.signature(cls.__init__).parameters.values())[1:]
+    except (TypeError, ValueError):
+        return None
+    values: dict[str, Any] = {}
+    for parameter in parameters:
+        if parameter.default is not inspect.Parameter.empty or parameter.kind in (
+            parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD
+        ):
+            continue
+        if parameter.name not in _VALUES:
+            return None
+        value = _VALUES[parameter.name]
+        annotation = parameter.annotation
+        text = annotation if isinstance(annotation, str) else repr(annotation)
+        if annotation is not inspect.Parameter.empty and any(h in text for h in _SEQUENCE_HINTS):
+            value = (value, value)
+        values[parameter.name] = value
+    return values or None
