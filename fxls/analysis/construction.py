@@ -23,6 +23,7 @@ from typing import Any
 import torch
 
 from fxls.analysis import configs, sizes
+from fxls.analysis.meta_build import on_meta
 from fxls.analysis.pragmas import ClassPragmas, FilePragmas
 
 #: models with more parameters are traced on the meta device, never built for real
@@ -167,10 +168,11 @@ class _Builder:
                 continue  # names of other files' entry points may not import here
             model = self._call_built(function, kwargs)
             if isinstance(model, torch.nn.Module) and type(model) in self.tried:
-                self._settle(type(model), Built(model, text.strip(),
+                self._settle(type(model), Built(model, text.strip(), on_meta=_is_meta(model),
                                                 parameters=_count(model)))
             elif isinstance(model, torch.nn.Module):
-                self.roots.append((type(model), Built(model, text.strip())))
+                self.roots.append((type(model), Built(model, text.strip(),
+                                                      on_meta=_is_meta(model))))
 
     def _from_factories(self, wanted: list[type]) -> None:
         """For each class still without an instance, the cheapest factory whose model
@@ -202,14 +204,18 @@ class _Builder:
                     containing.append((seen[1], factory))
                     if len(containing) >= _FACTORY_CANDIDATES:
                         break
-            choices = [f for _, f in sorted(containing, key=lambda item: item[0])] + unknown
+            containing.sort(key=lambda item: item[0])
+            if containing and containing[0][0] > PREFER_FACTORY_ABOVE and sizes.guess(cls):
+                continue  # building a big model for one block: small sizes will do
+            choices = [f for _, f in containing] + unknown
             for factory in choices[:_FACTORY_CALLS]:
                 known = census.get(factory.call_text)
                 model = self._call_built(factory.function, factory.defaults,
                                          known[1] if known else None)
                 if not isinstance(model, torch.nn.Module):
                     continue
-                built = Built(model, factory.call_text, parameters=_count(model))
+                built = Built(model, factory.call_text, on_meta=_is_meta(model),
+                              parameters=_count(model))
                 if type(model) in self.tried:
                     self._settle(type(model), built)
                 else:
@@ -221,8 +227,7 @@ class _Builder:
         """The classes in the model a factory builds, and its size, from a meta-device build
         (None when the factory cannot build on the meta device)."""
         try:
-            with torch.device("meta"):
-                model = factory.function(**factory.defaults)
+            model = on_meta(lambda: factory.function(**factory.defaults))
         except Exception:
             return None
         if not isinstance(model, torch.nn.Module):
@@ -294,14 +299,10 @@ class _Builder:
     ) -> Outcome:
         """Size ``make()`` on the meta device, then build it for real when it is not too big."""
         parameters = self._meta_size(make)
-        on_meta = parameters is not None and parameters > MAX_REAL_PARAMETERS
+        too_big = parameters is not None and parameters > MAX_REAL_PARAMETERS
         torch.manual_seed(0)  # the same parameters in every run, so outputs can be compared
         try:
-            if on_meta:
-                with torch.device("meta"):
-                    instance = make()
-            else:
-                instance = make()
+            instance = on_meta(make) if too_big else make()
         except TypeError as error:
             if _raised_by_the_call(error):
                 missing = _required_parameters(cls, required or {})
@@ -313,14 +314,13 @@ class _Builder:
         if not isinstance(instance, torch.nn.Module):
             message = f"building `{cls.__name__}` gave a {type(instance).__name__}"
             return NotBuilt("FX101", message, message)
-        return Built(instance, entry, on_meta=on_meta, parameters=parameters)
+        return Built(instance, entry, on_meta=too_big, parameters=parameters)
 
     def _meta_size(self, make: Callable[[], Any]) -> int | None:
         """The parameter count of ``make()`` built on the meta device; None when that fails
         (code that reads values at construction, e.g. ``.item()``)."""
         try:
-            with torch.device("meta"):
-                model = make()
+            model = on_meta(make)
         except Exception:
             return None
         return _count(model) if isinstance(model, torch.nn.Module) else None
@@ -335,8 +335,7 @@ class _Builder:
         torch.manual_seed(0)
         try:
             if parameters is not None and parameters > MAX_REAL_PARAMETERS:
-                with torch.device("meta"):
-                    return function(**kwargs)
+                return on_meta(lambda: function(**kwargs))
             return function(**kwargs)
         except Exception:
             return None
@@ -455,6 +454,10 @@ def _size_hint(node: ast.FunctionDef) -> int:
 
 def _count(model: torch.nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())
+
+
+def _is_meta(model: torch.nn.Module) -> bool:
+    return any(t.is_meta for t in (*model.parameters(), *model.buffers()))
 
 
 def _contains_instance_of(model: torch.nn.Module, cls: type) -> bool:

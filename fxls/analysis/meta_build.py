@@ -1,0 +1,57 @@
+"""Build models on the meta device fast, to learn their structure and size.
+
+On the meta device no values exist, yet initialisers still run their Python (timm's
+``trunc_normal_`` is five tensor passes per weight): a meta ViT-B takes ~0.25 s, of which
+~0.02 s is building modules. While a model is built here, the initialisers and the in-place
+random and arithmetic methods they use do nothing. Only for meta builds: values built here
+are never used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+import torch
+
+_INIT_FUNCTIONS = (
+    "uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_", "eye_", "dirac_",
+    "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_",
+    "orthogonal_", "sparse_",
+)
+_TENSOR_METHODS = (
+    "uniform_", "normal_", "erfinv_", "clamp_", "mul_", "add_", "fill_", "zero_", "copy_",
+    "exponential_", "bernoulli_", "random_", "log_normal_", "cauchy_", "geometric_", "div_",
+    "sub_",
+)
+
+T = TypeVar("T")
+
+
+def on_meta(build: Callable[[], T]) -> T:
+    """``build()`` on the meta device, its initialisers skipped."""
+    with torch.device("meta"), _initialisers_skipped():
+        return build()
+
+
+def _keep(tensor: Any, *args: Any, **kwargs: Any) -> Any:
+    return tensor
+
+
+@contextmanager
+def _initialisers_skipped() -> Iterator[None]:
+    saved_init = {name: getattr(torch.nn.init, name) for name in _INIT_FUNCTIONS
+                  if hasattr(torch.nn.init, name)}
+    saved_methods = {name: getattr(torch.Tensor, name) for name in _TENSOR_METHODS}
+    try:
+        for name in saved_init:
+            setattr(torch.nn.init, name, _keep)
+        for name in saved_methods:
+            setattr(torch.Tensor, name, _keep)
+        yield
+    finally:
+        for name, function in saved_init.items():
+            setattr(torch.nn.init, name, function)
+        for name, method in saved_methods.items():
+            setattr(torch.Tensor, name, method)
