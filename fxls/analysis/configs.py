@@ -64,10 +64,12 @@ def _config_class(name: str, annotation: Any, namespace: dict[str, Any]) -> type
     if inspect.isclass(annotation) and _builds_without_arguments(annotation):
         return annotation
     if annotation is None and name in _CONFIG_NAMES:
-        found = {id(v): v for k, v in namespace.items()
+        found = {v for k, v in namespace.items()
                  if inspect.isclass(v) and k.endswith("Config") and _builds_without_arguments(v)}
-        if len(found) == 1:
-            return next(iter(found.values()))
+        # the model's own config, not the base classes it derives from (PretrainedConfig)
+        leaves = [c for c in found if not any(o is not c and issubclass(o, c) for o in found)]
+        if len(leaves) == 1:
+            return leaves[0]
     return None
 
 
