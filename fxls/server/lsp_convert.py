@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 from lsprotocol import types
 
@@ -19,13 +22,25 @@ _SEVERITIES = {
 
 
 class RangeConverter:
-    """Converts report spans to LSP ranges for one document text and encoding."""
+    """Converts report spans to LSP ranges for one document text and encoding.
 
-    def __init__(self, path: str, text: str, encoding: str) -> None:
+    Spans in other files are converted with the text in ``other_texts`` (resolved path ->
+    text; the server passes the analysed text of other open documents), else from disk.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        text: str,
+        encoding: str,
+        other_texts: Mapping[str, str] | None = None,
+    ) -> None:
         self.path = str(Path(path).resolve())
         self.encoding = encoding
         self.index = LineIndex(text)
-        self._others: dict[str, LineIndex] = {}
+        self._others: dict[str, LineIndex] = {
+            resolved: LineIndex(other) for resolved, other in (other_texts or {}).items()
+        }
 
     def _index_for(self, file: str) -> LineIndex:
         resolved = str(Path(file).resolve())
@@ -87,5 +102,86 @@ def to_lsp_diagnostics(report: FileReport, converter: RangeConverter) -> list[ty
     return [
         to_lsp_diagnostic(d, converter)
         for d in report.diagnostics
-        if str(Path(d.span.file).resolve()) == converter.path
+        if _resolved(d.span.file) == converter.path
     ]
+
+
+#: severities worth repeating at the call that reaches them (a rewrite suggestion is not)
+_ECHOED = ("error", "warning")
+
+
+def place_diagnostics(
+    report: FileReport, converter: RangeConverter, is_local: Callable[[str], bool]
+) -> dict[str, list[types.Diagnostic]]:
+    """The diagnostics of ``report`` by the resolved path of the file that shows them.
+
+    The analysed document (``converter.path``) shows the problems located in it and, for
+    each problem (error or warning) located in another file, an *echo* at the call in the
+    document that reaches it: the innermost of the diagnostic's related spans that lies in
+    the document (related spans follow the stack, root first). Without such a span there is
+    no echo; no location is invented. Another file shows the problems located in it when
+    ``is_local(path)`` (a project file, not an installed library).
+    """
+    document = converter.path
+    placed: dict[str, list[types.Diagnostic]] = {document: []}
+    echoes: dict[tuple[str, tuple[Any, ...]], list[tuple[Diagnostic, Span]]] = {}
+    for item in report.diagnostics:
+        file = _resolved(item.span.file)
+        if file == document:
+            placed[document].append(to_lsp_diagnostic(item, converter))
+            continue
+        if is_local(file):
+            placed.setdefault(file, []).append(to_lsp_diagnostic(item, converter))
+        site = _reaching_site(item, document)
+        if site is not None and item.severity in _ECHOED:
+            echoes.setdefault((item.code, site.key()), []).append((item, site))
+    placed[document].extend(_echo(group, converter) for group in echoes.values())
+    return placed
+
+
+def _reaching_site(item: Diagnostic, document: str) -> Span | None:
+    inside = [r.span for r in item.related if _resolved(r.span.file) == document]
+    return inside[-1] if inside else None
+
+
+def _echo(group: list[tuple[Diagnostic, Span]], converter: RangeConverter) -> types.Diagnostic:
+    """One diagnostic at the reaching call for the problems (same code) it leads to."""
+    first, site = group[0]
+    message = f"in {_short_name(first.span.file, converter.path)}:{first.span.line}: "
+    message += first.message
+    if len(group) > 1:
+        more = len(group) - 1
+        message += f" (and {more} more {'problem' if more == 1 else 'problems'} reached "
+        message += "through this call)"
+    related = [
+        types.DiagnosticRelatedInformation(converter.location(item.span), item.message)
+        for item, _ in group
+    ]
+    related += [
+        types.DiagnosticRelatedInformation(converter.location(r.span), r.message)
+        for r in first.related
+        if r.span.key() != site.key()
+    ]
+    data: dict[str, Any] = {"code": first.code, "located_in": converter.location(first.span).uri}
+    if first.module:
+        data["module"] = first.module
+    return types.Diagnostic(
+        range=converter.range(site),
+        message=message,
+        severity=_SEVERITIES.get(first.severity, types.DiagnosticSeverity.Warning),
+        code=first.code,
+        code_description=types.CodeDescription(href=doc_url(first.code, prefer_local=True)),
+        source="fxls",
+        related_information=related,
+        data=data,
+    )
+
+
+def _short_name(file: str, document: str) -> str:
+    """``layers.py`` or ``models/layers.py`` next to the document, else the file's name."""
+    relative = os.path.relpath(_resolved(file), os.path.dirname(document))
+    return relative if not relative.startswith("..") else Path(file).name
+
+
+def _resolved(file: str) -> str:
+    return str(Path(file).resolve())

@@ -1,0 +1,111 @@
+"""Which files a document depends on, and which files may show its diagnostics.
+
+Saving ``layers.py`` changes what ``net.py`` traces when ``net.py`` uses a class of it, so
+the server re-analyses the open documents that depend on a saved file. "Depends" is decided
+simply and errs on the side of re-analysing: the document's last report touched the file
+(a diagnostic, related or node span in it), or its text imports a module of that name.
+
+>>> imports_file("from .layers import Block\\n", "/p/layers.py")
+True
+>>> imports_file("import torch.nn as nn\\n", "/p/layers.py")
+False
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+from fxls.report import FileReport, Span
+
+#: installed-library locations: never published to, even inside the workspace (a venv)
+_LIBRARY_MARKERS = ("site-packages", "dist-packages")
+
+_IMPORT = re.compile(
+    r"^[ \t]*(?:from[ \t]+(?P<source>\.*[\w.]*)[ \t]+import[ \t]+(?P<names>[^#\n;]*)"
+    r"|import[ \t]+(?P<modules>[^#\n;]*))",
+    re.MULTILINE,
+)
+_NAME = re.compile(r"[A-Za-z_][\w.]*")
+
+
+def report_files(report: FileReport) -> set[str]:
+    """Resolved paths of every file the report's spans point into."""
+    spans: list[Span] = []
+    for item in report.diagnostics:
+        spans.append(item.span)
+        spans.extend(r.span for r in item.related)
+    for module in [*report.modules, *report.graphs]:
+        if module.span is not None:
+            spans.append(module.span)
+        for node in module.nodes:
+            if node.span is not None:
+                spans.append(node.span)
+            spans.extend(node.stack)
+    return {_resolved(file) for file in {s.file for s in spans}}
+
+
+def imported_names(text: str) -> set[str]:
+    """Dotted names in the import statements of ``text``: ``import a.b`` -> ``a.b``;
+    ``from .a import b, c as d`` -> ``a``, ``a.b``, ``a.c``; ``from . import b`` -> ``b``."""
+    names: set[str] = set()
+    for match in _IMPORT.finditer(text):
+        if match.group("modules") is not None:
+            names.update(_names(match.group("modules")))
+            continue
+        source = match.group("source").lstrip(".")
+        if source:
+            names.add(source)
+        for name in _names(match.group("names")):
+            names.add(f"{source}.{name}" if source else name)
+    return names
+
+
+def _names(clause: str) -> Iterable[str]:
+    """``a.b as c, (d`` -> ``a.b``, ``d``: the imported names, aliases dropped."""
+    for part in clause.replace("(", " ").replace(")", " ").replace("\\", " ").split(","):
+        words = part.split()
+        if words and _NAME.fullmatch(words[0]):
+            yield words[0]
+
+
+def module_name(path: str) -> str:
+    """The last component of the module a file defines: ``layers`` for ``.../layers.py``,
+    ``pkg`` for ``.../pkg/__init__.py``."""
+    file = Path(path)
+    return file.parent.name if file.stem == "__init__" else file.stem
+
+
+def imports_file(text: str, path: str) -> bool:
+    """Whether an import statement of ``text`` names the module defined by ``path``."""
+    name = module_name(path)
+    return any(name in dotted.split(".") for dotted in imported_names(text))
+
+
+def depends_on(report: FileReport | None, text: str, path: str) -> bool:
+    """Whether a document (its last report and its text) depends on the file ``path``."""
+    if report is not None and _resolved(path) in report_files(report):
+        return True
+    return imports_file(text, path)
+
+
+def is_project_file(path: str, roots: Iterable[str]) -> bool:
+    """A file under one of ``roots`` (workspace folders, the project root) and not in an
+    installed library: a file the server may publish diagnostics to."""
+    resolved = Path(_resolved(path))
+    if any(marker in resolved.parts for marker in _LIBRARY_MARKERS):
+        return False
+    for root in roots:
+        if not root:
+            continue
+        try:
+            resolved.relative_to(_resolved(root))
+        except ValueError:
+            continue
+        return True
+    return False
+
+
+def _resolved(file: str) -> str:
+    return str(Path(file).resolve())
