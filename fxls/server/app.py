@@ -24,10 +24,12 @@ from fxls.runner import AnalysisRequest
 from fxls.server.analysis_service import AnalysisService
 from fxls.server.code_actions import FIX_ALL_KIND, FixCache, code_actions
 from fxls.server.config import ServerConfig
+from fxls.server.dependencies import depends_on, is_project_file
 from fxls.server.documents import DocumentState, module_at, nodes_at
+from fxls.server.foreign import DiagnosticBoard
 from fxls.server.hover import module_markdown, nodes_markdown
 from fxls.server.inlay import shape_hints
-from fxls.server.lsp_convert import RangeConverter, to_lsp_diagnostics
+from fxls.server.lsp_convert import RangeConverter, place_diagnostics
 from fxls.settings import load_settings
 
 log = logging.getLogger("fxls.server")
@@ -39,6 +41,8 @@ RESTART_WORKER = "fxls.restartWorker"
 ANALYSIS_DONE = "fxls/analysisDone"
 #: how long a code action request waits for fixes of the current text to be verified
 VERIFY_WAIT_S = 10.0
+#: debounce before re-analysing the open documents that depend on a saved file
+DEPENDENTS_DELAY_S = 0.3
 
 
 class FxlsServer(LanguageServer):
@@ -49,6 +53,8 @@ class FxlsServer(LanguageServer):
         self.config = ServerConfig()
         self.analysis = AnalysisService(self.config.python)
         self.states: dict[str, DocumentState] = {}
+        #: what each URI shows: its own diagnostics and those other documents found in it
+        self.board = DiagnosticBoard()
         self._debounce: dict[str, asyncio.TimerHandle] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._progress_ids = itertools.count(1)
@@ -68,6 +74,11 @@ class FxlsServer(LanguageServer):
 
     def converter(self, state: DocumentState) -> RangeConverter:
         return RangeConverter(state.path, state.analysed_text, self.encoding)
+
+    def open_text(self, uri: str, state: DocumentState) -> str:
+        """The document's text in the editor (its analysed text if the editor's is gone)."""
+        document = self.workspace.text_documents.get(uri)
+        return document.source if document is not None else state.analysed_text
 
     def spawn(self, coroutine: Any) -> None:
         task = asyncio.ensure_future(coroutine)
@@ -90,8 +101,10 @@ class FxlsServer(LanguageServer):
 
     async def analyze(self, uri: str) -> None:
         try:
+            state = self.states.get(uri)
+            if state is None:
+                return  # closed (or never opened) since it was scheduled
             document = self.workspace.get_text_document(uri)
-            state = self.state_for(uri)
             state.generation += 1
             generation = state.generation
             text, version = document.source, document.version
@@ -103,29 +116,78 @@ class FxlsServer(LanguageServer):
             settings = load_settings(state.path, overrides)
             request = AnalysisRequest(state.path, text, settings)
 
-            def publish(report: FileReport) -> None:
-                converter = RangeConverter(state.path, text, self.encoding)
-                diagnostics = to_lsp_diagnostics(report, converter)
-                self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
-                    uri=uri, diagnostics=diagnostics, version=version))
+            def current() -> bool:
+                return generation == state.generation and self.states.get(uri) is state
 
             def publish_early(report: FileReport) -> None:
                 # tracing's diagnostics now; the complete report (FX014, shapes for hover)
                 # publishes again when the job ends, and is what code actions use
-                if generation == state.generation:
-                    publish(report)
+                if current():
+                    self.publish_report(uri, state, report, text, version, settings.root)
 
             async with self._progress(f"Tracing {Path(state.path).name}"):
                 report = await self.analysis.analyze(uri, request, publish_early)
-            if report is None or generation != state.generation:
-                return  # superseded by a newer save: its result will publish
+            if report is None or not current():
+                return  # superseded by a newer save (its result will publish) or closed
             state.report, state.analysed_text, state.analysed_version = report, text, version
-            publish(report)
+            self.publish_report(uri, state, report, text, version, settings.root)
             self.protocol.notify(ANALYSIS_DONE, {"uri": uri, "version": version})
             self._refresh_views()
             self._start_fix_verification(state, request)
         except Exception:
             log.exception("analysis of %s failed", uri)
+
+    def publish_report(
+        self,
+        uri: str,
+        state: DocumentState,
+        report: FileReport,
+        text: str,
+        version: int | None,
+        project_root: str,
+    ) -> None:
+        """Publish ``report`` of ``text``: to the document, and each problem located in
+        another project file to that file (replacing what this document put there before)."""
+        other_texts = {
+            str(Path(other.path).resolve()): (
+                other.analysed_text if other.report is not None else self.open_text(key, other)
+            )
+            for key, other in self.states.items()
+            if key != uri
+        }
+        converter = RangeConverter(state.path, text, self.encoding, other_texts)
+        roots = [*self._workspace_roots(), project_root]
+        placed = place_diagnostics(report, converter, lambda file: is_project_file(file, roots))
+        own = placed.pop(converter.path, [])
+        by_target = {self._uri_of(path): diagnostics for path, diagnostics in placed.items()}
+        affected = self.board.set_own(uri, own, version)
+        affected |= self.board.set_contributions(uri, by_target)
+        self.republish(affected)
+
+    def republish(self, uris: set[str]) -> None:
+        """Publish what each of ``uris`` shows now (an empty list clears it)."""
+        for uri in sorted(uris):
+            self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
+                uri=uri, diagnostics=self.board.shown(uri), version=self.board.version(uri)))
+
+    def dependents_of(self, uri: str) -> list[str]:
+        """The other open documents whose analysis depends on the file ``uri``."""
+        path = to_fs_path(uri) or uri
+        return [
+            other for other, state in self.states.items()
+            if other != uri and depends_on(state.report, self.open_text(other, state), path)
+        ]
+
+    def _uri_of(self, path: str) -> str:
+        """The URI the client knows an open document by, else the file's own URI."""
+        for uri, state in self.states.items():
+            if str(Path(state.path).resolve()) == path:
+                return uri
+        return Path(path).as_uri()
+
+    def _workspace_roots(self) -> list[str]:
+        folders = [to_fs_path(folder.uri) or "" for folder in self.workspace.folders.values()]
+        return [*folders, self.workspace.root_path or ""]
 
     def _start_fix_verification(self, state: DocumentState, request: AnalysisRequest) -> None:
         if state.verify_task is not None:
@@ -219,8 +281,15 @@ def on_change(ls: FxlsServer, params: types.DidChangeTextDocumentParams) -> None
 
 @server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
 def on_save(ls: FxlsServer, params: types.DidSaveTextDocumentParams) -> None:
-    if ls.config.trace_on_save:
-        ls.schedule(params.text_document.uri)
+    if not ls.config.trace_on_save:
+        return
+    uri = params.text_document.uri
+    ls.schedule(uri)
+    try:
+        for dependent in ls.dependents_of(uri):
+            ls.schedule(dependent, DEPENDENTS_DELAY_S)
+    except Exception:
+        log.exception("finding the documents that depend on %s failed", uri)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
@@ -230,7 +299,9 @@ def on_close(ls: FxlsServer, params: types.DidCloseTextDocumentParams) -> None:
     pending = ls._debounce.pop(uri, None)
     if pending is not None:
         pending.cancel()
-    ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+    # its own diagnostics and what it found in other files go; what other open documents
+    # found in it stays (shown for a file that is not open)
+    ls.republish(ls.board.withdraw(uri))
 
 
 @server.feature(types.TEXT_DOCUMENT_HOVER)
