@@ -354,7 +354,9 @@ def on_code_lens(ls: FxlsServer, params: types.CodeLensParams) -> list[types.Cod
     for module in state.report.modules:
         if module.span is None:
             continue
-        title = f"fxls: {module.status} · {module.node_count} nodes"
+        title = f"fxls: {module.verdict()}"
+        if module.node_count:
+            title += f" · {module.node_count} nodes"
         command = types.Command(
             title=title, command=SHOW_GRAPH,
             arguments=[params.text_document.uri, module.name, "code"],

@@ -48,14 +48,21 @@ def nodes_markdown(hits: list[tuple[ModuleReport, NodeInfo]]) -> str:
     return "\n\n---\n\n".join(node_markdown(module, node) for module, node in hits)
 
 
+#: what a status means, where the verdict alone does not say it
+_STATUS_NOTE = {
+    "partial": "The graph is partial: tracing recovered from the problems reported in "
+    "`forward`.",
+}
+
+
 def module_markdown(module: ModuleReport) -> str:
-    status = {
-        "traced": "traced cleanly",
-        "partial": "traced with problems (the graph is partial)",
-        "failed": "could not be traced",
-        "skipped": "not traced",
-    }.get(module.status, module.status)
-    text = f"**{module.name}** — {status}; {module.node_count} nodes"
+    """``**Net** — traced via ResNet (resnet18()) · 12 nodes``, then the generated code."""
+    text = f"**{module.name}** — {module.verdict()}"
+    if module.node_count:
+        text += f" · {module.node_count} nodes"
+    note = _STATUS_NOTE.get(module.status)
+    if note:
+        text += f"\n\n{note}"
     if module.code:
         text += f"\n\n```python\n{module.code.strip()}\n```"
     return text

@@ -89,7 +89,7 @@ def test_hover_markdown_shows_node_facts() -> None:
         assert fact in text
     text = nodes_markdown(nodes_at(report, PATH, 3, 26))
     assert "backward: `ReluBackward0`" in text and "users: `output`" in text
-    assert "traced cleanly; 4 nodes" in module_markdown(report.modules[0])
+    assert "**Net** — traced · 4 nodes" in module_markdown(report.modules[0])
 
 
 def test_shape_hint_goes_after_the_assigned_name() -> None:
