@@ -80,9 +80,11 @@ class FileScope:
     entry_points: list[str]
 
 
-def build_all(classes: list[type], scope: FileScope) -> dict[type, Outcome]:
-    """An instance, or the reason there is none, for each class (in ``classes`` order)."""
-    return _Builder(classes, scope).run()
+def build_all(classes: list[type], scope: FileScope) -> tuple[dict[type, Outcome], list[str]]:
+    """An instance, or the reason there is none, for each class; and the problems with the
+    configured entry points that concern this file."""
+    builder = _Builder(classes, scope)
+    return builder.run(), builder.problems
 
 
 class _Builder:
@@ -93,6 +95,7 @@ class _Builder:
         self.outcomes: dict[type, Outcome] = {}
         self.roots: list[tuple[type, Built]] = []  # models built whole: harvested last
         self.tried: dict[type, list[str]] = {cls: [] for cls in classes}
+        self.problems: list[str] = []
 
     # -- the order of strategies ---------------------------------------------------------
 
@@ -161,12 +164,20 @@ class _Builder:
         for text in self.scope.entry_points:
             target, _, call = text.partition("(")
             module_name, _, attr = target.strip().partition(":")
+            mine = self.scope.module_name == module_name or self.scope.module_name.startswith(
+                f"{module_name}.")
             try:
                 function = getattr(importlib.import_module(module_name), attr)
                 kwargs = eval(f"dict({call[:-1]})", {"torch": torch}) if call else {}
-            except Exception:
-                continue  # names of other files' entry points may not import here
+            except Exception as error:
+                if mine:
+                    self.problems.append(f"the entry point `{text}` cannot be used: "
+                                         f"{type(error).__name__}: {_first_line(error)}")
+                continue
             model = self._call_built(function, kwargs)
+            if isinstance(model, Exception) and mine:
+                self.problems.append(f"the entry point `{text}` raised "
+                                     f"{type(model).__name__}: {_first_line(model)}")
             if isinstance(model, torch.nn.Module) and type(model) in self.tried:
                 self._settle(type(model), Built(model, text.strip(), on_meta=_is_meta(model),
                                                 parameters=_count(model)))
@@ -212,6 +223,10 @@ class _Builder:
                 known = census.get(factory.call_text)
                 model = self._call_built(factory.function, factory.defaults,
                                          known[1] if known else None)
+                if isinstance(model, Exception):
+                    self.tried[cls].append(f"`{factory.call_text}`, which raised "
+                                           f"{type(model).__name__}: {_first_line(model)}")
+                    continue
                 if not isinstance(model, torch.nn.Module):
                     continue
                 built = Built(model, factory.call_text, on_meta=_is_meta(model),
@@ -337,8 +352,8 @@ class _Builder:
             if parameters is not None and parameters > MAX_REAL_PARAMETERS:
                 return on_meta(lambda: function(**kwargs))
             return function(**kwargs)
-        except Exception:
-            return None
+        except Exception as error:
+            return error
 
     def _not_built_message(self, cls: type, outcome: NotBuilt) -> tuple[str, str]:
         missing = outcome.missing or _required_parameters(cls, {})
@@ -454,6 +469,11 @@ def _size_hint(node: ast.FunctionDef) -> int:
 
 def _count(model: torch.nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return text[0][:200] if text else ""
 
 
 def _is_meta(model: torch.nn.Module) -> bool:

@@ -130,14 +130,16 @@ def analyze_source(
     file.autowrap = _resolve_functions(settings.autowrap_functions, file.namespace)
     file.user_rules, rule_problems = load_rule_files(settings.rule_files, file.root)
     first_line = source.splitlines()[0] if source else ""
+    first_line_span = SourceSpan(filename, 1, 1, 0, len(first_line.encode("utf-8")))
     for problem in rule_problems:
         report.diagnostics.append(diagnostic(
-            "FX004", f"fxls could not use a rewrite rule: {problem}",
-            SourceSpan(filename, 1, 1, 0, len(first_line.encode("utf-8"))), ""))
+            "FX004", f"fxls could not use a rewrite rule: {problem}", first_line_span, ""))
     trace_started = perf_counter()
-    outcomes = build_all(classes, FileScope(
+    outcomes, entry_problems = build_all(classes, FileScope(
         loaded.__name__, file.namespace, tree if isinstance(tree, ast.Module) else None,
         source, file.pragmas, settings.entry_points))
+    for problem in entry_problems:
+        report.diagnostics.append(diagnostic("FX004", problem, first_line_span, ""))
     report.timings_ms["construct"] = (perf_counter() - trace_started) * 1000
     seen: _Seen = {}
     traced: list[_Traced] = []

@@ -41,3 +41,24 @@ class Mystery(nn.Module):
 
     def forward(self, x):
         return x * self.secret
+
+
+class Downloaded(nn.Module):
+    def __init__(self, weights_url):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+WEIGHTS = "https://example.invalid/weights.pth"
+
+
+def downloaded_model():
+    raise RuntimeError(f"cannot download {WEIGHTS}: no network")
+    return Downloaded(WEIGHTS)
+
+
+def build_broken():
+    raise ValueError("bad entry point")
