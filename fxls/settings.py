@@ -27,6 +27,9 @@ class Settings:
     rule_files: list[str] = field(default_factory=list)
     #: compare the traced graph against eager forward (FX014); costs one eager run
     check_eager: bool = True
+    #: the mode modules are traced and run in: ``eval`` (as quantization and deployment
+    #: trace) or ``train``
+    trace_mode: str = "eval"
     #: folders (relative to the project root) that imports start from, e.g. ``["src"]``;
     #: by default the project root and its ``src/``
     roots: list[str] = field(default_factory=list)

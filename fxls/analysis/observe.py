@@ -38,9 +38,11 @@ class _Observer(ShapeProp):
         return result
 
 
-def observe(gm: GraphModule, inputs: tuple[Any, ...], *, record_backward: bool) -> Observation:
+def observe(
+    gm: GraphModule, inputs: tuple[Any, ...], *, record_backward: bool, training: bool = False
+) -> Observation:
     observer = _Observer(gm, record_backward)
-    gm.eval()
+    gm.train(training)
     try:
         with torch.enable_grad() if record_backward else torch.no_grad():
             torch.manual_seed(2)
@@ -54,8 +56,10 @@ def observe(gm: GraphModule, inputs: tuple[Any, ...], *, record_backward: bool) 
     return Observation(output, observer.backward, True)
 
 
-def run_eager(module: torch.nn.Module, inputs: tuple[Any, ...]) -> tuple[bool, Any]:
-    module.eval()
+def run_eager(
+    module: torch.nn.Module, inputs: tuple[Any, ...], training: bool = False
+) -> tuple[bool, Any]:
+    module.train(training)
     try:
         with torch.no_grad():
             torch.manual_seed(2)

@@ -283,6 +283,7 @@ def _analyze_class(
             return module_report, [diagnostic(
                 "FX004", f"the `concrete` pragma of `{name}` cannot be evaluated: {error}",
                 span, name)], None
+    instance.train(file.settings.trace_mode == "train")  # traced in the mode it runs in
     recorder = TraceRecorder()
     with recorder.active():
         trace = trace_collecting_issues(
@@ -319,13 +320,14 @@ def _observe_class(traced: _Traced, file: _File) -> list[Diagnostic]:
              *find_user_rewrites(ctx, file.user_rules, file.tree)]
     backward: dict[str, str] = {}
     if example_inputs is not None and not ctx.trace.issues:
-        seen = observe(gm, example_inputs,
+        training = file.settings.trace_mode == "train"
+        seen = observe(gm, example_inputs, training=training,
                        record_backward=len(gm.graph.nodes) <= _MAX_NODES_FOR_AUTOGRAD)
         if seen.ok:
             backward = seen.backward
             module_report.output_signature = signature(seen.output)
             if file.settings.check_eager:
-                ran, eager = run_eager(traced.instance, example_inputs)
+                ran, eager = run_eager(traced.instance, example_inputs, training)
                 if ran:
                     found += rules.eager_mismatch(ctx, traced.span, eager, seen.output)
     module_report.code = gm.code

@@ -78,8 +78,12 @@ def dead_code(ctx: ModuleContext) -> Iterable[Diagnostic]:
     call_spans = [c.span for c in ctx.trace_time_calls]
     found = []
     for node in gm.graph.nodes:
-        if node.op not in ("call_function", "call_method", "call_module") or node.users:
+        if node.op not in ("call_function", "call_method", "call_module"):
             continue
+        if node.users and not all(_unused_item(u) for u in node.users):
+            continue
+        if _unused_item(node) or _is_size_value(node):
+            continue  # taking an item, or Python arithmetic on sizes, costs nothing
         if node.meta.get("consumed_by_issue") or _is_inplace(node):
             continue
         try:
@@ -95,6 +99,33 @@ def dead_code(ctx: ModuleContext) -> Iterable[Diagnostic]:
             "FX010", f"`{text}` is computed but never used: the traced graph computes it "
             "for nothing (dead code)", span, ctx.class_name, node=node.name))
     return found
+
+
+_SIZE_ATTRIBUTES = {"shape", "ndim", "dtype", "device", "is_cuda"}
+_SIZE_METHODS = {"size", "dim", "numel", "stride", "nelement", "ndimension", "get_device"}
+_SIZE_OPERATORS = {operator.add, operator.sub, operator.mul, operator.floordiv,
+                   operator.truediv, operator.mod, operator.neg, operator.pow, operator.getitem}
+
+
+def _unused_item(node: Node) -> bool:
+    return node.op == "call_function" and node.target is operator.getitem and not node.users
+
+
+def _is_size_value(node: Node, depth: int = 0) -> bool:
+    """A value made of tensor sizes by Python arithmetic (``x.shape``, ``B * N``), not tensor
+    work."""
+    if depth > 16:
+        return False
+    if node.op == "call_method":
+        return node.target in _SIZE_METHODS
+    if node.op != "call_function":
+        return False
+    if node.target is getattr:
+        return len(node.args) > 1 and node.args[1] in _SIZE_ATTRIBUTES
+    if node.target in _SIZE_OPERATORS:
+        inputs = node.all_input_nodes
+        return bool(inputs) and all(_is_size_value(n, depth + 1) for n in inputs)
+    return False
 
 
 def inplace_on_inputs(ctx: ModuleContext) -> Iterable[Diagnostic]:
@@ -184,7 +215,8 @@ def eager_mismatch(
 ) -> Iterable[Diagnostic]:
     if _close(eager, traced):
         return []
+    mode = ctx.settings.trace_mode
     return [diagnostic(
         "FX014", f"the traced graph of `{ctx.class_name}` computes a different result than "
-        "its eager forward on the same inputs: some Python logic was evaluated once at trace "
-        "time and frozen into the graph", class_span, ctx.class_name)]
+        f"its eager forward on the same inputs (both in {mode} mode): some Python logic was "
+        "evaluated once at trace time and frozen into the graph", class_span, ctx.class_name)]

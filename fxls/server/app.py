@@ -112,6 +112,7 @@ class FxlsServer(LanguageServer):
                 "timeout": self.config.trace_timeout,
                 "select": self.config.select or None,
                 "ignore": self.config.ignore or None,
+                "trace_mode": self.config.trace_mode or None,
             }
             settings = load_settings(state.path, overrides)
             request = AnalysisRequest(state.path, text, settings)

@@ -11,6 +11,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
+TRACE_MODES = ("", "eval", "train")
+
 
 @dataclass(slots=True)
 class ServerConfig:
@@ -23,6 +25,8 @@ class ServerConfig:
     select: list[str] = field(default_factory=list)
     ignore: list[str] = field(default_factory=list)
     inlay_hints_shapes: bool = True
+    #: ``eval`` or ``train``; empty: the project's ``[tool.fxls] trace_mode`` (default eval)
+    trace_mode: str = ""
 
     def updated(self, raw: Any) -> ServerConfig:
         """A copy with the settings in ``raw`` applied; wrong types are ignored, not fatal."""
@@ -38,6 +42,8 @@ class ServerConfig:
                 setattr(config, attribute, value)
         if not config.python:
             config.python = sys.executable
+        if config.trace_mode not in TRACE_MODES:
+            config.trace_mode = ""
         return config
 
 
@@ -50,6 +56,7 @@ _KEYS: list[tuple[str, str, Any]] = [
     ("diagnostics.select", "select", list),
     ("diagnostics.ignore", "ignore", list),
     ("inlayHints.shapes", "inlay_hints_shapes", bool),
+    ("trace.mode", "trace_mode", str),
 ]
 
 

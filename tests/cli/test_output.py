@@ -49,7 +49,9 @@ def test_json_contract_uses_lsp_positions_in_utf16(
         "files": [
             {
                 "path": "gate.py",
-                "modules": [{"name": "Gate", "status": "partial", "nodes": 5, "via": None, "entry": None}],
+                "modules": [
+                    {"name": "Gate", "status": "partial", "nodes": 5, "via": None, "entry": None}
+                ],
                 "diagnostics": [
                     {
                         "code": "FX001",

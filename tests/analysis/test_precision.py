@@ -1,0 +1,78 @@
+"""Every error fxls reports is one torch.fx would hit: model-zoo idioms that are fine must
+not be reported (real `fxls check` in the worker; expected ranges derived from the text)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.analysis.test_codes import HEADER, lsp_range, ranges
+
+CASES: dict[str, str] = {
+    # a BatchNorm+activation layer that reads self.training, as model zoos write it: traced
+    # in eval mode (the default) it matches its eager eval forward
+    "bn_act.py": HEADER + '''class BnAct(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.bn = nn.BatchNorm1d(8)
+        self.drop_rate = 0.5
+
+    def forward(self, x):
+        x = self.bn(x)
+        if self.drop_rate > 0 and self.training:
+            x = F.dropout(x, self.drop_rate, self.training)
+        return x.relu()
+''',
+    # shapes unpacked with one name unused; an unused size product; real dead tensor work
+    "shapes.py": HEADER + '''class Tokens(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(8, 8)
+
+    def forward(self, x):
+        B, N, C = x.shape
+        area = N * C
+        unused = self.proj(x)
+        return x.reshape(B, N * C)
+''',
+}
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
+    folder = tmp_path_factory.mktemp("precision")
+    (folder / "pyproject.toml").write_text("[tool.fxls]\ntimeout = 30\n", encoding="utf-8")
+    for name, text in CASES.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    fxls = [sys.executable, "-m", "fxls", "check", "--format", "json", str(folder)]
+    done = subprocess.run(fxls, capture_output=True, text=True, timeout=240, cwd=folder)
+    assert done.returncode in (0, 1), done.stderr
+    return {Path(f["path"]).name: f for f in json.loads(done.stdout)["files"]}
+
+
+def test_training_checks_are_traced_in_eval_mode_and_match_eager(results):
+    result = results["bn_act.py"]
+    assert result["diagnostics"] == []
+    assert result["modules"][0]["status"] == "traced"
+
+
+def test_train_mode_is_a_setting(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.fxls]\ntrace_mode = "train"\n')
+    path = tmp_path / "bn_act.py"
+    path.write_text(CASES["bn_act.py"], encoding="utf-8")
+    fxls = [sys.executable, "-m", "fxls", "check", "--format", "json", str(path)]
+    done = subprocess.run(fxls, capture_output=True, text=True, timeout=240, cwd=tmp_path)
+    (result,) = json.loads(done.stdout)["files"]
+    # traced with training=True: the dropout is in the graph, and the eager run is in train
+    # mode too (same seed): no FX014
+    assert [d["code"] for d in result["diagnostics"]] == []
+    assert result["modules"][0]["nodes"] == 5  # x, bn, dropout, relu, output
+
+
+def test_dead_code_only_for_tensor_work_at_its_own_span(results):
+    text = CASES["shapes.py"]
+    assert ranges(results["shapes.py"], "FX010") == [lsp_range(text, "self.proj(x)")]
