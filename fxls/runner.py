@@ -48,7 +48,8 @@ _FAILURE_MESSAGES = {
     "timeout": "analysis timed out after {timeout:g} s{where} (an infinite loop at import or "
     "in forward?); raise `timeout` in [tool.fxls] if the model is just slow",
     "crashed": "the worker process running this file crashed{where} ({detail})",
-    "memory": "the analysis ran out of memory ({detail})",
+    "memory": "the analysis ran out of memory ({detail}; the limit is {memory} MB: raise "
+    "`memory_limit_mb` in [tool.fxls] for a bigger model)",
     "error": "fxls failed while analysing this file: {detail}",
     "cancelled": "the analysis was cancelled",
 }
@@ -81,7 +82,7 @@ def failure_report(
     if line is None or not 0 < line <= len(lines):
         line = 1
     message = template.format(timeout=request.settings.timeout, detail=detail or status,
-                              where=where)
+                              where=where, memory=request.settings.memory_limit_mb)
     text = lines[line - 1] if lines else ""
     indent = len(text) - len(text.lstrip())
     span = Span(path, line, line, indent, len(text.encode("utf-8")))
@@ -138,7 +139,7 @@ async def run_analysis(
 
     result = await client.run(
         ANALYZE_TARGET, request.params(), timeout=request.settings.timeout, job_id=job_id,
-        on_partial=on_partial,
+        on_partial=on_partial, memory_limit_mb=request.settings.memory_limit_mb,
     )
     if result.status == "cancelled":
         return None

@@ -6,6 +6,7 @@ Resolution order (later wins): built-in defaults -> the nearest pyproject.toml's
 
 from __future__ import annotations
 
+import os
 import tomllib
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -14,11 +15,23 @@ from typing import Any
 DEFAULT_TIMEOUT_S = 10.0
 
 
+def default_memory_limit_mb() -> int:
+    """Half of this machine's memory (at least 2 GB): room for real models, and for a second
+    job next to this one."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // (1024 * 1024)
+    except (ValueError, OSError, AttributeError):
+        return 4096
+    return max(2048, total // 2)
+
+
 @dataclass(slots=True)
 class Settings:
     select: list[str] = field(default_factory=list)
     ignore: list[str] = field(default_factory=list)
     timeout: float = DEFAULT_TIMEOUT_S
+    #: the address space one analysis job may use (MB); running out is FX102
+    memory_limit_mb: int = field(default_factory=default_memory_limit_mb)
     #: qualified class names (``pkg.mod.Block``) or bare class names traced as leaves
     leaf_modules: list[str] = field(default_factory=list)
     #: qualified function names (``pkg.mod.helper``) wrapped as call_function leaves

@@ -54,9 +54,10 @@ class Built:
 
 @dataclass
 class NotBuilt:
-    """Why a class has no instance: the reason for the status, and the FX101/FX004 data."""
+    """Why a class has no instance: the reason for the status, and the FX101/FX004/FX102
+    data."""
 
-    code: str  # FX101 | FX004
+    code: str  # FX101 (unknown arguments) | FX004 (it raised) | FX102 (out of memory)
     message: str
     reason: str
     #: the constructor's required parameters that nothing supplied (for the init-stub fix)
@@ -117,7 +118,7 @@ class _Builder:
             outcome = self._from_defaults(cls)
             if isinstance(outcome, Built) and (outcome.parameters or 0) > PREFER_FACTORY_ABOVE:
                 big_defaults[cls] = outcome  # a factory may build it smaller
-            elif isinstance(outcome, Built) or outcome.code == "FX004":
+            elif isinstance(outcome, Built) or outcome.code != "FX101":
                 self._settle(cls, outcome)
             else:
                 self.outcomes.setdefault(cls, outcome)
@@ -468,7 +469,8 @@ def _size_hint(node: ast.FunctionDef) -> int:
 
 
 def _count(model: torch.nn.Module) -> int:
-    return sum(p.numel() for p in model.parameters())
+    """Parameters and buffers: what building the model for real allocates (at least)."""
+    return sum(t.numel() for t in (*model.parameters(), *model.buffers()))
 
 
 def _first_line(error: BaseException) -> str:
@@ -495,7 +497,16 @@ def _raised_by_the_call(error: TypeError) -> bool:
     return depth <= 2
 
 
+_OUT_OF_MEMORY = ("can't allocate memory", "DefaultCPUAllocator: not enough memory")
+
+
 def _raised(cls: type, error: Exception) -> NotBuilt:
+    if isinstance(error, MemoryError) or any(m in str(error) for m in _OUT_OF_MEMORY):
+        message = (f"constructing `{cls.__name__}` ran out of memory ({type(error).__name__}: "
+                   f"{_first_line(error)}): raise `memory_limit_mb` in [tool.fxls], or give "
+                   "smaller sizes with `# fxls: init`")
+        return NotBuilt("FX102", message, "it ran out of memory while being built",
+                        error=error)
     message = f"constructing `{cls.__name__}` raised {type(error).__name__}: {error}"
     return NotBuilt("FX004", message, f"its constructor raised {type(error).__name__}",
                     error=error)

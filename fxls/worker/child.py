@@ -69,7 +69,8 @@ def serve_job(
         if not raw:  # the worker retired this child (or died) before giving it a job
             os._exit(0)
         job = json.loads(raw.decode("utf-8"))
-        _apply_limits(limits)
+        memory_mb = job.get("memory_limit_mb")
+        _apply_limits(Limits(memory_mb, limits.cpu_s) if memory_mb else limits)
         _result_fd = fds.result_w
         loaded = set(sys.modules)
         payload = run_target(job["target"], job["params"])

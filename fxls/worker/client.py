@@ -233,10 +233,12 @@ class WorkerClient:
         timeout: float = 10.0,
         job_id: str | None = None,
         on_partial: Callable[[Any], None] | None = None,
+        memory_limit_mb: int | None = None,
     ) -> JobResult:
         """Run ``target(params)`` in a fresh fork of the warm worker.
 
-        ``on_partial`` gets each value the job sends ahead of its result (``send_partial``).
+        ``on_partial`` gets each value the job sends ahead of its result (``send_partial``);
+        ``memory_limit_mb`` replaces the worker's limit for this job.
         """
         key = next(self._ids)
         if job_id is not None:
@@ -245,7 +247,8 @@ class WorkerClient:
         try:
             message: dict[str, Any] = {}
             for _ in range(_DELIVERY_ATTEMPTS):
-                message = await self._run_once(key, target, params, timeout, on_partial)
+                message = await self._run_once(key, target, params, timeout, on_partial,
+                                               memory_limit_mb)
                 if not message.get("retry") or self._closed:
                     break
             return _job_result(message)
@@ -261,6 +264,7 @@ class WorkerClient:
         params: dict[str, Any],
         timeout: float,
         on_partial: Callable[[Any], None] | None,
+        memory_limit_mb: int | None = None,
     ) -> dict[str, Any]:
         if key in self._superseded:
             return _SUPERSEDED
@@ -273,9 +277,8 @@ class WorkerClient:
             return _SUPERSEDED
         assert proc is not None
         # encoded first: params that are not JSON data raise here, before anything is sent
-        request = encode(
-            {"op": "run", "id": key, "target": target, "params": params, "timeout": timeout}
-        )
+        request = encode({"op": "run", "id": key, "target": target, "params": params,
+                          "timeout": timeout, "memory_limit_mb": memory_limit_mb})
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[key] = _Pending(future, proc, on_partial=on_partial)
         try:

@@ -154,7 +154,8 @@ class Worker:
     # ---------------------------------------------------------------- jobs
     def _start_job(self, message: dict[str, Any]) -> None:
         job_id = message.get("id")
-        payload = json.dumps({"target": message["target"], "params": message.get("params")})
+        payload = json.dumps({"target": message["target"], "params": message.get("params"),
+                              "memory_limit_mb": message.get("memory_limit_mb")})
         child = self._hand_over(payload.encode("utf-8"))
         if child is None:
             self.send(_result(job_id, "crashed", error="could not start a job process"))

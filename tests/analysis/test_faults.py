@@ -32,7 +32,8 @@ FILES = {
 
 
 def test_each_fault_gives_its_diagnostic_and_the_next_file_works(tmp_path: Path):
-    (tmp_path / "pyproject.toml").write_text("[tool.fxls]\ntimeout = 6\n", encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text(
+        "[tool.fxls]\ntimeout = 6\nmemory_limit_mb = 2048\n", encoding="utf-8")
     for name, text in FILES.items():
         (tmp_path / name).write_text(text, encoding="utf-8")
     command = [sys.executable, "-m", "fxls", "check", "--format", "json", str(tmp_path)]

@@ -76,3 +76,24 @@ def test_train_mode_is_a_setting(tmp_path):
 def test_dead_code_only_for_tensor_work_at_its_own_span(results):
     text = CASES["shapes.py"]
     assert ranges(results["shapes.py"], "FX010") == [lsp_range(text, "self.proj(x)")]
+
+
+def test_running_out_of_memory_names_the_setting(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[tool.fxls]\nmemory_limit_mb = 1500\n")
+    path = tmp_path / "huge.py"
+    path.write_text(HEADER + '''class Huge(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.cache = torch.zeros(1024, 1024, 600)  # 2.4 GB, not a parameter or buffer
+
+    def forward(self, x):
+        return x * self.cache.sum()
+''', encoding="utf-8")
+    fxls = [sys.executable, "-m", "fxls", "check", "--format", "json", str(path)]
+    done = subprocess.run(fxls, capture_output=True, text=True, timeout=240, cwd=tmp_path)
+    (result,) = json.loads(done.stdout)["files"]
+    (found,) = result["diagnostics"]
+    assert found["code"] == "FX102", found
+    assert "ran out of memory" in found["message"]
+    assert "`memory_limit_mb` in [tool.fxls]" in found["message"]
+    assert result["modules"][0]["status"] == "failed"
