@@ -41,6 +41,7 @@ CODES: dict[str, Code] = {
         Code("FX012", Severity.WARNING, "tensor baked into the graph as a constant"),
         Code("FX013", Severity.WARNING, "call runs only at trace time"),
         Code("FX014", Severity.ERROR, "traced graph differs from eager forward"),
+        Code("FX015", Severity.INFORMATION, "the graph could not run on its example inputs"),
         Code("FX020", Severity.INFORMATION, "rewrite available"),
         Code("FX100", Severity.ERROR, "file cannot be executed"),
         Code("FX101", Severity.INFORMATION, "module cannot be constructed"),

@@ -10,6 +10,9 @@ from fxcore.graph_module import GraphModule
 from fxcore.node import Node
 
 _BATCH = 2
+#: the spatial size of image inputs when the model does not say its own
+_DEFAULT_SIZE = (32, 32)
+_SIZE_ATTRIBUTES = ("img_size", "image_size", "input_size", "input_resolution")
 _PASS_THROUGH_METHODS = {"float", "contiguous", "relu", "gelu", "sigmoid", "tanh", "clone",
                          "detach", "to", "type_as"}
 
@@ -21,7 +24,40 @@ def eval_pragma_args(text: str, namespace: dict[str, Any]) -> tuple[Any, ...]:
     return value if isinstance(value, tuple) else (value,)
 
 
-def _input_for_module(module: torch.nn.Module) -> torch.Tensor | None:
+def spatial_size(model: torch.nn.Module) -> tuple[int, int] | None:
+    """The image size a model says it expects: its ``pretrained_cfg``/``default_cfg``
+    ``input_size`` (timm), or an ``img_size``/``image_size``/``input_size`` attribute of it
+    or of one of its first submodules (a patch embedding)."""
+    for index, module in enumerate(model.modules()):
+        if index > 64:
+            break
+        for name in ("pretrained_cfg", "default_cfg"):
+            config = getattr(module, name, None)
+            if isinstance(config, dict):
+                size = _pair(config.get("input_size"), from_chw=True)
+                if size is not None:
+                    return size
+        for name in _SIZE_ATTRIBUTES:
+            size = _pair(module.__dict__.get(name))
+            if size is not None:
+                return size
+    return None
+
+
+def _pair(value: Any, from_chw: bool = False) -> tuple[int, int] | None:
+    if isinstance(value, int) and not isinstance(value, bool) and 1 < value <= 4096:
+        return (value, value)
+    if isinstance(value, list | tuple) and all(isinstance(v, int) for v in value):
+        if from_chw and len(value) == 3:
+            value = value[1:]
+        if len(value) == 2 and all(1 < v <= 4096 for v in value):
+            return (int(value[0]), int(value[1]))
+    return None
+
+
+def _input_for_module(
+    module: torch.nn.Module, size: tuple[int, int] = _DEFAULT_SIZE
+) -> torch.Tensor | None:
     nn = torch.nn
     if isinstance(module, nn.Linear):
         return torch.randn(_BATCH, module.in_features)
@@ -30,7 +66,7 @@ def _input_for_module(module: torch.nn.Module) -> torch.Tensor | None:
     if isinstance(module, nn.Conv1d | nn.ConvTranspose1d):
         return torch.randn(_BATCH, module.in_channels, 32)
     if isinstance(module, nn.Conv2d | nn.ConvTranspose2d):
-        return torch.randn(_BATCH, module.in_channels, 32, 32)
+        return torch.randn(_BATCH, module.in_channels, *size)
     if isinstance(module, nn.Conv3d | nn.ConvTranspose3d):
         return torch.randn(_BATCH, module.in_channels, 8, 8, 8)
     if isinstance(module, nn.Embedding):
@@ -57,28 +93,34 @@ def _input_for_module(module: torch.nn.Module) -> torch.Tensor | None:
     return None
 
 
-def _consumer_input(gm: GraphModule, placeholder: Node, depth: int = 0) -> torch.Tensor | None:
+def _consumer_input(
+    gm: GraphModule, placeholder: Node, size: tuple[int, int], depth: int = 0
+) -> torch.Tensor | None:
     for user in placeholder.users:
         if user.op == "call_module":
             try:
                 module = gm.get_submodule(user.target)
             except AttributeError:
                 continue
-            found = _input_for_module(module)
+            found = _input_for_module(module, size)
             if found is not None:
                 return found
         elif depth < 3 and user.op in ("call_method", "call_function"):
             name = user.target if isinstance(user.target, str) else getattr(
                 user.target, "__name__", "")
             if name in _PASS_THROUGH_METHODS or name in ("dropout", "relu", "gelu"):
-                found = _consumer_input(gm, user, depth + 1)
+                found = _consumer_input(gm, user, size, depth + 1)
                 if found is not None:
                     return found
     return None
 
 
-def infer_inputs(gm: GraphModule) -> tuple[Any, ...] | None:
-    """Inputs for every required placeholder, or None when one of them cannot be inferred."""
+def infer_inputs(
+    gm: GraphModule, model: torch.nn.Module | None = None
+) -> tuple[Any, ...] | None:
+    """Inputs for every required placeholder, or None when one of them cannot be inferred.
+    Image inputs have the size ``model`` says it expects (``spatial_size``), else 32x32."""
+    size = (spatial_size(model) if model is not None else None) or _DEFAULT_SIZE
     values: list[Any] = []
     for node in gm.graph.nodes:
         if node.op != "placeholder":
@@ -87,7 +129,7 @@ def infer_inputs(gm: GraphModule) -> tuple[Any, ...] | None:
             continue
         if node.args:  # has a default: leave it to the default
             break
-        found = _consumer_input(gm, node)
+        found = _consumer_input(gm, node, size)
         if found is None:
             return None
         values.append(found)

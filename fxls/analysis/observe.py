@@ -21,6 +21,8 @@ class Observation:
     output: Any = None
     backward: dict[str, str] = field(default_factory=dict)
     ok: bool = False
+    #: why the run failed (``AssertionError: Input height (32) doesn't match model (224)``)
+    error: str = ""
 
 
 class _Observer(ShapeProp):
@@ -47,8 +49,9 @@ def observe(
         with torch.enable_grad() if record_backward else torch.no_grad():
             torch.manual_seed(2)
             output = observer.run(*copy.deepcopy(inputs))
-    except Exception:
-        return Observation()
+    except Exception as error:
+        text = str(error).strip().splitlines()
+        return Observation(error=f"{type(error).__name__}: {text[0][:200] if text else ''}")
     if record_backward:
         output = map_aggregate(
             output, lambda v: v.detach() if isinstance(v, torch.Tensor) else v

@@ -298,7 +298,7 @@ def _analyze_class(
     module_report.node_count = len(gm.graph.nodes)
     torch.manual_seed(1)
     example_inputs = (None if outcome.on_meta
-                      else _example_inputs(pragmas, file.namespace, gm, trace))
+                      else _example_inputs(pragmas, file.namespace, gm, trace, instance))
     ctx = ModuleContext(
         file.filename, file.source, name, instance, trace, gm, example_inputs, concrete,
         file.settings, recorder.calls, file.is_reportable,
@@ -323,6 +323,8 @@ def _observe_class(traced: _Traced, file: _File) -> list[Diagnostic]:
         training = file.settings.trace_mode == "train"
         seen = observe(gm, example_inputs, training=training,
                        record_backward=len(gm.graph.nodes) <= _MAX_NODES_FOR_AUTOGRAD)
+        if not seen.ok:
+            found.append(_inputs_failed(ctx, traced.span, example_inputs, seen.error))
         if seen.ok:
             backward = seen.backward
             module_report.output_signature = signature(seen.output)
@@ -335,8 +337,21 @@ def _observe_class(traced: _Traced, file: _File) -> list[Diagnostic]:
     return found
 
 
+def _inputs_failed(
+    ctx: ModuleContext, span: SourceSpan, inputs: tuple[Any, ...], error: str
+) -> Diagnostic:
+    shown = ", ".join(
+        f"tensor{tuple(v.shape)}" if isinstance(v, torch.Tensor) else type(v).__name__
+        for v in inputs)
+    return diagnostic(
+        "FX015", f"`{ctx.class_name}` could not run on its example inputs ({shown}): {error}; "
+        "shapes, backward nodes and the graph-vs-eager check (FX014) are skipped. Give inputs "
+        "it accepts with `# fxls: args (torch.randn(...),)` in the class", span, ctx.class_name)
+
+
 def _example_inputs(
-    pragmas: ClassPragmas, namespace: dict[str, Any], gm: GraphModule, trace: CollectedTrace
+    pragmas: ClassPragmas, namespace: dict[str, Any], gm: GraphModule, trace: CollectedTrace,
+    instance: torch.nn.Module,
 ) -> tuple[Any, ...] | None:
     if pragmas.args:
         try:
@@ -346,7 +361,7 @@ def _example_inputs(
     if trace.partial:
         return None
     try:
-        return infer_inputs(gm)
+        return infer_inputs(gm, instance)
     except Exception:
         return None
 

@@ -97,3 +97,38 @@ def test_running_out_of_memory_names_the_setting(tmp_path):
     assert "ran out of memory" in found["message"]
     assert "`memory_limit_mb` in [tool.fxls]" in found["message"]
     assert result["modules"][0]["status"] == "failed"
+
+
+def test_image_inputs_at_the_size_the_model_asks_for_and_a_failed_run_is_said(tmp_path):
+    text = HEADER + '''class PatchEmbed(nn.Module):
+    def __init__(self, img_size=64, patch=16):
+        super().__init__()
+        self.img_size = (img_size, img_size)
+        self.proj = nn.Conv2d(3, 8, patch, patch)
+
+    def forward(self, x):
+        B, C, H, W = x.shape
+        torch._assert(H == self.img_size[0], f"Input height ({H}) doesn't match model")
+        return self.proj(x).flatten(2).transpose(1, 2)
+
+
+class Picky(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Conv2d(3, 8, 3)
+
+    def forward(self, x):
+        torch._assert(x.shape[-1] == 100, "Input width must be 100")
+        return self.proj(x)
+'''
+    path = tmp_path / "embed.py"
+    path.write_text(text, encoding="utf-8")
+    fxls = [sys.executable, "-m", "fxls", "check", "--format", "json", str(path)]
+    done = subprocess.run(fxls, capture_output=True, text=True, timeout=240, cwd=tmp_path)
+    (result,) = json.loads(done.stdout)["files"]
+    assert [d["module"] for d in result["diagnostics"] if d["code"] == "FX015"] == ["Picky"]
+    (failed,) = [d for d in result["diagnostics"] if d["code"] == "FX015"]
+    assert ranges(result, "FX015") == [lsp_range(text, "Picky")]
+    assert "tensor(2, 3, 32, 32)" in failed["message"]
+    assert "Input width must be 100" in failed["message"]
+    assert "# fxls: args" in failed["message"]
