@@ -28,6 +28,7 @@ from fxls.analysis import rewrites, rules
 from fxls.analysis.construction import FileScope, NotBuilt, Outcome, build_all
 from fxls.analysis.context import ModuleContext
 from fxls.analysis.inputs import eval_pragma_args, infer_inputs
+from fxls.analysis.libraries import registrations
 from fxls.analysis.loading import (
     class_definitions,
     class_span,
@@ -65,6 +66,8 @@ class _File:
     user_rules: list[UserRule] = field(default_factory=list)
     rewrite_candidates: list[rewrites.Candidate] = field(default_factory=list)
     other_trees: dict[str, ast.AST | None] = field(default_factory=dict)
+    #: leaf classes that imported libraries declared (name -> who declared it)
+    declared_leaves: dict[str, str] = field(default_factory=dict)
 
     def tree_of(self, filename: str) -> ast.AST | None:
         """The parsed text of this file or of another file a span points into."""
@@ -118,7 +121,7 @@ def analyze_source(
     if loaded.module is None:
         return _finish(report, file)
     loaded = loaded.module
-    fxcore.interop.adopt_torch_fx_wraps()
+    declared = registrations()
     file.namespace = dict(vars(loaded))
     file.definitions = class_definitions(tree)
     classes = module_classes(loaded, file.definitions)
@@ -126,8 +129,10 @@ def analyze_source(
         f"{cls.__module__}.{cls.__qualname__}"
         for cls in classes
         if file.pragmas.classes.get(cls.__name__, ClassPragmas()).leaf
-    )
-    file.autowrap = _resolve_functions(settings.autowrap_functions, file.namespace)
+    ) + tuple(sorted(declared.leaf_classes))
+    file.declared_leaves = declared.declared_by
+    file.autowrap = (*_resolve_functions(settings.autowrap_functions, file.namespace),
+                     *declared.functions)
     file.user_rules, rule_problems = load_rule_files(settings.rule_files, file.root)
     first_line = source.splitlines()[0] if source else ""
     first_line_span = SourceSpan(filename, 1, 1, 0, len(first_line.encode("utf-8")))
@@ -268,6 +273,10 @@ def _analyze_class(
     span = class_span(cls, file.filename, file.source, file.definitions)
     module_report = ModuleReport(name, "skipped", 0, to_span(span))
     pragmas = file.pragmas.classes.get(name, ClassPragmas())
+    declared_by = file.declared_leaves.get(f"{cls.__module__}.{cls.__qualname__}")
+    if declared_by is not None:
+        module_report.reason = f"a leaf module by {declared_by}"
+        return module_report, [], None
     if pragmas.skip or pragmas.leaf or outcome is None:
         module_report.reason = "`# fxls: leaf`" if pragmas.leaf else "`# fxls: skip`"
         return module_report, [], None

@@ -63,3 +63,19 @@ def test_resnet_classes_are_traced(resnet_report: dict) -> None:
     for name in ("BasicBlock", "Bottleneck", "ResNet"):
         assert status[name]["status"] in ("traced", "partial"), status[name]
         assert status[name]["nodes"], status[name]
+
+
+@needs_zoo
+def test_timm_notrace_registrations_are_honoured() -> None:
+    """timm's nasnet reaches `timm.layers.padding.pad_same`, whose data-dependent padding timm
+    keeps out of traces (its layers are registered with register_notrace_module): as timm's
+    own FX configuration traces it, fxls reports no FX001 there, and registered classes are
+    leaves with a reason."""
+    report = _fxls_check_json(SITE / "timm" / "models" / "nasnet.py")
+    (file_report,) = report["files"]
+    assert [d for d in file_report["diagnostics"] if d["code"] == "FX001"] == []
+    statuses = {m["status"] for m in file_report["modules"]}
+    assert statuses <= {"traced", "skipped"}, file_report["modules"]
+    for module in file_report["modules"]:
+        if module["status"] == "skipped":
+            assert module["reason"] == "a leaf module by timm's register_notrace_module"
