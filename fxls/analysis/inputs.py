@@ -115,6 +115,34 @@ def _consumer_input(
     return None
 
 
+def _rank_used(placeholder: Node) -> int:
+    """The number of dimensions ``forward`` reads off an input: ``B, N, C = x.shape`` or
+    ``x.size(2)`` say at least 3 (0 when it reads none)."""
+    rank = 0
+    for user in placeholder.users:
+        if user.op == "call_function" and user.target is getattr and user.args[1:] == ("shape",):
+            for item in user.users:
+                index = item.args[1] if len(item.args) > 1 else None
+                if isinstance(index, int) and index >= 0:
+                    rank = max(rank, index + 1)
+        elif user.op == "call_method" and user.target == "size" and len(user.args) > 1:
+            index = user.args[1]
+            if isinstance(index, int) and index >= 0:
+                rank = max(rank, index + 1)
+    return rank
+
+
+def _with_rank(value: torch.Tensor, rank: int) -> torch.Tensor:
+    """``value`` with token dimensions of 8 after the batch, up to ``rank`` dimensions (a
+    Linear's (2, C) becomes (2, 8, C) for a forward that unpacks B, N, C)."""
+    if value.dim() < 2 or rank <= value.dim():
+        return value
+    shape = (value.shape[0], *(8,) * (rank - value.dim()), *value.shape[1:])
+    if value.is_floating_point():
+        return torch.randn(shape, dtype=value.dtype)
+    return torch.zeros(shape, dtype=value.dtype)  # indices: 0 is always valid
+
+
 def infer_inputs(
     gm: GraphModule, model: torch.nn.Module | None = None
 ) -> tuple[Any, ...] | None:
@@ -132,5 +160,5 @@ def infer_inputs(
         found = _consumer_input(gm, node, size)
         if found is None:
             return None
-        values.append(found)
+        values.append(_with_rank(found, _rank_used(node)))
     return tuple(values) if values else None

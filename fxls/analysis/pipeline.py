@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import ast
 import linecache
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from time import perf_counter
 from typing import Any
@@ -164,8 +167,13 @@ def analyze_source(
     observe_started = perf_counter()
     if tree is not None and traced:
         file.rewrite_candidates = rewrites.candidates(tree, source, file.namespace)
-    for done in traced:
-        _add_diagnostics(report, seen, done.module_report, _observe_class(done, file))
+    harvested = {id(t.instance): t for t in traced if t.module_report.via is not None}
+    # roots first: their eager runs capture the inputs of the instances found inside them
+    for done in sorted(traced, key=lambda t: t.module_report.via is not None):
+        if done.captured is not None and not done.inputs_from_pragma:
+            done.ctx.example_inputs = done.captured
+        _add_diagnostics(report, seen, done.module_report,
+                         _observe_class(done, file, harvested))
     for name, graph in graphs:
         report.graphs.append(_graph_report(name, graph))
     report.timings_ms["observe"] = (perf_counter() - observe_started) * 1000
@@ -263,6 +271,10 @@ class _Traced:
     instance: torch.nn.Module
     ctx: ModuleContext
     span: SourceSpan
+    #: the example inputs came from an ``args`` pragma (never replaced)
+    inputs_from_pragma: bool = False
+    #: the inputs its root gave it in the root's eager run (a harvested instance)
+    captured: tuple[Any, ...] | None = None
 
 
 def _analyze_class(
@@ -316,10 +328,12 @@ def _analyze_class(
     found += rules.inplace_on_inputs(ctx)
     found += rules.baked_constants(ctx, recorder.created_tensors)
     found += rules.trace_time_calls(ctx)
-    return module_report, found, _Traced(module_report, instance, ctx, span)
+    return module_report, found, _Traced(module_report, instance, ctx, span, bool(pragmas.args))
 
 
-def _observe_class(traced: _Traced, file: _File) -> list[Diagnostic]:
+def _observe_class(
+    traced: _Traced, file: _File, harvested: dict[int, _Traced] | None = None
+) -> list[Diagnostic]:
     """Rewrite suggestions (FX020); run the graph on the example inputs (shapes, backward
     nodes, output signature), then the module itself (FX014); fill in the node table."""
     ctx, module_report = traced.ctx, traced.module_report
@@ -337,13 +351,41 @@ def _observe_class(traced: _Traced, file: _File) -> list[Diagnostic]:
         if seen.ok:
             backward = seen.backward
             module_report.output_signature = signature(seen.output)
-            if file.settings.check_eager:
-                ran, eager = run_eager(traced.instance, example_inputs, training)
-                if ran:
+            wanted = _inputs_wanted(traced, harvested or {})
+            if file.settings.check_eager or wanted:
+                with _capturing_inputs(wanted):
+                    ran, eager = run_eager(traced.instance, example_inputs, training)
+                if ran and file.settings.check_eager:
                     found += rules.eager_mismatch(ctx, traced.span, eager, seen.output)
     module_report.code = gm.code
     module_report.nodes = [_node_info(n, gm, backward) for n in gm.graph.nodes]
     return found
+
+
+def _inputs_wanted(traced: _Traced, harvested: dict[int, _Traced]) -> list[_Traced]:
+    """The harvested instances inside ``traced``'s instance that still need real inputs."""
+    if traced.module_report.via is not None or not harvested:
+        return []
+    return [t for m in traced.instance.modules()
+            if (t := harvested.get(id(m))) is not None and t.captured is None]
+
+
+@contextmanager
+def _capturing_inputs(wanted: list[_Traced]) -> Iterator[None]:
+    """While the root runs, keep the first positional inputs each wanted instance gets."""
+
+    def hook(target: _Traced, _module: Any, args: tuple[Any, ...], kwargs: dict) -> None:
+        if target.captured is None and not kwargs and args:
+            target.captured = tuple(
+                a.detach().clone() if isinstance(a, torch.Tensor) else a for a in args)
+
+    handles = [t.instance.register_forward_pre_hook(partial(hook, t), with_kwargs=True)
+               for t in wanted]
+    try:
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
 
 
 def _inputs_failed(
@@ -440,11 +482,70 @@ def _issue_diagnostic(
         message = f"{issue.message} (raised while tracing `{module}`)"
         if issue.after_recovery:
             message += "; it may follow from an earlier problem in this forward"
+    site = issue.span or (issue.stack[-1] if issue.stack else None)
+    library = None
+    if site is not None and site.file != where.file and not file.is_reportable(site.file):
+        library = _library_name(site, file)
+        message = _in_library_message(issue, library, site, module)
     item = diagnostic(code, message, where, module, kind=issue.kind.value)
+    if library is not None and site is not None:
+        item.related.append(RelatedInfo(to_span(site), _SITE_WORDS[issue.kind]))
+        item.data["library_function"] = library
     for outer in issue.stack[:-1]:
         if outer != where and file.is_reportable(outer.file):
             item.related.append(RelatedInfo(to_span(outer), "reached from here"))
     return item
+
+
+_SITE_WORDS = {
+    IssueKind.CONTROL_FLOW: "the data-dependent branch",
+    IssueKind.ITERATION: "the iteration over a traced value",
+    IssueKind.PYTHON_VALUE: "the conversion to a Python value",
+    IssueKind.EXCEPTION: "raised here",
+}
+
+
+def _in_library_message(issue: TraceIssue, library: str, site: SourceSpan, module: str) -> str:
+    """The words for a problem whose construct is in library code: where it really is."""
+    where = f"inside `{library}` ({Path(site.file).name}:{site.line}), reached from here"
+    if issue.kind is IssueKind.CONTROL_FLOW:
+        return (f"a data-dependent branch {where}: symbolic tracing cannot follow it; "
+                "trace that function or module as a leaf (`autowrap_functions` / "
+                "`leaf_modules` in [tool.fxls])")
+    if issue.kind is IssueKind.ITERATION:
+        return f"an iteration over a traced value {where}: its length is unknown while tracing"
+    if issue.kind is IssueKind.PYTHON_VALUE:
+        return (f"a traced value turned into a Python value ({issue.conversion}) {where}: "
+                "tensors have no concrete value while tracing")
+    return f"{issue.message} ({where}, while tracing `{module}`)"
+
+
+def _library_name(site: SourceSpan, file: _File) -> str:
+    """``timm.layers.padding.pad_same``: the module and the function enclosing ``site``."""
+    module = next((name for name, value in list(sys.modules.items())
+                   if getattr(value, "__file__", None) == site.file), Path(site.file).stem)
+    tree = file.tree_of(site.file)
+    qualname = _enclosing_function(tree, site.line) if tree is not None else None
+    return f"{module}.{qualname or site.function}"
+
+
+def _enclosing_function(tree: ast.AST, line: int) -> str | None:
+    """The qualified name of the innermost function around ``line`` (``Conv2dSame.forward``)."""
+    best: str | None = None
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        nonlocal best
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and (
+                child.lineno <= line <= (child.end_lineno or child.lineno)
+            ):
+                name = f"{prefix}{child.name}"
+                if not isinstance(child, ast.ClassDef):
+                    best = name
+                visit(child, f"{name}.")
+
+    visit(tree, "")
+    return best
 
 
 def _target_text(node: Node) -> str:

@@ -132,3 +132,49 @@ class Picky(nn.Module):
     assert "tensor(2, 3, 32, 32)" in failed["message"]
     assert "Input width must be 100" in failed["message"]
     assert "# fxls: args" in failed["message"]
+
+
+def test_blocks_get_token_inputs_and_harvested_ones_the_inputs_their_root_gives(tmp_path):
+    text = HEADER + '''class Attention(nn.Module):
+    def __init__(self, dim, num_heads):
+        super().__init__()
+        self.heads = num_heads
+        self.qkv = nn.Linear(dim, dim * 3)
+
+    def forward(self, x):
+        B, N, C = x.shape
+        q, k, v = self.qkv(x).reshape(B, N, 3, self.heads, C // self.heads).unbind(2)
+        return (q * k * v).reshape(B, N, C)
+
+
+class WindowBlock(nn.Module):
+    def __init__(self, dim, window):
+        super().__init__()
+        self.window = window
+        self.norm = nn.LayerNorm(dim)
+
+    def forward(self, x):
+        torch._assert(x.shape[1] == 16, "the window grid must be 16 high")  # 64 // 4
+        return self.norm(x) * self.window
+
+
+class Net(nn.Module):
+    def __init__(self, block=WindowBlock, img_size=64):
+        super().__init__()
+        self.img_size = img_size
+        self.stem = nn.Conv2d(3, 16, 4, 4)
+        self.block = block(16, window=3)
+
+    def forward(self, x):
+        x = self.stem(x).permute(0, 2, 3, 1)  # B, H, W, C as windowed blocks take it
+        return self.block(x)
+'''
+    path = tmp_path / "blocks.py"
+    path.write_text(text, encoding="utf-8")
+    fxls = [sys.executable, "-m", "fxls", "check", "--format", "json", str(path)]
+    done = subprocess.run(fxls, capture_output=True, text=True, timeout=240, cwd=tmp_path)
+    (result,) = json.loads(done.stdout)["files"]
+    assert result["diagnostics"] == []  # no FX015: every class ran on its inputs
+    modules = {m["name"]: m for m in result["modules"]}
+    assert modules["WindowBlock"]["via"] == "Net"
+    assert modules["Attention"]["entry"].startswith("Attention(dim=32, num_heads=4)")
