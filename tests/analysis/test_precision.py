@@ -4,6 +4,7 @@ not be reported (real `fxls check` in the worker; expected ranges derived from t
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -178,3 +179,36 @@ class Net(nn.Module):
     modules = {m["name"]: m for m in result["modules"]}
     assert modules["WindowBlock"]["via"] == "Net"
     assert modules["Attention"]["entry"].startswith("Attention(dim=32, num_heads=4)")
+
+
+def test_a_problem_inside_library_code_is_said_where_it_is(tmp_path):
+    library = tmp_path / "site" / "padlib"
+    library.mkdir(parents=True)
+    (library / "__init__.py").write_text("")
+    (library / "padding.py").write_text(
+        "import torch.nn.functional as F\n\n\n"
+        "def pad_same(x, k):\n"
+        "    if x.shape[-1] % k != 0 or x.sum() > 0:\n"
+        "        x = F.pad(x, (0, 1))\n"
+        "    return x\n", encoding="utf-8")
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text("[tool.fxls]\ntimeout = 30\n")
+    text = HEADER + '''from padlib.padding import pad_same
+
+
+class Net(nn.Module):
+    def forward(self, x):
+        return pad_same(x, 3) * 2
+'''
+    (project / "net.py").write_text(text, encoding="utf-8")
+    fxls = [sys.executable, "-m", "fxls", "check", "--format", "json", str(project / "net.py")]
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "site")}
+    done = subprocess.run(fxls, capture_output=True, text=True, timeout=240, cwd=project,
+                          env=env)
+    (result,) = json.loads(done.stdout)["files"]
+    (found,) = [d for d in result["diagnostics"] if d["code"] == "FX001"]
+    assert ranges(result, "FX001") == [lsp_range(text, "pad_same(x, 3)")]
+    assert found["message"].startswith(
+        "a data-dependent branch inside `padlib.padding.pad_same` (padding.py:5), reached "
+        "from here")
