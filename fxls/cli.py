@@ -48,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--format", choices=["text", "json", "sarif"], default="text")
     check.add_argument("--select", type=_code_list, help="only these codes (prefixes allowed)")
     check.add_argument("--ignore", type=_code_list, help="never these codes")
-    check.add_argument("--timeout", type=float, help="seconds per file (default 10)")
+    check.add_argument("--timeout", type=float, help="seconds per file (default 30)")
     check.add_argument("--python", help="interpreter that runs the user code")
     check.add_argument("--jobs", type=int, default=0, help="files analysed at once")
     check.add_argument("--no-progress", action="store_true", help="no progress bar")

@@ -18,6 +18,7 @@ import importlib
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from time import perf_counter
 from typing import Any
 
 import torch
@@ -34,8 +35,11 @@ PREFER_FACTORY_ABOVE = 15_000_000
 _FACTORY_CANDIDATES = 3
 #: at most this many factories are built for real to reach one class
 _FACTORY_CALLS = 2
-#: at most this many factories of one file are built on the meta device to learn their sizes
+#: at most this many factories of one file are built on the meta device to learn their sizes,
+#: at most this many more for one class, and for at most this long in all
 _MAX_CENSUS = 24
+_CENSUS_PER_CLASS = 6
+_CENSUS_SECONDS = 2.0
 #: factories never called: entry points of scripts, not builders of models
 _NOT_FACTORIES = ("main", "train", "test", "run", "demo", "bench", "evaluate", "cli")
 
@@ -194,6 +198,7 @@ class _Builder:
             return
         factories = _factories(self.scope, self.by_name)
         census: dict[str, tuple[set[type], int] | None] = {}  # call -> (classes, size)
+        deadline = perf_counter() + _CENSUS_SECONDS
         for cls in wanted:
             if self._has_instance(cls) or self._in_a_root(cls):
                 continue  # a factory built for an earlier class built this one too
@@ -204,10 +209,13 @@ class _Builder:
             self.tried[cls].append(f"{len(reaching)} factory function(s)")
             containing: list[tuple[int, _Factory]] = []
             unknown: list[_Factory] = []
+            new_for_class = 0
             for factory in reaching:
                 if factory.call_text not in census:
-                    if len(census) >= _MAX_CENSUS:
+                    if (len(census) >= _MAX_CENSUS or new_for_class >= _CENSUS_PER_CLASS
+                            or perf_counter() > deadline):
                         break
+                    new_for_class += 1
                     census[factory.call_text] = self._meta_census(factory)
                 seen = census[factory.call_text]
                 if seen is None:

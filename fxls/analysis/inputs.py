@@ -144,11 +144,12 @@ def _with_rank(value: torch.Tensor, rank: int) -> torch.Tensor:
 
 
 def infer_inputs(
-    gm: GraphModule, model: torch.nn.Module | None = None
+    gm: GraphModule, size: tuple[int, int] | None = None
 ) -> tuple[Any, ...] | None:
     """Inputs for every required placeholder, or None when one of them cannot be inferred.
-    Image inputs have the size ``model`` says it expects (``spatial_size``), else 32x32."""
-    size = (spatial_size(model) if model is not None else None) or _DEFAULT_SIZE
+    Image inputs are ``size`` (default 32x32: small and fast; a model that needs its own
+    size says so, see ``spatial_size``)."""
+    size = size or _DEFAULT_SIZE
     values: list[Any] = []
     for node in gm.graph.nodes:
         if node.op != "placeholder":

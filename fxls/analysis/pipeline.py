@@ -30,7 +30,7 @@ from fxcore.source import SourceSpan
 from fxls.analysis import rewrites, rules
 from fxls.analysis.construction import FileScope, NotBuilt, Outcome, build_all
 from fxls.analysis.context import ModuleContext
-from fxls.analysis.inputs import eval_pragma_args, infer_inputs
+from fxls.analysis.inputs import eval_pragma_args, infer_inputs, spatial_size
 from fxls.analysis.libraries import registrations
 from fxls.analysis.loading import (
     class_definitions,
@@ -273,6 +273,10 @@ class _Traced:
     span: SourceSpan
     #: the example inputs came from an ``args`` pragma (never replaced)
     inputs_from_pragma: bool = False
+
+    @property
+    def inputs_inferred(self) -> bool:
+        return not self.inputs_from_pragma and self.captured is None
     #: the inputs its root gave it in the root's eager run (a harvested instance)
     captured: tuple[Any, ...] | None = None
 
@@ -319,7 +323,7 @@ def _analyze_class(
     module_report.node_count = len(gm.graph.nodes)
     torch.manual_seed(1)
     example_inputs = (None if outcome.on_meta
-                      else _example_inputs(pragmas, file.namespace, gm, trace, instance))
+                      else _example_inputs(pragmas, file.namespace, gm, trace))
     ctx = ModuleContext(
         file.filename, file.source, name, instance, trace, gm, example_inputs, concrete,
         file.settings, recorder.calls, file.is_reportable,
@@ -344,8 +348,15 @@ def _observe_class(
     backward: dict[str, str] = {}
     if example_inputs is not None and not ctx.trace.issues:
         training = file.settings.trace_mode == "train"
-        seen = observe(gm, example_inputs, training=training,
-                       record_backward=len(gm.graph.nodes) <= _MAX_NODES_FOR_AUTOGRAD)
+        record_backward = len(gm.graph.nodes) <= _MAX_NODES_FOR_AUTOGRAD
+        seen = observe(gm, example_inputs, training=training, record_backward=record_backward)
+        if not seen.ok and traced.inputs_inferred:
+            # small images first (fast); a model that asserts its own size gets it
+            size = spatial_size(traced.instance)
+            retry = infer_inputs(gm, size) if size is not None else None
+            if retry is not None:
+                example_inputs = ctx.example_inputs = retry
+                seen = observe(gm, retry, training=training, record_backward=record_backward)
         if not seen.ok:
             found.append(_inputs_failed(ctx, traced.span, example_inputs, seen.error))
         if seen.ok:
@@ -401,8 +412,7 @@ def _inputs_failed(
 
 
 def _example_inputs(
-    pragmas: ClassPragmas, namespace: dict[str, Any], gm: GraphModule, trace: CollectedTrace,
-    instance: torch.nn.Module,
+    pragmas: ClassPragmas, namespace: dict[str, Any], gm: GraphModule, trace: CollectedTrace
 ) -> tuple[Any, ...] | None:
     if pragmas.args:
         try:
@@ -412,7 +422,7 @@ def _example_inputs(
     if trace.partial:
         return None
     try:
-        return infer_inputs(gm, instance)
+        return infer_inputs(gm)
     except Exception:
         return None
 

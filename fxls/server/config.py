@@ -11,6 +11,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
+from fxls.settings import DEFAULT_TIMEOUT_S
+
 TRACE_MODES = ("", "eval", "train")
 
 
@@ -20,7 +22,7 @@ class ServerConfig:
     trace_on_change: bool = False
     #: pause after the last edit before an on-change trace (ms)
     trace_on_change_delay_ms: int = 600
-    trace_timeout: float = 10.0
+    trace_timeout: float = DEFAULT_TIMEOUT_S
     python: str = field(default_factory=lambda: sys.executable)
     select: list[str] = field(default_factory=list)
     ignore: list[str] = field(default_factory=list)

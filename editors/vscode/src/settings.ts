@@ -2,14 +2,14 @@
 // workspace/didChangeConfiguration). The server accepts the nested form under "fxls".
 
 export interface ServerSettings {
-  trace: { onSave: boolean; onChange: boolean; timeout: number };
+  trace: { onSave: boolean; onChange: boolean; timeout: number; mode?: "eval" | "train" };
   python?: string;
   diagnostics: { select: string[]; ignore: string[] };
   inlayHints: { shapes: boolean };
 }
 
 export const DEFAULTS: ServerSettings = {
-  trace: { onSave: true, onChange: false, timeout: 10 },
+  trace: { onSave: true, onChange: false, timeout: 30 },
   diagnostics: { select: [], ignore: [] },
   inlayHints: { shapes: true },
 };
@@ -40,6 +40,8 @@ export function serverSettings(read: SettingReader, resolvePath: (p: string) => 
     diagnostics: { select: codes(read("diagnostics.select")), ignore: codes(read("diagnostics.ignore")) },
     inlayHints: { shapes: bool(read("inlayHints.shapes"), DEFAULTS.inlayHints.shapes) },
   };
+  const mode = read("trace.mode");
+  if (mode === "eval" || mode === "train") settings.trace.mode = mode;
   const python = read("python");
   if (typeof python === "string" && python.trim()) settings.python = resolvePath(python.trim());
   return settings;

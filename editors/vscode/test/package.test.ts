@@ -27,6 +27,7 @@ test("every setting is contributed with the server's defaults", () => {
     "fxls.inlayHints.shapes",
     "fxls.interpreter",
     "fxls.python",
+    "fxls.trace.mode",
     "fxls.trace.onChange",
     "fxls.trace.onSave",
     "fxls.trace.timeout",
@@ -34,6 +35,7 @@ test("every setting is contributed with the server's defaults", () => {
   assert.equal(properties["fxls.trace.onSave"].default, DEFAULTS.trace.onSave);
   assert.equal(properties["fxls.trace.onChange"].default, DEFAULTS.trace.onChange);
   assert.equal(properties["fxls.trace.timeout"].default, DEFAULTS.trace.timeout);
+  assert.equal(properties["fxls.trace.mode"].default, "project");
   assert.equal(properties["fxls.inlayHints.shapes"].default, DEFAULTS.inlayHints.shapes);
   assert.deepEqual(properties["fxls.diagnostics.select"].default, []);
   assert.deepEqual(properties["fxls.diagnostics.ignore"].default, []);

@@ -15,7 +15,7 @@ test("defaults when nothing is set", () => {
   assert.deepEqual(settings, DEFAULTS);
   assert.equal("python" in settings, false);
   assert.deepEqual(DEFAULTS, {
-    trace: { onSave: true, onChange: false, timeout: 10 },
+    trace: { onSave: true, onChange: false, timeout: 30 },
     diagnostics: { select: [], ignore: [] },
     inlayHints: { shapes: true },
   });
@@ -56,11 +56,13 @@ test("wrong types and values fall back to defaults", () => {
     }),
   );
   assert.equal(settings.trace.onSave, true);
-  assert.equal(settings.trace.timeout, 10);
+  assert.equal(settings.trace.timeout, 30);
   assert.equal(settings.python, undefined);
   assert.deepEqual(settings.diagnostics, { select: [], ignore: ["FX013"] });
   assert.equal(settings.inlayHints.shapes, true);
-  assert.equal(serverSettings(reader({ "trace.timeout": Number.NaN })).trace.timeout, 10);
+  assert.equal(serverSettings(reader({ "trace.timeout": Number.NaN })).trace.timeout, 30);
+  assert.equal(serverSettings(reader({ "trace.mode": "train" })).trace.mode, "train");
+  assert.equal("mode" in serverSettings(reader({ "trace.mode": "project" })).trace, false);
 });
 
 test("fxls.python is expanded by the given resolver", () => {
