@@ -16,8 +16,8 @@ MODELS = (
     "        self.fc = nn.Linear(8, 4)\n\n"
     "    def forward(self, x):\n        return self.fc(x).relu()\n\n\n"
     "class Sized(nn.Module):\n"
-    "    def __init__(self, width):\n        super().__init__()\n"
-    "        self.fc = nn.Linear(width, 4)\n\n"
+    "    def __init__(self, config):\n        super().__init__()\n"
+    "        self.fc = nn.Linear(config.width, 4)\n\n"
     "    def forward(self, x):\n        return self.fc(x)\n\n\n"
     "class Exploding(nn.Module):\n"
     "    def __init__(self):\n        super().__init__()\n"
@@ -50,8 +50,8 @@ def test_a_class_that_was_not_constructed_says_why_and_what_to_add(models: Path)
     assert done.returncode == 1 and done.stdout == ""
     lines = done.stderr.splitlines()
     assert lines[0] == "Sized: not constructed, no graph to show"
-    assert lines[1].startswith("  why: ") and "width" in lines[1]
-    assert "`# fxls: init width=...` above `class Sized`" in done.stderr
+    assert lines[1].startswith("  why: ") and "config" in lines[1]
+    assert "`# fxls: init config=...` above `class Sized`" in done.stderr
     assert "[tool.fxls]" in done.stderr and "entry_points" in done.stderr
 
 

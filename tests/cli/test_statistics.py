@@ -125,8 +125,8 @@ PROJECT = {
         "        self.fc = nn.Linear(8, 4)\n\n"
         "    def forward(self, x):\n        return self.fc(x).relu()\n\n\n"
         "class Sized(nn.Module):\n"
-        "    def __init__(self, width):\n        super().__init__()\n"
-        "        self.fc = nn.Linear(width, 4)\n\n"
+        "    def __init__(self, config):\n        super().__init__()\n"
+        "        self.fc = nn.Linear(config.width, 4)\n\n"
         "    def forward(self, x):\n        return self.fc(x)\n"
     ),
     "gates.py": (
@@ -163,7 +163,7 @@ def test_check_statistics_in_text_and_json(project: Path) -> None:
                                 "failed", "traced", "%"]
     assert "3 classes: 1 traced, 1 partial, 1 not constructed, 0 failed (67% traced)" in lines
     why = lines[lines.index("Not constructed:") + 1]
-    assert why.startswith("  ./nets.py:14 Sized: ") and "width" in why
+    assert why.startswith("  ./nets.py:14 Sized: ") and "config" in why
 
     document = json.loads(_check(project, "--statistics", "--format", "json").stdout)
     assert document["statistics"]["classes"] == 3
