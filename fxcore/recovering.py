@@ -8,14 +8,32 @@ stand-in value:
   afterwards, so ``if`` takes one branch and every loop ends;
 - iterating a traced value yields one element (``x[0]``);
 - ``len``/``int``/``index`` of a traced value give 1 and ``float`` 1.0;
+- ``**`` of a traced value (``f(**kwargs)`` where ``kwargs`` is an input) expands to nothing;
 - an exception inside a submodule's ``forward`` makes that submodule an opaque
   ``call_module`` node (its partial nodes are removed) and tracing continues in the caller;
   an exception in the root ends the trace with the graph built so far.
+
+Only what torch.fx would hit is reported. torch's C argument parser asks the values of a
+size argument for ``__index__`` (``torch.zeros((B, H))``, ``torch.eye(n)``) before it looks at
+``__torch_function__``. torch.fx's Proxy has no ``__index__``: the parser's probe fails, and
+the call becomes a node (or, for ``torch.ones(B, C)``, fails with the parser's TypeError). The
+recovering proxy converts (``range(n)`` must go on), so it first finds the function being
+called (``fxcore._calls``): inside a call to a torch C function it refuses the conversion
+just as torch.fx's Proxy does. When the callee cannot be named without running user code,
+the conversion is held back as a *probe*: if the call then records a node that takes the
+converted value, the parser was only probing and it is forgotten; anything else makes it an
+issue, and a ``TypeError`` raised by that same call is reported as torch.fx reports it.
+
+``has_forward`` tells whether a module class defines ``forward`` at all (abstract bases such
+as Hugging Face ``*PreTrainedModel`` do not; torch.fx then raises ``NotImplementedError``).
 """
 
 from __future__ import annotations
 
+import dis
 import enum
+import inspect
+import linecache
 import sys
 import types
 from collections.abc import Callable, Iterator
@@ -24,6 +42,7 @@ from typing import Any
 
 import torch
 
+from fxcore._calls import UNKNOWN, called_function, parsed_by_torch
 from fxcore._symbolic_trace import Tracer
 from fxcore.graph import Graph
 from fxcore.graph_module import GraphModule
@@ -43,6 +62,7 @@ __all__ = [
     "CollectedTrace",
     "RecoveringTracer",
     "trace_collecting_issues",
+    "has_forward",
 ]
 
 
@@ -93,15 +113,106 @@ def _user_frame(start: types.FrameType | None) -> types.FrameType | None:
     return None
 
 
+_Location = tuple[types.CodeType, int]
+
+
+def _location(frame: types.FrameType | None) -> _Location | None:
+    return None if frame is None else (frame.f_code, frame.f_lasti)
+
+
+def _opname_at(frame: types.FrameType) -> str:
+    """The instruction ``frame`` is executing (3.11+: ``co_code`` holds no quickened ops)."""
+    code = frame.f_code.co_code
+    lasti = frame.f_lasti
+    return dis.opname[code[lasti]] if 0 <= lasti < len(code) else ""
+
+
+def _traceback_location(tb: types.TracebackType | None) -> _Location | None:
+    """Where the innermost user frame of a traceback was when the error passed through it."""
+    found: _Location | None = None
+    while tb is not None:
+        if not is_internal_file(tb.tb_frame.f_code.co_filename):
+            found = (tb.tb_frame.f_code, tb.tb_lasti)
+        tb = tb.tb_next
+    return found
+
+
+def _definition_span(fn: Any) -> SourceSpan | None:
+    """The first line of a function's definition (its first decorator, if decorated)."""
+    code = getattr(fn, "__code__", None)
+    if code is None or is_internal_file(code.co_filename):
+        return None
+    text = linecache.getline(code.co_filename, code.co_firstlineno).rstrip("\r\n")
+    raw = text.encode("utf-8")
+    body = raw.lstrip()
+    return SourceSpan(
+        code.co_filename,
+        code.co_firstlineno,
+        code.co_firstlineno,
+        len(raw) - len(body),
+        len(raw.rstrip()),
+        code.co_name,
+    )
+
+
+def has_forward(module: torch.nn.Module | type[torch.nn.Module]) -> bool:
+    """Whether the module's class defines ``forward`` (tracing needs one).
+
+    ``nn.Module`` itself only has a stand-in that raises ``NotImplementedError``; abstract
+    bases (Hugging Face ``*PreTrainedModel``) inherit it. Cheap: no instance needed.
+
+    >>> has_forward(torch.nn.Linear), has_forward(torch.nn.Module)
+    (True, False)
+    """
+    cls = module if isinstance(module, type) else type(module)
+    return getattr(cls, "forward", None) is not torch.nn.Module.forward
+
+
 class _RecoveringProxy(Proxy):
     def __int__(self) -> int:
+        _refuse_torch_probe(self, sys._getframe(1), "int")
         return self.tracer.python_value(self, "int", 1)  # type: ignore[attr-defined]
 
     def __float__(self) -> float:
+        _refuse_torch_probe(self, sys._getframe(1), "float")
         return self.tracer.python_value(self, "float", 1.0)  # type: ignore[attr-defined]
 
     def __index__(self) -> int:
+        _refuse_torch_probe(self, sys._getframe(1), "index")
         return self.tracer.python_value(self, "index", 1)  # type: ignore[attr-defined]
+
+
+#: what Python says converting an object that has no such method (torch.fx's Proxy)
+_NO_CONVERSION = {
+    "index": "'{}' object cannot be interpreted as an integer",
+    "int": "int() argument must be a string, a bytes-like object or a real number, not '{}'",
+    "float": "float() argument must be a string or a real number, not '{}'",
+}
+
+
+def _refuse_torch_probe(proxy: Proxy, caller: types.FrameType, conversion: str) -> None:
+    """Inside a call to a torch C function, convert nothing, as torch.fx's Proxy (which has no
+    ``__index__``/``__int__``/``__float__``) does: torch's parser then dispatches the call to
+    ``__torch_function__`` (``torch.eye(n)``) or refuses it (``torch.ones(B, C)``)."""
+    callee = called_function(caller)
+    if callee is UNKNOWN:
+        proxy.tracer._probe_next = True  # type: ignore[attr-defined]
+    elif callee is not None and parsed_by_torch(callee):
+        raise TypeError(_NO_CONVERSION[conversion].format(type(proxy).__name__))
+
+
+# Python names a type in its own errors ("'Proxy' object does not support item assignment"):
+# say what torch.fx says.
+_RecoveringProxy.__name__ = "Proxy"
+
+
+@dataclass
+class _Probe:
+    """A conversion not yet known to be an issue (see the module docstring)."""
+
+    location: _Location | None
+    node: Node
+    issue: TraceIssue
 
 
 _CONVERSION_MESSAGES = {
@@ -132,6 +243,13 @@ class RecoveringTracer(Tracer):
         self._visits: dict[tuple[types.CodeType, int], int] = {}
         self._seen: set[tuple[IssueKind, SourceSpan | None]] = set()
         self._module_path: list[str] = [""]
+        self._probes: list[_Probe] = []
+        #: set when the callee of a conversion is unknown: hold that conversion as a probe
+        self._probe_next = False
+        #: where the last iteration was reported (its ``len`` length hint is not an issue)
+        self._iterated_at: _Location | None = None
+        #: the root's definition, for errors raised before any user code ran
+        self._definition_spans: tuple[SourceSpan, ...] = ()
 
     # -- leaf modules from settings ------------------------------------------------------
     def is_leaf_module(self, m: torch.nn.Module, module_qualified_name: str) -> bool:
@@ -148,20 +266,60 @@ class RecoveringTracer(Tracer):
         return _RecoveringProxy(node, self)
 
     # -- recording -----------------------------------------------------------------------
-    def _record(
+    def _issue(
         self, kind: IssueKind, message: str, frame: types.FrameType | None, **extra: Any
-    ) -> None:
+    ) -> TraceIssue:
         span = span_of_frame(frame) if frame is not None else None
-        key = (kind, span)
+        stack = user_stack(frame) if frame is not None else ()
+        return TraceIssue(kind, message, span, stack, module_path=self._module_path[-1], **extra)
+
+    def _add(self, issue: TraceIssue) -> None:
+        key = (issue.kind, issue.span)
         if key in self._seen:
             return
         self._seen.add(key)
-        stack = user_stack(frame) if frame is not None else ()
-        self.issues.append(
-            TraceIssue(kind, message, span, stack, module_path=self._module_path[-1], **extra)
-        )
+        self.issues.append(issue)
         if len(self.issues) >= self._max_issues:
             raise _TooManyIssues
+
+    def _record(
+        self, kind: IssueKind, message: str, frame: types.FrameType | None, **extra: Any
+    ) -> None:
+        if self._probes:
+            self._settle_probes()
+        span = span_of_frame(frame) if frame is not None else None
+        if (kind, span) in self._seen:
+            return
+        self._add(self._issue(kind, message, frame, **extra))
+
+    def _settle_probes(self, node: Node | None = None, location: _Location | None = None) -> None:
+        """Forget probes that ``node`` (recorded at ``location``) consumed; report the rest.
+
+        A probe made at ``location`` stays pending while other nodes are recorded there
+        (``get_attr`` of an argument before the call's own node).
+        """
+        probes, self._probes = self._probes, []
+        for probe in probes:
+            if node is not None and probe.location is not None and probe.location == location:
+                if probe.node not in node._input_nodes:
+                    self._probes.append(probe)
+                continue
+            probe.node.meta["consumed_by_issue"] = IssueKind.PYTHON_VALUE.value
+            self._add(probe.issue)
+
+    def create_node(
+        self,
+        kind: str,
+        target: Any,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        name: str | None = None,
+        type_expr: Any | None = None,
+    ) -> Node:
+        node = super().create_node(kind, target, args, kwargs, name, type_expr)
+        if self._probes:
+            self._settle_probes(node, _location(_user_frame(sys._getframe(1))))
+        return node
 
     def to_bool(self, obj: Proxy) -> bool:
         frame = _user_frame(sys._getframe(1))
@@ -181,13 +339,31 @@ class RecoveringTracer(Tracer):
     def iter(self, obj: Proxy) -> Iterator[Any]:
         frame = _user_frame(sys._getframe(1))
         self._record(IssueKind.ITERATION, "Proxy object cannot be iterated", frame)
+        self._iterated_at = _location(frame)
         return iter([obj[0]])
+
+    def keys(self, obj: Proxy) -> Any:
+        frame = _user_frame(sys._getframe(1))
+        if frame is not None and _opname_at(frame) in ("DICT_MERGE", "DICT_UPDATE"):
+            # ``f(**kwargs)``/``{**kwargs}`` of a traced value: torch.fx fails iterating
+            # its keys; expanding to nothing keeps keyword names strings and lets the call run
+            self._record(IssueKind.ITERATION, "Proxy object cannot be iterated", frame)
+            return ()
+        return super().keys(obj)
 
     def length(self, obj: Proxy) -> int:
         return self.python_value(obj, "len", 1)
 
     def python_value(self, obj: Proxy, conversion: str, stand_in: Any) -> Any:
         frame = _user_frame(sys._getframe(1))
+        if self._probe_next:
+            self._probe_next = False
+            message = _CONVERSION_MESSAGES[conversion]
+            issue = self._issue(IssueKind.PYTHON_VALUE, message, frame, conversion=conversion)
+            self._probes.append(_Probe(_location(frame), obj.node, issue))
+            return stand_in
+        if frame is not None and _location(frame) == self._iterated_at:
+            return stand_in  # the length hint of ``f(*x)``/``list(x)`` after iterating x
         obj.node.meta["consumed_by_issue"] = IssueKind.PYTHON_VALUE.value
         self._record(
             IssueKind.PYTHON_VALUE, _CONVERSION_MESSAGES[conversion], frame, conversion=conversion
@@ -195,7 +371,13 @@ class RecoveringTracer(Tracer):
         return stand_in
 
     def record_exception(self, error: BaseException) -> None:
-        spans = spans_of_traceback(error.__traceback__)
+        if self._probes:
+            where = _traceback_location(error.__traceback__)
+            if isinstance(error, TypeError) and where is not None:
+                # a call whose arguments torch's parser probed and then refused
+                self._probes = [p for p in self._probes if p.location != where]
+            self._settle_probes()
+        spans = spans_of_traceback(error.__traceback__) or self._definition_spans
         span = spans[-1] if spans else None
         if span is not None and (IssueKind.EXCEPTION, span) in self._seen:
             return
@@ -212,6 +394,18 @@ class RecoveringTracer(Tracer):
                 module_path=self._module_path[-1],
             )
         )
+
+    def create_args_for_root(
+        self, root_fn: Callable[..., Any], is_module: bool, concrete_args: Any = None
+    ) -> tuple[Callable[..., Any], list[Any]]:
+        try:
+            return super().create_args_for_root(root_fn, is_module, concrete_args)
+        except Exception:
+            # e.g. "co_varnames is too small" (torch.fx's too): a decorator's wrapper gets
+            # forward's parameters. Point at the forward and at the wrapper's definition.
+            spans = (_definition_span(inspect.unwrap(root_fn)), _definition_span(root_fn))
+            self._definition_spans = tuple(dict.fromkeys(s for s in spans if s is not None))
+            raise
 
     # -- recovery points -----------------------------------------------------------------
     def _run_submodule(
@@ -269,6 +463,10 @@ def trace_collecting_issues(
     except Exception as error:
         tracer.record_exception(error)
         graph = getattr(tracer, "graph", None)
+    try:
+        tracer._settle_probes()
+    except _TooManyIssues:
+        pass
     if graph is not None and not complete:
         try:
             graph.output(None)
