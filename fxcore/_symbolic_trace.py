@@ -60,6 +60,16 @@ class PHWithMeta(PHBase):
         self.ph_key = ph_key
 
 
+def _copy_marks(placeholder: PHBase, node: Node) -> None:
+    """A ``PHBase`` subclass instance's own data fields become attributes of its node."""
+    if placeholder is PH:
+        return
+    for name in dir(placeholder):
+        value = getattr(placeholder, name)
+        if not name.startswith("__") and not callable(value) and not hasattr(node, name):
+            setattr(node, name, value)
+
+
 def _assert_is_none(value: object, msg: str) -> None:
     if value is not None:
         raise AssertionError(msg)
@@ -327,6 +337,20 @@ class Tracer(TracerBase):
             next(names_iter)
             args.append(self.root)
         sig = inspect.signature(fn_for_analysis)
+        if (
+            isinstance(concrete_args, tuple)
+            and concrete_args
+            and code.co_flags & _HAS_VARSTUFF
+            and total_args == 1
+        ):
+            # ``forward(self, *args, **kwargs)`` with a flat tuple: one input per element,
+            # passed through ``*args`` as they are
+            for index, value in enumerate(concrete_args):
+                proxy = self.create_proxy("placeholder", f"input_{index}", (), {})
+                if isinstance(value, PHBase):
+                    _copy_marks(value, proxy.node)
+                args.append(proxy)
+            return root_fn, args
         arg_names = [next(names_iter) for _ in range(skip, total_args)]
         if isinstance(concrete_args, tuple):
             if len(concrete_args) != len(arg_names):
@@ -382,6 +406,7 @@ class Tracer(TracerBase):
                 default = () if param.default is inspect.Parameter.empty else (param.default,)
                 out = self.create_proxy("placeholder", f"{name}_{count}", default, {})
                 if isinstance(x, PHBase):
+                    _copy_marks(x, out.node)
                     return out
                 if type(x) in _BASE_TYPES and type(x) is not torch.Tensor:  # guardable value
                     torch._assert(
