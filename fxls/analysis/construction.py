@@ -225,8 +225,8 @@ class _Builder:
                     if len(containing) >= _FACTORY_CANDIDATES:
                         break
             containing.sort(key=lambda item: item[0])
-            if containing and containing[0][0] > PREFER_FACTORY_ABOVE and sizes.guess(cls):
-                continue  # building a big model for one block: small sizes will do
+            if containing and containing[0][0] > PREFER_FACTORY_ABOVE and self._guess_sizes(cls):
+                continue  # rather than building a big model for one block: small sizes did
             choices = [f for _, f in containing] + unknown
             for factory in choices[:_FACTORY_CALLS]:
                 known = census.get(factory.call_text)
@@ -291,16 +291,25 @@ class _Builder:
         """Classes whose required parameters are all sizes by name (``in_chs``, ``dim``,
         ``num_heads``, ``window_size``...), built at small sizes: the last resort."""
         for cls in wanted:
-            kwargs = sizes.guess(cls)
-            if kwargs is None:
-                continue
-            shown = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
-            self.tried[cls].append("small sizes for its size parameters")
-            outcome = self._build(cls, lambda c=cls, k=kwargs: c(**k),
-                                  f"{cls.__name__}({shown}), sizes guessed from their names",
-                                  required=kwargs)
-            if isinstance(outcome, Built):
-                self._settle(cls, outcome)
+            self._guess_sizes(cls)
+
+    def _guess_sizes(self, cls: type) -> bool:
+        """Build ``cls`` at small sizes (once); True when that gave an instance."""
+        if self._has_instance(cls):
+            return True
+        tried = "small sizes for its size parameters"
+        kwargs = sizes.guess(cls)
+        if kwargs is None or tried in self.tried[cls]:
+            return False
+        self.tried[cls].append(tried)
+        shown = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
+        outcome = self._build(cls, lambda: cls(**kwargs),
+                              f"{cls.__name__}({shown}), sizes guessed from their names",
+                              required=kwargs)
+        if isinstance(outcome, Built):
+            self._settle(cls, outcome)
+            return True
+        return False
 
     def _harvest(self) -> None:
         """Classes only reachable inside built models: their first instance there."""
