@@ -25,7 +25,13 @@ import fxcore
 from fxcore.graph import Graph
 from fxcore.graph_module import GraphModule
 from fxcore.node import Node, _format_arg
-from fxcore.recovering import CollectedTrace, IssueKind, TraceIssue, trace_collecting_issues
+from fxcore.recovering import (
+    CollectedTrace,
+    IssueKind,
+    TraceIssue,
+    has_forward,
+    trace_collecting_issues,
+)
 from fxcore.source import SourceSpan
 from fxls.analysis import rewrites, rules
 from fxls.analysis.construction import FileScope, NotBuilt, Outcome, build_all
@@ -289,6 +295,9 @@ def _analyze_class(
     span = class_span(cls, file.filename, file.source, file.definitions)
     module_report = ModuleReport(name, "skipped", 0, to_span(span))
     pragmas = file.pragmas.classes.get(name, ClassPragmas())
+    if not has_forward(cls):
+        module_report.reason = "it has no forward of its own (a base class): nothing to trace"
+        return module_report, [], None
     declared_by = file.declared_leaves.get(f"{cls.__module__}.{cls.__qualname__}")
     if declared_by is not None:
         module_report.reason = f"a leaf module by {declared_by}"

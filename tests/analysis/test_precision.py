@@ -212,3 +212,30 @@ class Net(nn.Module):
     assert found["message"].startswith(
         "a data-dependent branch inside `padlib.padding.pad_same` (padding.py:5), reached "
         "from here")
+
+
+def test_a_base_class_without_forward_is_not_traced_and_not_an_error(tmp_path):
+    text = HEADER + '''class PreTrainedModel(nn.Module):
+    def __init__(self, config=None):
+        super().__init__()
+        self.config = config
+
+
+class Model(PreTrainedModel):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.fc(x)
+'''
+    path = tmp_path / "bases.py"
+    path.write_text(text, encoding="utf-8")
+    fxls = [sys.executable, "-m", "fxls", "check", "--format", "json", str(path)]
+    done = subprocess.run(fxls, capture_output=True, text=True, timeout=240, cwd=tmp_path)
+    (result,) = json.loads(done.stdout)["files"]
+    assert result["diagnostics"] == []
+    base, model = result["modules"]
+    assert (base["status"], base["reason"]) == (
+        "skipped", "it has no forward of its own (a base class): nothing to trace")
+    assert model["status"] == "traced"
