@@ -68,6 +68,8 @@ class _File:
     settings: Settings
     tree: ast.AST | None
     pragmas: FilePragmas
+    #: folders of the user's own code (see ``_own_folders``)
+    own_folders: tuple[str, ...] = ()
     namespace: dict[str, Any] = field(default_factory=dict)
     definitions: dict[str, ast.ClassDef] = field(default_factory=dict)
     leaf_names: tuple[str, ...] = ()
@@ -90,12 +92,15 @@ class _File:
         return self.other_trees[filename]
 
     def is_reportable(self, candidate: str) -> bool:
-        """This file, or another file of the project (not an installed package)."""
+        """This file, another file of its package, or of the project (not an installed
+        package)."""
         if candidate == self.filename:
             return True
-        return candidate.startswith(self.root.rstrip("/") + "/") and not any(
-            m in candidate for m in _SITE_MARKERS
-        )
+        project, *packages = self.own_folders or (self.root,)
+        if any(candidate.startswith(f"{folder.rstrip('/')}/") for folder in packages):
+            return True  # the file's own package, even where pip installed it
+        return candidate.startswith(f"{project.rstrip('/')}/") and not any(
+            m in candidate for m in _SITE_MARKERS)
 
 
 def analyze_source(
@@ -117,8 +122,9 @@ def analyze_source(
     project_root = Path(settings.root) if settings.root else None
     location = locate_module(Path(filename), project_root, settings.roots,
                              tree if isinstance(tree, ast.Module) else None)
-    file = _File(filename, source, _reportable_root(settings.root, location, filename),
-                 settings, tree, parse_pragmas(source, tree))
+    file = _File(filename, source, settings.root or str(Path(filename).parent), settings, tree,
+                 parse_pragmas(source, tree), own_folders=_own_folders(settings.root, location,
+                                                                       filename))
     report = FileReport(path)
     loaded = execute_file(Path(filename), source, tree if isinstance(tree, ast.Module) else None,
                           location, (settings.root,) if settings.root else ())
@@ -187,13 +193,15 @@ def analyze_source(
     return _finish(report, file)
 
 
-def _reportable_root(project_root: str, location: ModuleLocation, filename: str) -> str:
-    """The folder whose files are the user's own (their spans are reported): the project
-    root, or the package's import root when that lies above it."""
-    candidates = [Path(p) for p in (project_root, location.import_root) if p]
-    if not candidates:
-        return str(Path(filename).parent)
-    return str(min(candidates, key=lambda p: len(p.parts)))
+def _own_folders(project_root: str, location: ModuleLocation, filename: str) -> tuple[str, ...]:
+    """The folders whose files are the user's own (their spans are reported): the project
+    root, and the folder of the file's top package (when it runs inside a package, its
+    siblings are the user's code even outside the project root, e.g. checked in place)."""
+    folders = [project_root or str(Path(filename).parent)]
+    top = location.name.partition(".")[0]
+    if location.package:
+        folders.append(str(Path(location.import_root) / top))
+    return tuple(folders)
 
 
 _Seen = dict[tuple[str, tuple[str, int, int, int, int]], Diagnostic]
