@@ -42,6 +42,7 @@ CODES: dict[str, Code] = {
         Code("FX013", Severity.WARNING, "call runs only at trace time"),
         Code("FX014", Severity.ERROR, "traced graph differs from eager forward"),
         Code("FX015", Severity.INFORMATION, "the graph could not run on its example inputs"),
+        Code("FX016", Severity.INFORMATION, "train and eval mode trace to different graphs"),
         Code("FX020", Severity.INFORMATION, "rewrite available"),
         Code("FX100", Severity.ERROR, "file cannot be executed"),
         Code("FX101", Severity.INFORMATION, "module cannot be constructed"),

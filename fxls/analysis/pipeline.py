@@ -260,6 +260,44 @@ def _resolve_functions(names: list[str], namespace: dict[str, Any]) -> tuple[Any
     return tuple(found)
 
 
+def _mode_difference(
+    instance: torch.nn.Module, concrete: Any, eval_graph: GraphModule, name: str,
+    span: SourceSpan, file: _File,
+) -> list[Diagnostic]:
+    """``trace_mode = "both"``: trace in train mode too and say where the two graphs part
+    (the eval graph stays the module's graph), as torchvision's feature extraction does."""
+    instance.train(True)
+    try:
+        train = trace_collecting_issues(instance, concrete, leaf_modules=file.leaf_names,
+                                        autowrap_functions=file.autowrap)
+    finally:
+        instance.eval()
+    if train.graph_module is None or train.issues:
+        return []
+    eval_nodes = list(eval_graph.graph.nodes)
+    train_nodes = list(train.graph_module.graph.nodes)
+    pairs = enumerate(zip(eval_nodes, train_nodes, strict=False))
+    index = next((i for i, (left, right) in pairs
+                  if (left.op, left.target) != (right.op, right.target)), None)
+    if index is None:
+        if len(eval_nodes) == len(train_nodes):
+            return []
+        index = min(len(eval_nodes), len(train_nodes))
+
+    def described(nodes: list[Node]) -> str:
+        return f"`{_target_text(nodes[index])}`" if index < len(nodes) else "nothing more"
+
+    where_node = train_nodes[index] if index < len(train_nodes) else eval_nodes[index]
+    where = where_node.meta.get("source")
+    if where is None or not file.is_reportable(where.file):
+        where = span
+    return [diagnostic(
+        "FX016", f"`{name}` traces to different graphs in train and eval mode: from here, "
+        f"train mode records {described(train_nodes)} where eval mode records "
+        f"{described(eval_nodes)} (`self.training` decides this at trace time); the graph "
+        "shown is the eval one", where, name)]
+
+
 def _not_built(
     outcome: NotBuilt, module_report: ModuleReport, span: SourceSpan, file: _File
 ) -> Diagnostic:
@@ -326,6 +364,7 @@ def _analyze_class(
                 "FX004", f"the `concrete` pragma of `{name}` cannot be evaluated: {error}",
                 span, name)], None
     instance.train(file.settings.trace_mode == "train")  # traced in the mode it runs in
+    # ("both": the eval graph is the module's graph; the train one is only compared)
     recorder = TraceRecorder()
     with recorder.active():
         trace = trace_collecting_issues(
@@ -338,6 +377,8 @@ def _analyze_class(
         return module_report, found, None
     module_report.status = "partial" if trace.issues else "traced"
     module_report.node_count = len(gm.graph.nodes)
+    if file.settings.trace_mode == "both" and not trace.issues:
+        found += _mode_difference(instance, concrete, gm, name, span, file)
     torch.manual_seed(1)
     example_inputs = (None if outcome.on_meta
                       else _example_inputs(pragmas, file.namespace, gm, trace))

@@ -13,7 +13,7 @@ from typing import Any
 
 from fxls.settings import DEFAULT_TIMEOUT_S
 
-TRACE_MODES = ("", "eval", "train")
+TRACE_MODES = ("", "eval", "train", "both")
 
 
 @dataclass(slots=True)

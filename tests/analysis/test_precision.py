@@ -239,3 +239,19 @@ class Model(PreTrainedModel):
     assert (base["status"], base["reason"]) == (
         "skipped", "it has no forward of its own (a base class): nothing to trace")
     assert model["status"] == "traced"
+
+
+def test_both_modes_say_where_train_and_eval_graphs_part(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.fxls]\ntrace_mode = "both"\n')
+    path = tmp_path / "bn_act.py"
+    text = CASES["bn_act.py"]
+    path.write_text(text, encoding="utf-8")
+    fxls = [sys.executable, "-m", "fxls", "check", "--format", "json", str(path)]
+    done = subprocess.run(fxls, capture_output=True, text=True, timeout=240, cwd=tmp_path)
+    (result,) = json.loads(done.stdout)["files"]
+    (found,) = result["diagnostics"]
+    assert found["code"] == "FX016"
+    assert ranges(result, "FX016") == [
+        lsp_range(text, "F.dropout(x, self.drop_rate, self.training)")]
+    assert "train mode records `torch.nn.functional.dropout`" in found["message"]
+    assert result["modules"][0]["nodes"] == 4  # the eval graph: x, bn, relu, output

@@ -2,7 +2,7 @@
 // workspace/didChangeConfiguration). The server accepts the nested form under "fxls".
 
 export interface ServerSettings {
-  trace: { onSave: boolean; onChange: boolean; timeout: number; mode?: "eval" | "train" };
+  trace: { onSave: boolean; onChange: boolean; timeout: number; mode?: "eval" | "train" | "both" };
   python?: string;
   diagnostics: { select: string[]; ignore: string[] };
   inlayHints: { shapes: boolean };
@@ -41,7 +41,7 @@ export function serverSettings(read: SettingReader, resolvePath: (p: string) => 
     inlayHints: { shapes: bool(read("inlayHints.shapes"), DEFAULTS.inlayHints.shapes) },
   };
   const mode = read("trace.mode");
-  if (mode === "eval" || mode === "train") settings.trace.mode = mode;
+  if (mode === "eval" || mode === "train" || mode === "both") settings.trace.mode = mode;
   const python = read("python");
   if (typeof python === "string" && python.trim()) settings.python = resolvePath(python.trim());
   return settings;
