@@ -146,8 +146,11 @@ def analyze_source(
         if file.pragmas.classes.get(cls.__name__, ClassPragmas()).leaf
     ) + tuple(sorted(declared.leaf_classes))
     file.declared_leaves = declared.declared_by
+    opaque = _resolve_functions(file.pragmas.opaque, file.namespace)
+    file.leaf_names += tuple(f"{o.__module__}.{o.__qualname__}" for o in opaque
+                             if isinstance(o, type) and issubclass(o, torch.nn.Module))
     file.autowrap = (*_resolve_functions(settings.autowrap_functions, file.namespace),
-                     *declared.functions)
+                     *declared.functions, *(o for o in opaque if not isinstance(o, type)))
     file.user_rules, rule_problems = load_rule_files(settings.rule_files, file.root)
     first_line = source.splitlines()[0] if source else ""
     first_line_span = SourceSpan(filename, 1, 1, 0, len(first_line.encode("utf-8")))
@@ -559,6 +562,7 @@ def _issue_diagnostic(
     if library is not None and site is not None:
         item.related.append(RelatedInfo(to_span(site), _SITE_WORDS[issue.kind]))
         item.data["library_function"] = library
+        item.data["opaque"] = _opaque_target(library)
     for outer in issue.stack[:-1]:
         if outer != where and file.is_reportable(outer.file):
             item.related.append(RelatedInfo(to_span(outer), "reached from here"))
@@ -586,6 +590,20 @@ def _in_library_message(issue: TraceIssue, library: str, site: SourceSpan, modul
         return (f"a traced value turned into a Python value ({issue.conversion}) {where}: "
                 "tensors have no concrete value while tracing")
     return f"{issue.message} ({where}, while tracing `{module}`)"
+
+
+def _opaque_target(library: str) -> str | None:
+    """What to keep opaque for a problem in ``library`` (``pkg.mod.fn`` or ``pkg.mod.Cls.m``):
+    the function, or the nn.Module class whose method it is (None: neither resolves)."""
+    parts = library.split(".")
+    for cut in (len(parts), len(parts) - 1):
+        module_name, owner = ".".join(parts[: cut - 1]), parts[cut - 1] if cut > 1 else ""
+        value = getattr(sys.modules.get(module_name), owner, None)
+        if isinstance(value, type) and issubclass(value, torch.nn.Module):
+            return f"{module_name}.{owner}"
+        if cut == len(parts) and callable(value) and not isinstance(value, type):
+            return library
+    return None
 
 
 def _library_name(site: SourceSpan, file: _File) -> str:

@@ -1,4 +1,5 @@
-"""``# fxls: ...`` comments: per-class init/args/concrete/leaf/skip, per-line ignore[...]."""
+"""``# fxls: ...`` comments: per-class init/args/concrete/leaf/skip, per-line ignore[...], and
+file-wide ``opaque <dotted.name>`` (a library function or module class kept opaque)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,9 @@ class FilePragmas:
     classes: dict[str, ClassPragmas] = field(default_factory=dict)
     #: line -> codes ignored there (empty set: every code)
     ignored: dict[int, set[str]] = field(default_factory=dict)
+    #: ``# fxls: opaque timm.layers.padding.pad_same``: dotted names of library functions
+    #: (traced as one call) and nn.Module classes (leaf modules), anywhere in the file
+    opaque: list[str] = field(default_factory=list)
 
     def is_ignored(self, line: int, code: str) -> bool:
         codes = self.ignored.get(line)
@@ -53,6 +57,9 @@ def parse_pragmas(source: str, tree: ast.AST | None = None) -> FilePragmas:
         return result
     comments = _comments(source)
     for line, text in comments:
+        match = _PRAGMA.search(text)
+        if match and match.group(1) == "opaque":
+            result.opaque += [n.strip() for n in match.group(2).split(",") if n.strip()]
         match = _IGNORE.search(text)
         if match:
             codes = match.group(1)

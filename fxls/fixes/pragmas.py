@@ -68,6 +68,20 @@ def wrap_function(located: Located, function_name: str, code: str) -> list[Fix]:
     return [Fix(title, code, [edit], safe=False)]
 
 
+def keep_library_opaque(located: Located, target: str, code: str) -> list[Fix]:
+    """``# fxls: opaque pkg.mod.fn`` at the top of the file: the library function (or module
+    class) whose code holds the problem is traced as one call (a leaf)."""
+    line = 1
+    tree = located.tree
+    if tree.body and isinstance(tree.body[0], ast.Expr) and isinstance(
+        getattr(tree.body[0], "value", None), ast.Constant
+    ):
+        line = (tree.body[0].end_lineno or tree.body[0].lineno) + 1  # after the docstring
+    edit = TextEdit(line, 0, line, 0, f"# fxls: opaque {target}\n")
+    title = f"Trace `{target}` as one opaque call (`# fxls: opaque`)"
+    return [Fix(title, code, [edit], safe=False)]
+
+
 def make_concrete(located: Located, class_name: str, names: list[str], code: str) -> list[Fix]:
     """``# fxls: concrete {...}`` for forward parameters with non-tensor defaults used in the
     condition: the branch is then decided at trace time."""

@@ -42,6 +42,9 @@ def _structural_fixes(located, diagnostic: Diagnostic) -> list[Fix]:
     """Leaf / wrap / concrete: make the tracer not look inside, or decide the branch early."""
     code = diagnostic.code
     fixes: list[Fix] = []
+    opaque = diagnostic.data.get("opaque")
+    if isinstance(opaque, str):  # the construct is in library code: keep that code opaque
+        return pragmas.keep_library_opaque(located, opaque, code)
     where = pragmas.enclosing_definition(located, diagnostic.span.line)
     if where is not None:
         kind, name = where

@@ -3,6 +3,7 @@ not be reported (real `fxls check` in the worker; expected ranges derived from t
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -181,7 +182,7 @@ class Net(nn.Module):
     assert modules["Attention"]["entry"].startswith("Attention(dim=32, num_heads=4)")
 
 
-def test_a_problem_inside_library_code_is_said_where_it_is(tmp_path):
+def test_a_problem_inside_library_code_is_said_where_it_is(tmp_path, monkeypatch):
     library = tmp_path / "site" / "padlib"
     library.mkdir(parents=True)
     (library / "__init__.py").write_text("")
@@ -212,6 +213,30 @@ class Net(nn.Module):
     assert found["message"].startswith(
         "a data-dependent branch inside `padlib.padding.pad_same` (padding.py:5), reached "
         "from here")
+
+    # the quick fix keeps that library function opaque; with it the module traces cleanly
+    from fxls.fixes import apply_edits, fixes_for
+    from fxls.runner import AnalysisRequest, analyze_many
+    from fxls.settings import load_settings
+
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "site"))
+    path = project / "net.py"
+    request = AnalysisRequest(str(path), text, load_settings(path))
+    (report,) = asyncio.run(analyze_many([request], python=sys.executable, jobs=1))
+    (diagnostic,) = [d for d in report.diagnostics if d.code == "FX001"]
+    assert diagnostic.data["opaque"] == "padlib.padding.pad_same"
+    assert [r.message for r in diagnostic.related] == ["the data-dependent branch"]
+    assert (diagnostic.related[0].span.file, diagnostic.related[0].span.line) == (
+        str(library / "padding.py"), 5)
+    (fix,) = fixes_for(text, diagnostic)
+    fixed = apply_edits(text, fix.edits)
+    assert fixed.startswith("# fxls: opaque padlib.padding.pad_same\n")
+    (project / "net.py").write_text(fixed, encoding="utf-8")
+    done = subprocess.run(fxls, capture_output=True, text=True, timeout=240, cwd=project,
+                          env=env)
+    (result,) = json.loads(done.stdout)["files"]
+    assert result["diagnostics"] == []
+    assert result["modules"][0]["status"] == "traced"
 
 
 def test_a_base_class_without_forward_is_not_traced_and_not_an_error(tmp_path):
