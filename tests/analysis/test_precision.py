@@ -56,6 +56,16 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
     return {Path(f["path"]).name: f for f in json.loads(done.stdout)["files"]}
 
 
+def check_file(path: Path, env: dict[str, str] | None = None) -> dict:
+    """`fxls check --format json` on one file (run from its folder): that file's result."""
+    fxls = [sys.executable, "-m", "fxls", "check", "--format", "json", str(path)]
+    done = subprocess.run(fxls, capture_output=True, text=True, timeout=240, cwd=path.parent,
+                          env=env)
+    assert done.returncode in (0, 1), done.stderr
+    (result,) = json.loads(done.stdout)["files"]
+    return result
+
+
 def test_training_checks_are_traced_in_eval_mode_and_match_eager(results):
     result = results["bn_act.py"]
     assert result["diagnostics"] == []
@@ -66,9 +76,7 @@ def test_train_mode_is_a_setting(tmp_path):
     (tmp_path / "pyproject.toml").write_text('[tool.fxls]\ntrace_mode = "train"\n')
     path = tmp_path / "bn_act.py"
     path.write_text(CASES["bn_act.py"], encoding="utf-8")
-    fxls = [sys.executable, "-m", "fxls", "check", "--format", "json", str(path)]
-    done = subprocess.run(fxls, capture_output=True, text=True, timeout=240, cwd=tmp_path)
-    (result,) = json.loads(done.stdout)["files"]
+    result = check_file(path)
     # traced with training=True: the dropout is in the graph, and the eager run is in train
     # mode too (same seed): no FX014
     assert [d["code"] for d in result["diagnostics"]] == []
@@ -91,9 +99,7 @@ def test_running_out_of_memory_names_the_setting(tmp_path):
     def forward(self, x):
         return x * self.cache.sum()
 ''', encoding="utf-8")
-    fxls = [sys.executable, "-m", "fxls", "check", "--format", "json", str(path)]
-    done = subprocess.run(fxls, capture_output=True, text=True, timeout=240, cwd=tmp_path)
-    (result,) = json.loads(done.stdout)["files"]
+    result = check_file(path)
     (found,) = result["diagnostics"]
     assert found["code"] == "FX102", found
     assert "ran out of memory" in found["message"]
@@ -125,9 +131,7 @@ class Picky(nn.Module):
 '''
     path = tmp_path / "embed.py"
     path.write_text(text, encoding="utf-8")
-    fxls = [sys.executable, "-m", "fxls", "check", "--format", "json", str(path)]
-    done = subprocess.run(fxls, capture_output=True, text=True, timeout=240, cwd=tmp_path)
-    (result,) = json.loads(done.stdout)["files"]
+    result = check_file(path)
     assert [d["module"] for d in result["diagnostics"] if d["code"] == "FX015"] == ["Picky"]
     (failed,) = [d for d in result["diagnostics"] if d["code"] == "FX015"]
     assert ranges(result, "FX015") == [lsp_range(text, "Picky")]
@@ -173,9 +177,7 @@ class Net(nn.Module):
 '''
     path = tmp_path / "blocks.py"
     path.write_text(text, encoding="utf-8")
-    fxls = [sys.executable, "-m", "fxls", "check", "--format", "json", str(path)]
-    done = subprocess.run(fxls, capture_output=True, text=True, timeout=240, cwd=tmp_path)
-    (result,) = json.loads(done.stdout)["files"]
+    result = check_file(path)
     assert result["diagnostics"] == []  # no FX015: every class ran on its inputs
     modules = {m["name"]: m for m in result["modules"]}
     assert modules["WindowBlock"]["via"] == "Net"
@@ -203,11 +205,8 @@ class Net(nn.Module):
         return pad_same(x, 3) * 2
 '''
     (project / "net.py").write_text(text, encoding="utf-8")
-    fxls = [sys.executable, "-m", "fxls", "check", "--format", "json", str(project / "net.py")]
     env = {**os.environ, "PYTHONPATH": str(tmp_path / "site")}
-    done = subprocess.run(fxls, capture_output=True, text=True, timeout=240, cwd=project,
-                          env=env)
-    (result,) = json.loads(done.stdout)["files"]
+    result = check_file(project / "net.py", env)
     (found,) = [d for d in result["diagnostics"] if d["code"] == "FX001"]
     assert ranges(result, "FX001") == [lsp_range(text, "pad_same(x, 3)")]
     assert found["message"].startswith(
@@ -232,9 +231,7 @@ class Net(nn.Module):
     fixed = apply_edits(text, fix.edits)
     assert fixed.startswith("# fxls: opaque padlib.padding.pad_same\n")
     (project / "net.py").write_text(fixed, encoding="utf-8")
-    done = subprocess.run(fxls, capture_output=True, text=True, timeout=240, cwd=project,
-                          env=env)
-    (result,) = json.loads(done.stdout)["files"]
+    result = check_file(project / "net.py", env)
     assert result["diagnostics"] == []
     assert result["modules"][0]["status"] == "traced"
 
@@ -256,9 +253,7 @@ class Model(PreTrainedModel):
 '''
     path = tmp_path / "bases.py"
     path.write_text(text, encoding="utf-8")
-    fxls = [sys.executable, "-m", "fxls", "check", "--format", "json", str(path)]
-    done = subprocess.run(fxls, capture_output=True, text=True, timeout=240, cwd=tmp_path)
-    (result,) = json.loads(done.stdout)["files"]
+    result = check_file(path)
     assert result["diagnostics"] == []
     base, model = result["modules"]
     assert (base["status"], base["reason"]) == (
@@ -271,9 +266,7 @@ def test_both_modes_say_where_train_and_eval_graphs_part(tmp_path):
     path = tmp_path / "bn_act.py"
     text = CASES["bn_act.py"]
     path.write_text(text, encoding="utf-8")
-    fxls = [sys.executable, "-m", "fxls", "check", "--format", "json", str(path)]
-    done = subprocess.run(fxls, capture_output=True, text=True, timeout=240, cwd=tmp_path)
-    (result,) = json.loads(done.stdout)["files"]
+    result = check_file(path)
     (found,) = result["diagnostics"]
     assert found["code"] == "FX016"
     assert ranges(result, "FX016") == [
