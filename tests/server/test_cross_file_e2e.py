@@ -151,3 +151,32 @@ async def test_saving_an_imported_file_reanalyses_the_open_documents_that_import
             if lenses and lenses[0].command.title.startswith("fxls: traced · "):
                 break
             await asyncio.sleep(0.05)
+
+
+async def test_a_package_file_runs_as_its_module_and_its_problems_reach_the_siblings(
+    client: LanguageClient, tmp_path: Path
+):
+    """A file of a src-layout package (relative imports, a registry that refuses a second
+    registration, a config dataclass) opened in the editor: its unsaved text runs as
+    `minizoo.models.vitish`, and the FX001 in `minizoo/layers/blocks.py` (another file of the
+    package) is published there."""
+    import shutil
+
+    project = tmp_path / "minizoo"
+    shutil.copytree(Path(__file__).parents[1] / "data" / "minizoo", project)
+    vitish = project / "src/minizoo/models/vitish.py"
+    blocks = project / "src/minizoo/layers/blocks.py"
+    text = vitish.read_text(encoding="utf-8") + "\n# unsaved edit\n"
+    in_vitish = await open_and_wait(client, vitish, text)
+    assert not [d for d in in_vitish if d.code in ("FX100", "FX102")], in_vitish
+
+    blocks_text = blocks.read_text(encoding="utf-8")
+    (in_blocks,) = _with_code(_shown(client, blocks), "FX001")
+    assert in_blocks.range == lsp_range(blocks_text, "h.mean() > 0")
+    assert in_blocks.message.startswith("`h.mean() > 0` depends on a traced value")
+
+    hover = await client.text_document_hover_async(types.HoverParams(
+        types.TextDocumentIdentifier(vitish.as_uri()),
+        lsp_range(text, "TinyViT(nn.Module)").start))
+    assert hover is not None
+    assert "built from ViTConfig() with 2 layers" in hover.contents.value
