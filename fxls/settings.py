@@ -40,6 +40,8 @@ class Settings:
     rule_files: list[str] = field(default_factory=list)
     #: compare the traced graph against eager forward (FX014); costs one eager run
     check_eager: bool = True
+    #: let analysed code open internet connections (off: factories never download)
+    allow_network: bool = False
     #: the mode modules are traced and run in: ``eval`` (as quantization and deployment
     #: trace) or ``train``
     trace_mode: str = "eval"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from fxls.analysis.network import refuse_network
 from fxls.analysis.pipeline import analyze_source
 from fxls.report import FileReport
 from fxls.settings import Settings
@@ -18,6 +19,8 @@ _WARM_UP_PATH = "/fxls-warm-up/_fxls_warm_up_model.py"
 
 def analyze(params: dict[str, Any]) -> dict[str, Any]:
     settings = Settings.from_dict(params.get("settings") or {})
+    if not settings.allow_network:
+        refuse_network()  # this process is the job's own fork: nothing else is affected
     report = analyze_source(params["path"], params["source"], settings, _send_diagnostics)
     return report.to_dict()
 

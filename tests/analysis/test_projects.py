@@ -178,11 +178,12 @@ def test_size_only_parameters_are_given_small_sizes_and_others_stay_unknown(proj
     assert found["GatedMlp"]["reason"] == "its constructor needs `dim`, `hidden`"
 
 
-def test_a_factory_that_raises_and_a_broken_entry_point_are_said(checked):
+def test_a_factory_that_downloads_and_a_broken_entry_point_are_said(checked):
     diagnostics = checked["heads.py"]["diagnostics"]
     (fx101,) = [d for d in diagnostics if d["code"] == "FX101" and d["module"] == "Downloaded"]
-    assert ("`downloaded_model()`, which raised RuntimeError: cannot download "
-            "https://example.invalid/weights.pth: no network") in fx101["message"]
+    assert ("`downloaded_model()`, which raised URLError: <urlopen error fxls refuses "
+            "network access while analysing (set `allow_network = true` in [tool.fxls] to "
+            "allow it)>") in fx101["message"]
     (broken,) = [d for d in diagnostics if d["code"] == "FX004"]
     assert broken["message"] == ("the entry point `minizoo.models.heads:build_broken` raised "
                                  "ValueError: bad entry point")
