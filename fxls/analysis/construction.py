@@ -7,13 +7,15 @@ their defaults and ``pretrained=False``/``weights=None``; one representative, th
 literal-argument constructions written in the file (``Block(dim=64)``); and instances
 found inside the models built so far (``traced via ResNet (resnet18())``).
 
-Sizes are learned on the meta device before anything is built for real: a model that is
-too big to build is traced from its meta instance (no example-input runs).
+Models are built for real within a memory budget; one that exceeds it (or that a meta-device
+census of factories found too big) is traced from a meta-device instance (no example-input
+runs).
 """
 
 from __future__ import annotations
 
 import ast
+import gc
 import importlib
 import inspect
 from collections.abc import Callable
@@ -25,11 +27,13 @@ import torch
 
 from fxcore.recovering import has_forward
 from fxls.analysis import configs, sizes
-from fxls.analysis.meta_build import on_meta
+from fxls.analysis.meta_build import memory_budget, on_meta
 from fxls.analysis.pragmas import ClassPragmas, FilePragmas
 
 #: models with more parameters are traced on the meta device, never built for real
 MAX_REAL_PARAMETERS = 60_000_000
+#: the memory a model may take while being built for real (then it is built on meta)
+BUILD_BUDGET_MB = 1536
 #: the defaults of a class bigger than this give way to a cheaper factory, when one exists
 PREFER_FACTORY_ABOVE = 15_000_000
 #: how many factories of one class are sized on the meta device to pick the cheapest
@@ -331,12 +335,9 @@ class _Builder:
         self, cls: type, make: Callable[[], Any], entry: str | None,
         required: dict[str, Any] | None = None,
     ) -> Outcome:
-        """Size ``make()`` on the meta device, then build it for real when it is not too big."""
-        parameters = self._meta_size(make)
-        too_big = parameters is not None and parameters > MAX_REAL_PARAMETERS
-        torch.manual_seed(0)  # the same parameters in every run, so outputs can be compared
+        """``make()`` for real within a memory budget, else on the meta device."""
         try:
-            instance = on_meta(make) if too_big else make()
+            instance, too_big = _sized_build(make)
         except TypeError as error:
             if _raised_by_the_call(error):
                 missing = _required_parameters(cls, required or {})
@@ -348,29 +349,16 @@ class _Builder:
         if not isinstance(instance, torch.nn.Module):
             message = f"building `{cls.__name__}` gave a {type(instance).__name__}"
             return NotBuilt("FX101", message, message)
-        return Built(instance, entry, on_meta=too_big, parameters=parameters)
-
-    def _meta_size(self, make: Callable[[], Any]) -> int | None:
-        """The parameter count of ``make()`` built on the meta device; None when that fails
-        (code that reads values at construction, e.g. ``.item()``)."""
-        try:
-            model = on_meta(make)
-        except Exception:
-            return None
-        return _count(model) if isinstance(model, torch.nn.Module) else None
+        if too_big:
+            entry = f"{entry}, on the meta device" if entry else "on the meta device"
+        return Built(instance, entry, on_meta=too_big, parameters=_count(instance))
 
     def _call_built(
         self, function: Callable[..., Any], kwargs: dict[str, Any], parameters: int | None = None
     ) -> Any:
-        """Call a factory: sized on the meta device first (unless known), then built for real
-        or, when too big, on the meta device."""
-        if parameters is None:
-            parameters = self._meta_size(lambda: function(**kwargs))
-        torch.manual_seed(0)
+        """Call a factory (its size known from a census, or not); the exception it raised."""
         try:
-            if parameters is not None and parameters > MAX_REAL_PARAMETERS:
-                return on_meta(lambda: function(**kwargs))
-            return function(**kwargs)
+            return _sized_build(lambda: function(**kwargs), parameters)[0]
         except Exception as error:
             return error
 
@@ -491,6 +479,29 @@ def _count(model: torch.nn.Module) -> int:
     return sum(t.numel() for t in (*model.parameters(), *model.buffers()))
 
 
+def _sized_build(make: Callable[[], Any], parameters: int | None = None) -> tuple[Any, bool]:
+    """``(make(), False)`` built for real, or ``(instance on the meta device, True)`` when it is
+    known to be too big or runs out of a memory budget while being built (models of billions
+    of parameters fail at their first big allocation, not after minutes of initialising).
+    Sizing every model on the meta device first would cost more: meta arithmetic imports
+    torch's compiler stack (seconds) in each job."""
+    torch.manual_seed(0)  # the same parameters in every run, so outputs can be compared
+    if parameters is not None and parameters > MAX_REAL_PARAMETERS:
+        return on_meta(make), True
+    try:
+        with memory_budget(BUILD_BUDGET_MB):
+            return make(), False
+    except Exception as error:
+        if not _is_out_of_memory(error):
+            raise
+    gc.collect()
+    return on_meta(make), True
+
+
+def _is_out_of_memory(error: BaseException) -> bool:
+    return isinstance(error, MemoryError) or any(m in str(error) for m in _OUT_OF_MEMORY)
+
+
 def _first_line(error: BaseException) -> str:
     text = str(error).strip().splitlines()
     return text[0][:200] if text else ""
@@ -505,21 +516,20 @@ def _contains_instance_of(model: torch.nn.Module, cls: type) -> bool:
 
 
 def _raised_by_the_call(error: TypeError) -> bool:
-    """A TypeError of the call itself (the arguments do not fit ``__init__``), not one
-    raised inside the constructor; the call happens in a lambda of ours, one frame up."""
+    """A TypeError of the call itself (the arguments do not fit ``__init__``), not one raised
+    inside the constructor: the innermost frame is ours (the call), not the class's code."""
     tb = error.__traceback__
-    depth = 0
-    while tb is not None:
-        depth += 1
+    if tb is None:
+        return False
+    while tb.tb_next is not None:
         tb = tb.tb_next
-    return depth <= 2
-
+    return tb.tb_frame.f_code.co_filename == __file__
 
 _OUT_OF_MEMORY = ("can't allocate memory", "DefaultCPUAllocator: not enough memory")
 
 
 def _raised(cls: type, error: Exception) -> NotBuilt:
-    if isinstance(error, MemoryError) or any(m in str(error) for m in _OUT_OF_MEMORY):
+    if _is_out_of_memory(error):
         message = (f"constructing `{cls.__name__}` ran out of memory ({type(error).__name__}: "
                    f"{_first_line(error)}): raise `memory_limit_mb` in [tool.fxls], or give "
                    "smaller sizes with `# fxls: init`")

@@ -88,16 +88,32 @@ def test_dead_code_only_for_tensor_work_at_its_own_span(results):
     assert ranges(results["shapes.py"], "FX010") == [lsp_range(text, "self.proj(x)")]
 
 
-def test_running_out_of_memory_names_the_setting(tmp_path):
-    (tmp_path / "pyproject.toml").write_text("[tool.fxls]\nmemory_limit_mb = 1500\n")
+def test_a_model_too_big_to_build_is_traced_on_the_meta_device(tmp_path):
     path = tmp_path / "huge.py"
     path.write_text(HEADER + '''class Huge(nn.Module):
     def __init__(self):
         super().__init__()
-        self.cache = torch.zeros(1024, 1024, 600)  # 2.4 GB, not a parameter or buffer
+        self.table = nn.Parameter(torch.zeros(1024, 1024, 600))  # 2.4 GB
 
     def forward(self, x):
-        return x * self.cache.sum()
+        return x * self.table.sum()
+''', encoding="utf-8")
+    result = check_file(path)
+    assert result["diagnostics"] == []
+    (huge,) = result["modules"]
+    assert (huge["status"], huge["entry"]) == ("traced", "on the meta device")
+
+
+def test_running_out_of_memory_names_the_setting(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[tool.fxls]\nmemory_limit_mb = 1500\n")
+    path = tmp_path / "greedy.py"
+    path.write_text(HEADER + '''class Greedy(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.cache = bytearray(3 * 1024**3)  # not a tensor: too big on any device
+
+    def forward(self, x):
+        return x * 2
 ''', encoding="utf-8")
     result = check_file(path)
     (found,) = result["diagnostics"]
@@ -105,7 +121,6 @@ def test_running_out_of_memory_names_the_setting(tmp_path):
     assert "ran out of memory" in found["message"]
     assert "`memory_limit_mb` in [tool.fxls]" in found["message"]
     assert result["modules"][0]["status"] == "failed"
-
 
 def test_image_inputs_at_the_size_the_model_asks_for_and_a_failed_run_is_said(tmp_path):
     text = HEADER + '''class PatchEmbed(nn.Module):
