@@ -25,7 +25,6 @@ from typing import Any
 
 import torch
 
-from fxcore.recovering import has_forward
 from fxls.analysis import configs, sizes
 from fxls.analysis.meta_build import memory_budget, on_meta
 from fxls.analysis.pragmas import ClassPragmas, FilePragmas
@@ -113,7 +112,7 @@ class _Builder:
         pending = []
         for cls in self.classes:
             pragmas = self.scope.pragmas.classes.get(cls.__name__, ClassPragmas())
-            if pragmas.skip or pragmas.leaf or not has_forward(cls):
+            if pragmas.skip or pragmas.leaf:
                 continue  # nothing to trace: no instance needed
             if pragmas.init:
                 self._settle(cls, self._from_pragma(cls, pragmas))

@@ -34,7 +34,7 @@ from fxcore.recovering import (
 )
 from fxcore.source import SourceSpan
 from fxls.analysis import rewrites, rules
-from fxls.analysis.construction import FileScope, NotBuilt, Outcome, build_all
+from fxls.analysis.construction import Built, FileScope, NotBuilt, Outcome, build_all
 from fxls.analysis.context import ModuleContext
 from fxls.analysis.inputs import eval_pragma_args, infer_inputs, spatial_size
 from fxls.analysis.libraries import registrations
@@ -344,7 +344,8 @@ def _analyze_class(
     span = class_span(cls, file.filename, file.source, file.definitions)
     module_report = ModuleReport(name, "skipped", 0, to_span(span))
     pragmas = file.pragmas.classes.get(name, ClassPragmas())
-    if not has_forward(cls):
+    instance_forward = isinstance(outcome, Built) and "forward" in vars(outcome.instance)
+    if not has_forward(cls) and not instance_forward:  # (some set self.forward in __init__)
         module_report.reason = "it has no forward of its own (a base class): nothing to trace"
         return module_report, [], None
     declared_by = file.declared_leaves.get(f"{cls.__module__}.{cls.__qualname__}")
