@@ -420,7 +420,11 @@ def _observe_class(
                 example_inputs = ctx.example_inputs = retry
                 seen = observe(gm, retry, training=training, record_backward=record_backward)
         if not seen.ok:
-            found.append(_inputs_failed(ctx, traced.span, example_inputs, seen.error))
+            ran, _ = run_eager(traced.instance, example_inputs, training)
+            if ran:  # eager accepts these inputs: the graph is what is wrong
+                found += rules.graph_failed(ctx, traced.span, seen.error)
+            else:
+                found.append(_inputs_failed(ctx, traced.span, example_inputs, seen.error))
         if seen.ok:
             backward = seen.backward
             module_report.output_signature = signature(seen.output)

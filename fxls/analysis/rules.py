@@ -17,6 +17,9 @@ from fxls.analysis.context import ModuleContext
 from fxls.codes import CODES
 from fxls.report import Diagnostic, Span
 
+_INPLACE_DUNDERS = {"__setitem__", "__iadd__", "__isub__", "__imul__", "__itruediv__",
+                    "__ifloordiv__", "__imod__", "__ipow__", "__iand__", "__ior__", "__ixor__",
+                    "__ilshift__", "__irshift__", "__imatmul__"}
 _INPLACE_OPERATORS = {
     getattr(operator, name)
     for name in ("iadd", "isub", "imul", "itruediv", "ifloordiv", "imod", "ipow", "iand",
@@ -58,11 +61,13 @@ def _source_text(ctx: ModuleContext, span: SourceSpan) -> str:
 def _is_inplace(node: Node) -> bool:
     if node.op == "call_method":
         name = node.target
-        return name.endswith("_") and not name.endswith("__")
+        return (name.endswith("_") and not name.endswith("__")) or name in _INPLACE_DUNDERS
     if node.op == "call_function":
         if node.target in _INPLACE_OPERATORS:
             return True
         name = getattr(node.target, "__name__", "")
+        if name in _INPLACE_DUNDERS:  # Tensor.__setitem__ on a tensor made in forward
+            return True
         return name.endswith("_") and not name.endswith("__") and not name.startswith("_")
     return False
 
@@ -139,8 +144,8 @@ def inplace_on_inputs(ctx: ModuleContext) -> Iterable[Diagnostic]:
         target = node.args[0]
         if target.op == "placeholder":
             what = f"the forward input `{target.target}`"
-        elif target.op == "get_attr":
-            what = f"`self.{target.target}`"
+        elif target.op == "get_attr" and not str(target.target).startswith("_tensor_constant"):
+            what = f"`self.{target.target}`"  # (a baked constant is FX012's to report)
         else:
             continue
         span = node.meta.get("source")
@@ -210,12 +215,22 @@ def _close(a: Any, b: Any) -> bool:
         return False
 
 
+def graph_failed(ctx: ModuleContext, class_span: SourceSpan, error: str) -> Iterable[Diagnostic]:
+    """FX014 for a graph that raises on inputs its eager forward accepts."""
+    mode = "train" if ctx.settings.trace_mode == "train" else "eval"
+    return [diagnostic(
+        "FX014", f"the traced graph of `{ctx.class_name}` raises {error} on inputs its eager "
+        f"forward accepts (both in {mode} mode): a decision taken once at trace time (an "
+        "`is None` test of an optional argument, `isinstance(x, Tensor)`, a Python value "
+        "read off a traced one) is frozen into the graph", class_span, ctx.class_name)]
+
+
 def eager_mismatch(
     ctx: ModuleContext, class_span: SourceSpan, eager: Any, traced: Any
 ) -> Iterable[Diagnostic]:
     if _close(eager, traced):
         return []
-    mode = ctx.settings.trace_mode
+    mode = "train" if ctx.settings.trace_mode == "train" else "eval"
     return [diagnostic(
         "FX014", f"the traced graph of `{ctx.class_name}` computes a different result than "
         f"its eager forward on the same inputs (both in {mode} mode): some Python logic was "

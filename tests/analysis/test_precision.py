@@ -288,3 +288,41 @@ def test_both_modes_say_where_train_and_eval_graphs_part(tmp_path):
         lsp_range(text, "F.dropout(x, self.drop_rate, self.training)")]
     assert "train mode records `torch.nn.functional.dropout`" in found["message"]
     assert result["modules"][0]["nodes"] == 4  # the eval graph: x, bn, relu, output
+
+
+def test_writes_into_a_tensor_made_in_forward_are_not_dead_code(tmp_path):
+    text = HEADER + '''class Stats(nn.Module):
+    def forward(self, x):
+        means = torch.zeros([3, 8])
+        for i in range(3):
+            means[i] = torch.mean(x[:, i], dim=0)
+        return means
+'''
+    path = tmp_path / "stats.py"
+    path.write_text(text, encoding="utf-8")
+    result = check_file(path)
+    # the zeros are baked into the graph as a constant (FX012): that is the one problem
+    assert sorted({d["code"] for d in result["diagnostics"]}) == ["FX012"]
+
+
+def test_a_graph_that_raises_where_eager_runs_is_an_error(tmp_path):
+    text = HEADER + '''class DenseLayer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        h = self.fc(x)
+        if isinstance(h, torch.Tensor):  # False while tracing: a Proxy is not a Tensor
+            prev = [h]
+        else:
+            prev = h  # (a list of features, in the real model)
+        return torch.cat(prev, 1)
+'''
+    path = tmp_path / "dense.py"
+    path.write_text(text, encoding="utf-8")
+    result = check_file(path)
+    (found,) = result["diagnostics"]
+    assert found["code"] == "FX014" and found["severity"] == "error"
+    assert ranges(result, "FX014") == [lsp_range(text, "DenseLayer")]
+    assert "raises" in found["message"] and "its eager forward accepts" in found["message"]
