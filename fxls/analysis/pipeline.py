@@ -20,6 +20,7 @@ from time import perf_counter
 from typing import Any
 
 import torch
+from torch.utils._pytree import tree_map
 
 import fxcore
 from fxcore.graph import Graph
@@ -453,8 +454,9 @@ def _capturing_inputs(wanted: list[_Traced]) -> Iterator[None]:
 
     def hook(target: _Traced, _module: Any, args: tuple[Any, ...], kwargs: dict) -> None:
         if target.captured is None and not kwargs and args:
-            target.captured = tuple(
-                a.detach().clone() if isinstance(a, torch.Tensor) else a for a in args)
+            # copied now: the root may append to a list it passed (DenseNet's features)
+            target.captured = tuple(tree_map(
+                lambda a: a.detach().clone() if isinstance(a, torch.Tensor) else a, list(args)))
 
     handles = [t.instance.register_forward_pre_hook(partial(hook, t), with_kwargs=True)
                for t in wanted]
