@@ -9,6 +9,7 @@ graphs bound to module globals; then apply pragmas and select/ignore and drop du
 from __future__ import annotations
 
 import ast
+import inspect
 import linecache
 import sys
 from collections.abc import Callable, Iterator
@@ -452,11 +453,13 @@ def _inputs_wanted(traced: _Traced, harvested: dict[int, _Traced]) -> list[_Trac
 def _capturing_inputs(wanted: list[_Traced]) -> Iterator[None]:
     """While the root runs, keep the first positional inputs each wanted instance gets."""
 
-    def hook(target: _Traced, _module: Any, args: tuple[Any, ...], kwargs: dict) -> None:
-        if target.captured is None and not kwargs and args:
-            # copied now: the root may append to a list it passed (DenseNet's features)
+    def hook(target: _Traced, module: Any, args: tuple[Any, ...], kwargs: dict) -> None:
+        if target.captured is not None:
+            return
+        values = _positional(module, args, kwargs)
+        if values:  # copied now: the root may append to a list it passed (DenseNet's)
             target.captured = tuple(tree_map(
-                lambda a: a.detach().clone() if isinstance(a, torch.Tensor) else a, list(args)))
+                lambda a: a.detach().clone() if isinstance(a, torch.Tensor) else a, values))
 
     handles = [t.instance.register_forward_pre_hook(partial(hook, t), with_kwargs=True)
                for t in wanted]
@@ -465,6 +468,22 @@ def _capturing_inputs(wanted: list[_Traced]) -> Iterator[None]:
     finally:
         for handle in handles:
             handle.remove()
+
+
+def _positional(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
+    """A call's arguments as ``forward``'s positional parameters in order, defaults filled
+    in (``blk(x, rope=rope)`` -> ``[x, rope, None, False]``); [] when that is not possible
+    (``*args``/``**kwargs`` in the signature)."""
+    try:
+        signature = inspect.signature(module.forward)
+        bound = signature.bind(*args, **kwargs)
+    except (TypeError, ValueError):
+        return []
+    if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.KEYWORD_ONLY)
+           for p in signature.parameters.values()):
+        return list(args) if not kwargs else []
+    bound.apply_defaults()
+    return list(bound.arguments.values())
 
 
 def _inputs_failed(
