@@ -93,6 +93,18 @@ def _input_for_module(
     return None
 
 
+def _functional_linear_input(gm: GraphModule, call: Node) -> torch.Tensor | None:
+    """An input for ``F.linear(x, weight, ...)`` whose weight is a parameter of the module."""
+    weight = call.args[1] if len(call.args) > 1 else call.kwargs.get("weight")
+    if not isinstance(weight, Node) or weight.op != "get_attr":
+        return None
+    try:
+        value = gm.get_parameter(str(weight.target))
+    except AttributeError:
+        return None
+    return torch.randn(_BATCH, value.shape[-1]) if value.dim() == 2 else None
+
+
 def _consumer_input(
     gm: GraphModule, placeholder: Node, size: tuple[int, int], depth: int = 0
 ) -> torch.Tensor | None:
@@ -108,6 +120,10 @@ def _consumer_input(
         elif depth < 3 and user.op in ("call_method", "call_function"):
             name = user.target if isinstance(user.target, str) else getattr(
                 user.target, "__name__", "")
+            if name == "linear" and user.args and user.args[0] is placeholder:
+                found = _functional_linear_input(gm, user)  # F.linear(x, self.w, ...)
+                if found is not None:
+                    return found
             if name in _PASS_THROUGH_METHODS or name in ("dropout", "relu", "gelu"):
                 found = _consumer_input(gm, user, size, depth + 1)
                 if found is not None:

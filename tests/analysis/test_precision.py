@@ -326,3 +326,24 @@ def test_a_graph_that_raises_where_eager_runs_is_an_error(tmp_path):
     assert found["code"] == "FX014" and found["severity"] == "error"
     assert ranges(result, "FX014") == [lsp_range(text, "DenseLayer")]
     assert "raises" in found["message"] and "its eager forward accepts" in found["message"]
+
+
+def test_an_optional_argument_tested_against_none_is_frozen_into_the_graph(tmp_path):
+    text = HEADER + '''class RopeAttention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(8, 8))
+
+    def forward(self, x, rope=None):
+        h = F.linear(x, self.w)  # the input's width comes from the weight
+        if rope is not None:  # a Proxy is never None: the graph always applies rope
+            h = h * rope.chunk(2, -1)[0]
+        return h
+'''
+    path = tmp_path / "rope.py"
+    path.write_text(text, encoding="utf-8")
+    result = check_file(path)
+    (found,) = result["diagnostics"]
+    assert found["code"] == "FX014"
+    assert ranges(result, "FX014") == [lsp_range(text, "RopeAttention")]
+    assert "'NoneType' object has no attribute 'chunk'" in found["message"]
