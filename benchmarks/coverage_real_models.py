@@ -77,6 +77,21 @@ def install_hint(zoo: Path) -> str:
     )
 
 
+def zoo_files(args: argparse.Namespace) -> tuple[Path, list[Path]] | int:
+    """The zoo's site folder and the files ``args`` select; or the exit code when the zoo is
+    absent (0, after saying how to install it) or a named file does not exist (2)."""
+    site = args.zoo.expanduser() / "site"
+    if not (site / "timm").is_dir() or not (site / "torchvision").is_dir():
+        print(install_hint(args.zoo.expanduser()))
+        return 0
+    files = select_files(site, args)
+    absent = [f for f in files if not f.is_file()]
+    if absent:
+        print("no such files: " + ", ".join(map(str, absent)), file=sys.stderr)
+        return 2
+    return site, files
+
+
 def select_files(site: Path, args: argparse.Namespace) -> list[Path]:
     if args.files:
         files = []
@@ -330,15 +345,10 @@ def main(argv: list[str] | None = None) -> int:
         print_summary(saved["files"], saved["total"]["wall_s"])
         return 0
 
-    site = args.zoo.expanduser() / "site"
-    if not (site / "timm").is_dir() or not (site / "torchvision").is_dir():
-        print(install_hint(args.zoo.expanduser()))
-        return 0
-    files = select_files(site, args)
-    absent = [f for f in files if not f.is_file()]
-    if absent:
-        print("no such files: " + ", ".join(map(str, absent)), file=sys.stderr)
-        return 2
+    found = zoo_files(args)
+    if isinstance(found, int):
+        return found
+    site, files = found
 
     venv_bin = REPO / ".venv" / "bin"
     python = str(venv_bin / "python") if (venv_bin / "python").exists() else sys.executable

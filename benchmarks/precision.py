@@ -55,10 +55,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from coverage_real_models import (  # noqa: E402
     DEFAULT_ZOO,
-    install_hint,
     reason_key,
-    select_files,
     short,
+    zoo_files,
 )
 
 ERROR_CODES = {"FX001", "FX002", "FX003", "FX004", "FX005", "FX006", "FX014"}
@@ -89,25 +88,6 @@ def _raise_site(error: BaseException) -> str | None:
                 break
         return f"{name}:{frame.lineno} ({frame.name})"
     return None
-
-
-def _close(a: Any, b: Any) -> bool:
-    import torch
-
-    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
-        if a.shape != b.shape or a.dtype != b.dtype:
-            return False
-        if a.is_floating_point() or a.is_complex():
-            return torch.allclose(a, b, rtol=1e-4, atol=1e-5, equal_nan=True)
-        return torch.equal(a, b)
-    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
-        return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_close(a[k], b[k]) for k in a)
-    try:
-        return bool(a == b)
-    except Exception:
-        return False
 
 
 def _run(module: Any, inputs: tuple[Any, ...]) -> tuple[bool, Any]:
@@ -407,11 +387,13 @@ def _diag_dict(d: Any) -> dict:
 
 
 def _compare(record: dict, gm: Any, inputs: tuple[Any, ...], eager: Any) -> None:
+    from fxls.analysis.rules import outputs_close  # fxls's own tolerance: same verdict rule
+
     ok, traced = _run(gm, inputs)
     if not ok:
         record.update(truth="graph_error", detail=f"the torch.fx graph raised {traced} "
                       "where eager forward runs")
-    elif _close(eager, traced):
+    elif outputs_close(eager, traced):
         record["truth"] = "match"
     else:
         record.update(truth="mismatch", detail="torch.fx graph output differs from eager")
@@ -632,15 +614,10 @@ def main(argv: list[str] | None = None) -> int:
         summarise(saved["files"], saved["total"]["wall_s"], site)
         return 0
 
-    site = args.zoo.expanduser() / "site"
-    if not (site / "timm").is_dir() or not (site / "torchvision").is_dir():
-        print(install_hint(args.zoo.expanduser()))
-        return 0
-    files = select_files(site, args)
-    absent = [f for f in files if not f.is_file()]
-    if absent:
-        print("no such files: " + ", ".join(map(str, absent)), file=sys.stderr)
-        return 2
+    found = zoo_files(args)
+    if isinstance(found, int):
+        return found
+    site, files = found
     venv_python = REPO / ".venv" / "bin" / "python"
     python = str(venv_python) if venv_python.exists() else sys.executable
     env = dict(os.environ)

@@ -198,7 +198,8 @@ def trace_time_calls(ctx: ModuleContext) -> Iterable[Diagnostic]:
     return found
 
 
-def _close(a: Any, b: Any) -> bool:
+def outputs_close(a: Any, b: Any) -> bool:
+    """Graph and eager outputs agree (rtol 1e-4, atol 1e-5, NaN equal to NaN)."""
     if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
         if a.shape != b.shape or a.dtype != b.dtype:
             return False
@@ -206,9 +207,9 @@ def _close(a: Any, b: Any) -> bool:
             return torch.allclose(a, b, rtol=1e-4, atol=1e-5, equal_nan=True)
         return torch.equal(a, b)
     if isinstance(a, list | tuple) and isinstance(b, list | tuple):
-        return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b, strict=True))
+        return len(a) == len(b) and all(outputs_close(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_close(a[k], b[k]) for k in a)
+        return a.keys() == b.keys() and all(outputs_close(a[k], b[k]) for k in a)
     try:
         return bool(a == b)
     except Exception:
@@ -228,7 +229,7 @@ def graph_failed(ctx: ModuleContext, class_span: SourceSpan, error: str) -> Iter
 def eager_mismatch(
     ctx: ModuleContext, class_span: SourceSpan, eager: Any, traced: Any
 ) -> Iterable[Diagnostic]:
-    if _close(eager, traced):
+    if outputs_close(eager, traced):
         return []
     mode = "train" if ctx.settings.trace_mode == "train" else "eval"
     return [diagnostic(
