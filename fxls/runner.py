@@ -16,6 +16,7 @@ from typing import Any
 from fxls.codes import CODES
 from fxls.report import Diagnostic, FileReport, Span
 from fxls.settings import Settings
+from fxls.source_text import source_text
 
 ANALYZE_TARGET = "fxls.analysis.job:analyze"
 #: imported once by the warm worker so that each job starts with them loaded
@@ -76,16 +77,14 @@ def failure_report(
     """An FX102 report for a job that did not produce a report."""
     template = _FAILURE_MESSAGES.get(status, "the analysis failed ({detail})")
     path = str(Path(request.path).resolve())
-    lines = request.source.splitlines()
+    text = source_text(request.source)
     line = running_line(output, path) if output else None
     where = f" while running line {line}" if line is not None else ""
-    if line is None or not 0 < line <= len(lines):
+    if line is None or not 0 < line <= text.line_count:
         line = 1
     message = template.format(timeout=request.settings.timeout, detail=detail or status,
                               where=where, memory=request.settings.memory_limit_mb)
-    text = lines[line - 1] if lines else ""
-    indent = len(text) - len(text.lstrip())
-    span = Span(path, line, line, indent, len(text.encode("utf-8")))
+    span = Span(path, line, line, text.indent_bytes(line), text.byte_length(line))
     diagnostic = Diagnostic("FX102", CODES["FX102"].severity.value, message, span)
     return FileReport(request.path, [], [diagnostic])
 
@@ -96,7 +95,7 @@ def report_from_result(
     """Turn a worker ``JobResult`` into the file's report. ``early`` is what the job sent
     before it ended (tracing's diagnostics): kept when the job then failed."""
     if result.status == "ok" and isinstance(result.value, dict):
-        return _report_from_value(request, result.value)
+        return _report_from_value(request, result.value, early)
     report = failure_report(
         request,
         result.status,
@@ -112,8 +111,10 @@ def report_from_result(
     return report
 
 
-def _report_from_value(request: AnalysisRequest, value: dict[str, Any]) -> FileReport:
-    report = FileReport.from_dict(value)
+def _report_from_value(
+    request: AnalysisRequest, value: dict[str, Any], early: FileReport | None = None
+) -> FileReport:
+    report = FileReport.from_dict(value, early)
     report.path = request.path
     return report
 

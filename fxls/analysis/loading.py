@@ -17,6 +17,7 @@ from typing import Any
 
 from fxcore.source import SourceSpan, spans_of_traceback
 from fxls.analysis.packages import ModuleLocation
+from fxls.source_text import SourceText, source_text
 
 
 @dataclass
@@ -89,9 +90,8 @@ def _package_failure(
     package = location.package.partition(".")[0] or location.name
     text = "".join(traceback.format_exception_only(type(error), error)).strip()
     spans = [s for s in spans_of_traceback(error.__traceback__) if s.file != runner.filename]
-    first_line = runner.source.split("\n", 1)[0]
-    span = SourceSpan(runner.filename, 1, 1, 0, len(first_line.encode("utf-8")))
-    return LoadFailure(f"importing the package `{package}` raised: {text}", span, spans[-1:])
+    return LoadFailure(f"importing the package `{package}` raised: {text}", runner.first_line(),
+                       spans[-1:])
 
 
 def _stand_in_packages(location: ModuleLocation) -> None:
@@ -144,6 +144,7 @@ class _DocumentRunner:
 
     def __init__(self, filename: str, source: str, tree: ast.Module | None) -> None:
         self.filename, self.source, self.tree = filename, source, tree
+        self.text = source_text(source)
         self.failures: list[LoadFailure] = []
         self.module: types.ModuleType | None = None
 
@@ -155,13 +156,12 @@ class _DocumentRunner:
         try:
             compile(self.source, self.filename, "exec", dont_inherit=True)
         except SyntaxError as error:
-            self.failures.append(_syntax_failure(error, self.filename, self.source))
+            self.failures.append(_syntax_failure(error, self.filename, self.text))
         except ValueError as error:  # e.g. null bytes
-            self.failures.append(LoadFailure(f"SyntaxError: {error}", self._first_line()))
+            self.failures.append(LoadFailure(f"SyntaxError: {error}", self.first_line()))
 
-    def _first_line(self) -> SourceSpan:
-        first = self.source.split("\n", 1)[0]
-        return SourceSpan(self.filename, 1, 1, 0, len(first.encode("utf-8")))
+    def first_line(self) -> SourceSpan:
+        return SourceSpan(self.filename, 1, 1, 0, self.text.byte_length(1))
 
     def run(self, module: types.ModuleType) -> None:
         if self.module is not None:  # imported a second time (a stand-in retry): run once
@@ -176,7 +176,7 @@ class _DocumentRunner:
                 code = compile(ast.Module([statement], []), self.filename, "exec",
                                flags=flags, dont_inherit=True)
             except SyntaxError as error:
-                self.failures.append(_syntax_failure(error, self.filename, self.source))
+                self.failures.append(_syntax_failure(error, self.filename, self.text))
                 return
             if isinstance(statement, ast.ImportFrom) and statement.module == "__future__":
                 flags |= _future_flags(statement)
@@ -194,7 +194,7 @@ class _DocumentRunner:
                 if isinstance(error, NameError) and getattr(error, "name", None) in unbound:
                     continue  # follows from a failed import, already reported
                 self.failures.append(LoadFailure(
-                    _describe(error), _failure_span(error, self.filename, self.source),
+                    _describe(error), _failure_span(error, self.filename) or self.first_line(),
                     _foreign_site(error, self.filename)))
                 return
 
@@ -238,18 +238,21 @@ def _foreign_site(error: BaseException, filename: str) -> list[SourceSpan]:
     return []
 
 
-def _syntax_failure(error: SyntaxError, filename: str, source: str) -> LoadFailure:
+def _syntax_failure(error: SyntaxError, filename: str, text: SourceText) -> LoadFailure:
+    """Python's offsets in a SyntaxError of a str source count characters, 1-based."""
     line = error.lineno or 1
     col = max((error.offset or 1) - 1, 0)
     end_line = error.end_lineno or line
-    end_col = max((error.end_offset or (col + 2)) - 1, col + 1)
-    lines = source.splitlines()
-    text_line = lines[line - 1] if 0 < line <= len(lines) else ""
-    byte_col = len(text_line[:col].encode("utf-8"))
-    byte_end = len(text_line[:end_col].encode("utf-8")) if end_line == line else end_col
+    end_col = max((error.end_offset or (col + 2)) - 1, 0)
+    if end_line == line:
+        end_col = max(end_col, col + 1)
+    byte_col = text.char_to_byte_col(line, col)
+    byte_end = text.char_to_byte_col(end_line, end_col)
+    if (end_line, byte_end) <= (line, byte_col):
+        end_line, byte_end = line, byte_col + 1
     return LoadFailure(
         f"{type(error).__name__}: {error.msg}",
-        SourceSpan(filename, line, end_line, byte_col, max(byte_end, byte_col + 1)),
+        SourceSpan(filename, line, end_line, byte_col, byte_end),
     )
 
 
@@ -258,24 +261,10 @@ def _describe(error: BaseException) -> str:
     return f"the file raised while being imported: {text}"
 
 
-def _failure_span(error: BaseException, filename: str, source: str) -> SourceSpan:
-    tb = error.__traceback__
-    best: SourceSpan | None = None
-    while tb is not None:
-        frame_code = tb.tb_frame.f_code
-        if frame_code.co_filename == filename:
-            positions = list(frame_code.co_positions())
-            index = tb.tb_lasti // 2
-            if 0 <= index < len(positions) and positions[index][0] is not None:
-                line, end_line, col, end_col = positions[index]
-                best = SourceSpan(filename, line, end_line or line, col or 0, end_col or 0)
-            else:
-                best = SourceSpan(filename, tb.tb_lineno, tb.tb_lineno, 0, 0)
-        tb = tb.tb_next
-    if best is not None:
-        return best
-    first = source.splitlines()[0] if source else ""
-    return SourceSpan(filename, 1, 1, 0, len(first.encode("utf-8")))
+def _failure_span(error: BaseException, filename: str) -> SourceSpan | None:
+    """The innermost frame of ``filename`` in ``error``'s traceback."""
+    own = [s for s in spans_of_traceback(error.__traceback__) if s.file == filename]
+    return own[-1] if own else None
 
 
 def class_definitions(tree: ast.AST | None) -> dict[str, ast.ClassDef]:
@@ -312,8 +301,9 @@ def class_span(
     node = definitions.get(cls.__name__)
     if node is None:
         return SourceSpan(filename, 1, 1, 0, 0)
-    text = source.splitlines()[node.lineno - 1]
-    start = text.find(node.name, text.find("class"))
-    byte_start = len(text[:start].encode("utf-8"))
+    text = source_text(source)
+    line = text.line(node.lineno)
+    start = line.find(node.name, line.find("class"))
+    byte_start = text.char_to_byte_col(node.lineno, start)
     return SourceSpan(filename, node.lineno, node.lineno, byte_start,
-                      byte_start + len(node.name.encode("utf-8")))
+                      text.char_to_byte_col(node.lineno, start + len(node.name)))

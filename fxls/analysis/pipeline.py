@@ -53,8 +53,9 @@ from fxls.analysis.recorder import TraceRecorder
 from fxls.analysis.rules import diagnostic, to_span
 from fxls.analysis.user_rules import UserRule, find_user_rewrites, load_rule_files
 from fxls.codes import parse_code_list
-from fxls.report import Diagnostic, FileReport, ModuleReport, NodeInfo, RelatedInfo
+from fxls.report import Diagnostic, FileReport, ModuleReport, NodeInfo, RelatedInfo, Span
 from fxls.settings import Settings
+from fxls.source_text import SourceText, source_text
 
 _MAX_NODES_FOR_AUTOGRAD = 3000
 _SITE_MARKERS = ("site-packages", "dist-packages")
@@ -81,6 +82,10 @@ class _File:
     other_trees: dict[str, ast.AST | None] = field(default_factory=dict)
     #: leaf classes that imported libraries declared (name -> who declared it)
     declared_leaves: dict[str, str] = field(default_factory=dict)
+    text: SourceText = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.text = source_text(self.source)
 
     def tree_of(self, filename: str) -> ast.AST | None:
         """The parsed text of this file or of another file a span points into."""
@@ -154,8 +159,7 @@ def analyze_source(
     file.autowrap = (*_resolve_functions(settings.autowrap_functions, file.namespace),
                      *declared.functions, *(o for o in opaque if not isinstance(o, type)))
     file.user_rules, rule_problems = load_rule_files(settings.rule_files, file.root)
-    first_line = source.splitlines()[0] if source else ""
-    first_line_span = SourceSpan(filename, 1, 1, 0, len(first_line.encode("utf-8")))
+    first_line_span = SourceSpan(filename, 1, 1, 0, file.text.byte_length(1))
     for problem in rule_problems:
         report.diagnostics.append(diagnostic(
             "FX004", f"fxls could not use a rewrite rule: {problem}", first_line_span, ""))
@@ -535,21 +539,15 @@ def _condition_of(span: SourceSpan, tree: ast.AST) -> SourceSpan:
     return span
 
 
-def _text_at(source: str, span: SourceSpan, filename: str) -> str:
+def _text_at(file: _File, span: SourceSpan) -> str:
     """The spanned text; for a span over several lines (a ``for`` loop), its first line.
-    ``source`` is the text of ``filename``; other files' lines are read from disk."""
-    if span.file == filename:
-        lines = source.splitlines()
-        text = lines[span.line - 1] if 0 < span.line <= len(lines) else ""
-    else:
-        text = linecache.getline(span.file, span.line).rstrip("\r\n")
-    if not text:
-        return ""
-    raw = text.encode("utf-8")
+    Other files than the analysed one are read as Python read them (linecache)."""
+    text = file.text if span.file == file.filename else source_text(
+        "".join(linecache.getlines(span.file)))
     if span.line != span.end_line:
-        first = raw[span.col :].decode("utf-8", "replace")
-        return first.split("  #")[0].strip()  # without an inline comment
-    return raw[span.col : span.end_col].decode("utf-8", "replace")
+        first_line = Span(span.file, span.line, span.line, span.col, text.byte_length(span.line))
+        return text.text_at(first_line).split("  #")[0].strip()  # without an inline comment
+    return text.text_at(span)
 
 
 def _issue_diagnostic(
@@ -564,7 +562,7 @@ def _issue_diagnostic(
         tree = file.tree_of(where.file)
         if tree is not None:
             where = _condition_of(where, tree)
-    text = _text_at(file.source, where, file.filename)
+    text = _text_at(file, where)
     quoted = f"`{text}`" if text else "this expression"
     if issue.kind is IssueKind.CONTROL_FLOW:
         message = (f"{quoted} depends on a traced value and decides control flow: symbolic "

@@ -9,6 +9,8 @@ import re
 import tokenize
 from dataclasses import dataclass, field
 
+from fxls.source_text import source_text
+
 _PRAGMA = re.compile(r"#\s*fxls:\s*(\w+)\s*(.*?)\s*$")
 _IGNORE = re.compile(r"#\s*fxls:\s*ignore(?:\[([A-Za-z0-9_,\s]*)\])?")
 
@@ -40,11 +42,11 @@ class FilePragmas:
 def _comments(source: str) -> list[tuple[int, str]]:
     found = []
     try:
-        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        for token in tokenize.generate_tokens(io.StringIO(source, newline="").readline):
             if token.type == tokenize.COMMENT:
                 found.append((token.start[0], token.string))
     except (tokenize.TokenError, IndentationError, SyntaxError):
-        for number, line in enumerate(source.splitlines(), 1):
+        for number, line in enumerate(source_text(source).lines(), 1):
             if "#" in line and "fxls:" in line:
                 found.append((number, line[line.index("#"):]))
     return found

@@ -16,6 +16,7 @@ from fxcore.source import SourceSpan
 from fxls.analysis.context import ModuleContext
 from fxls.codes import CODES
 from fxls.report import Diagnostic, Span
+from fxls.source_text import source_text
 
 _INPLACE_DUNDERS = {"__setitem__", "__iadd__", "__isub__", "__imul__", "__itruediv__",
                     "__ifloordiv__", "__imod__", "__ipow__", "__iand__", "__ior__", "__ixor__",
@@ -49,13 +50,11 @@ def _contains(outer: SourceSpan, inner: SourceSpan) -> bool:
 def _source_text(ctx: ModuleContext, span: SourceSpan) -> str:
     if span.file != ctx.path:
         return ""
-    lines = ctx.source.splitlines()
-    if not 0 < span.line <= len(lines):
-        return ""
-    raw = lines[span.line - 1].encode("utf-8")
+    text = source_text(ctx.source)
     if span.end_line == span.line:
-        return raw[span.col : span.end_col].decode("utf-8", "replace")
-    return raw[span.col :].decode("utf-8", "replace") + " ..."
+        return text.text_at(span)
+    first_line = Span(span.file, span.line, span.line, span.col, text.byte_length(span.line))
+    return text.text_at(first_line) + " ..."
 
 
 def _is_inplace(node: Node) -> bool:

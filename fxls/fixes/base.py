@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from fxls.source_text import source_text
+
 
 @dataclass(frozen=True, slots=True)
 class TextEdit:
@@ -44,20 +46,11 @@ class Fix:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
-def _offset(lines: list[str], line: int, byte_col: int) -> int:
-    """Character offset in the joined text of (1-based line, byte column)."""
-    offset = sum(len(text) for text in lines[: line - 1])
-    current = lines[line - 1] if line - 1 < len(lines) else ""
-    body = current.rstrip("\r\n")
-    prefix = body.encode("utf-8")[:byte_col].decode("utf-8", errors="ignore")
-    return offset + len(prefix)
-
-
 def apply_edits(text: str, edits: list[TextEdit]) -> str:
     """Apply non-overlapping edits (any order) to ``text``."""
-    lines = text.splitlines(keepends=True)
+    source = source_text(text)
     located = sorted(
-        ((_offset(lines, e.line, e.col), _offset(lines, e.end_line, e.end_col), e) for e in edits),
+        ((source.offset(e.line, e.col), source.offset(e.end_line, e.end_col), e) for e in edits),
         key=lambda item: item[0],
         reverse=True,
     )

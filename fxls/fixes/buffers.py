@@ -54,8 +54,8 @@ def register_buffer(located: Located) -> list[Fix]:
         if "super" in ast.unparse(child) and "__init__" in ast.unparse(child):
             anchor = child
     end_line = anchor.end_lineno or anchor.lineno
-    indent = indentation(located.lines, anchor.lineno)
-    expr_text = segment(located.lines, expr)
+    indent = indentation(located.text, anchor.lineno)
+    expr_text = segment(located.text, expr)
     insert = TextEdit(
         end_line + 1,
         0,

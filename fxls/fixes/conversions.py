@@ -27,7 +27,7 @@ def keep_symbolic(located: Located) -> list[Fix]:
     (argument,) = call.args
     name = call.func.id
     line, col, end_line, end_col = extent(call)
-    arg_text = segment(located.lines, argument)
+    arg_text = segment(located.text, argument)
     if name == "len":
         edit = TextEdit(line, col, end_line, end_col, f"{arg_text}.size(0)")
         return [Fix(f"Use `{arg_text}.size(0)` (stays in the graph)", "FX003", [edit])]

@@ -21,7 +21,7 @@ def _function_named(tree: ast.Module, name: str) -> ast.FunctionDef | None:
 
 def _pragma_above(located: Located, node: ast.ClassDef, text: str) -> TextEdit:
     line = min([node.lineno, *(d.lineno for d in node.decorator_list)])
-    indent = indentation(located.lines, line)
+    indent = indentation(located.text, line)
     return TextEdit(line, 0, line, 0, f"{indent}# fxls: {text}\n")
 
 

@@ -6,12 +6,13 @@ import ast
 from dataclasses import dataclass
 
 from fxls.report import Span
+from fxls.source_text import SourceText, source_text
 
 
 @dataclass(slots=True)
 class Located:
     tree: ast.Module
-    lines: list[str]
+    text: SourceText
     #: innermost expression whose extent equals the span (None if none matches exactly)
     expr: ast.expr | None
     #: the innermost statement containing the span
@@ -64,23 +65,18 @@ def locate(source: str, span: Span) -> Located | None:
             and (stmt is None or _contains(_extent(stmt), extent))
         ):
             stmt = node
-    return Located(tree, source.splitlines(), expr, stmt, parents)
+    return Located(tree, source_text(source), expr, stmt, parents)
 
 
-def segment(source_lines: list[str], node: ast.AST) -> str:
+def segment(text: SourceText, node: ast.AST) -> str:
     """The exact source text of ``node``."""
     line, col, end_line, end_col = _extent(node)
-    if line == end_line:
-        return source_lines[line - 1].encode("utf-8")[col:end_col].decode("utf-8")
-    first = source_lines[line - 1].encode("utf-8")[col:].decode("utf-8")
-    middle = source_lines[line : end_line - 1]
-    last = source_lines[end_line - 1].encode("utf-8")[:end_col].decode("utf-8")
-    return "\n".join([first, *middle, last])
+    return text.text_at(Span("", line, end_line, col, end_col))
 
 
-def indentation(source_lines: list[str], line: int) -> str:
-    text = source_lines[line - 1] if 0 < line <= len(source_lines) else ""
-    return text[: len(text) - len(text.lstrip())]
+def indentation(text: SourceText, line: int) -> str:
+    content = text.line(line)
+    return content[: len(content) - len(content.lstrip())]
 
 
 def extent(node: ast.AST) -> tuple[int, int, int, int]:

@@ -11,8 +11,8 @@ from fxls.fixes.source_map import Located, extent, indentation, segment
 
 def _alone_on_its_lines(located: Located, stmt: ast.stmt) -> bool:
     line, col, end_line, end_col = extent(stmt)
-    first = located.lines[line - 1].encode("utf-8")
-    last = located.lines[end_line - 1].encode("utf-8")
+    first = located.text.line(line).encode("utf-8")
+    last = located.text.line(end_line).encode("utf-8")
     before = first[:col].strip()
     after = last[end_col:].split(b"#", 1)[0].strip()
     return not before and not after
@@ -34,7 +34,7 @@ def delete_statement(located: Located, stmt: ast.stmt) -> list[TextEdit] | None:
     line, _, end_line, _ = extent(stmt)
     block = _siblings(located, stmt)
     if block is not None and len(block) == 1:
-        indent = indentation(located.lines, line)
+        indent = indentation(located.text, line)
         return [TextEdit(line, 0, end_line + 1, 0, f"{indent}pass\n")]
     return [TextEdit(line, 0, end_line + 1, 0, "")]
 
@@ -49,7 +49,7 @@ def remove_dead_computation(located: Located) -> list[Fix]:
     edits = delete_statement(located, stmt)
     if edits is None:
         return []
-    text = segment(located.lines, expr)
+    text = segment(located.text, expr)
     return [Fix(f"Remove unused computation `{_short(text)}`", "FX010", edits)]
 
 
@@ -60,7 +60,7 @@ def remove_trace_time_call(located: Located) -> list[Fix]:
     edits = delete_statement(located, stmt)
     if edits is None:
         return []
-    text = segment(located.lines, expr)
+    text = segment(located.text, expr)
     return [Fix(f"Remove trace-time call `{_short(text)}`", "FX013", edits, safe=False)]
 
 
@@ -85,8 +85,8 @@ def out_of_place(located: Located) -> list[Fix]:
     assert isinstance(func, ast.Attribute)
     receiver = func.value
     out_name = func.attr[:-1]
-    call_text = segment(located.lines, expr)
-    receiver_text = segment(located.lines, receiver)
+    call_text = segment(located.text, expr)
+    receiver_text = segment(located.text, receiver)
     new_call = receiver_text + "." + out_name + call_text[len(receiver_text) + 1 + len(func.attr) :]
     if isinstance(stmt, ast.Expr) and stmt.value is expr and isinstance(receiver, ast.Name):
         line, col, end_line, end_col = extent(expr)
@@ -96,13 +96,13 @@ def out_of_place(located: Located) -> list[Fix]:
 
 
 def _keyword_start(located: Located, keyword: ast.keyword) -> int:
-    line = located.lines[keyword.value.lineno - 1].encode("utf-8")
+    line = located.text.line(keyword.value.lineno).encode("utf-8")
     name = (keyword.arg or "").encode("utf-8")
     return line.rfind(name, 0, keyword.value.col_offset)
 
 
 def _comma_before(located: Located, line: int, col: int) -> tuple[int, int]:
-    text = located.lines[line - 1].encode("utf-8")
+    text = located.text.line(line).encode("utf-8")
     index = text.rfind(b",", 0, col)
     return (line, index) if index >= 0 else (line, col)
 
@@ -113,8 +113,8 @@ def assert_to_torch_assert(located: Located) -> list[Fix]:
         return []
     if not _has_torch(located):
         return []
-    test = segment(located.lines, stmt.test)
-    message = segment(located.lines, stmt.msg) if stmt.msg is not None else repr(f"failed: {test}")
+    test = segment(located.text, stmt.test)
+    message = segment(located.text, stmt.msg) if stmt.msg is not None else repr(f"failed: {test}")
     line, col, end_line, end_col = extent(stmt)
     edit = TextEdit(line, col, end_line, end_col, f"torch._assert({test}, {message})")
     return [Fix("Replace `assert` with `torch._assert` (traceable)", "FX001", [edit])]
@@ -126,8 +126,8 @@ def branch_to_where(located: Located) -> list[Fix]:
         return []
     parent = located.parents.get(expr)
     if isinstance(parent, ast.IfExp) and parent.test is expr:
-        cond = segment(located.lines, parent.test)
-        a, b = segment(located.lines, parent.body), segment(located.lines, parent.orelse)
+        cond = segment(located.text, parent.test)
+        a, b = segment(located.text, parent.body), segment(located.text, parent.orelse)
         line, col, end_line, end_col = extent(parent)
         edit = TextEdit(line, col, end_line, end_col, f"torch.where({cond}, {a}, {b})")
         return [Fix("Replace the conditional expression with `torch.where`", "FX001", [edit])]
@@ -140,13 +140,13 @@ def branch_to_where(located: Located) -> list[Fix]:
         else_name, else_value = _single_assignment(stmt.orelse)
         if else_name != then_name:
             return []
-        otherwise = segment(located.lines, else_value)
+        otherwise = segment(located.text, else_value)
     else:
         otherwise = then_name
-    cond = segment(located.lines, stmt.test)
-    then_text = segment(located.lines, then_value)
+    cond = segment(located.text, stmt.test)
+    then_text = segment(located.text, then_value)
     line, col, end_line, _ = extent(stmt)
-    indent = indentation(located.lines, line)
+    indent = indentation(located.text, line)
     new = f"{indent}{then_name} = torch.where({cond}, {then_text}, {otherwise})\n"
     edit = TextEdit(line, 0, end_line + 1, 0, new)
     return [Fix(f"Compute `{then_name}` with `torch.where` instead of branching", "FX001", [edit])]

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from fxls.positions import UTF16, LineIndex, Position
 from fxls.report import Diagnostic, FileReport
+from fxls.source_text import UTF16, Position, SourceText
 
 
 @dataclass(slots=True)
@@ -27,12 +27,12 @@ class SourceCache:
     """Line indexes of files diagnostics point into, read once each."""
 
     def __init__(self) -> None:
-        self._indexes: dict[str, LineIndex] = {}
+        self._indexes: dict[str, SourceText] = {}
 
     def add(self, path: str, text: str) -> None:
-        self._indexes[str(Path(path).resolve())] = LineIndex(text)
+        self._indexes[str(Path(path).resolve())] = SourceText(text)
 
-    def index(self, path: str) -> LineIndex:
+    def index(self, path: str) -> SourceText:
         key = str(Path(path).resolve())
         index = self._indexes.get(key)
         if index is None:
@@ -40,7 +40,7 @@ class SourceCache:
                 text = Path(key).read_text(encoding="utf-8", errors="replace")
             except OSError:
                 text = ""
-            index = self._indexes[key] = LineIndex(text)
+            index = self._indexes[key] = SourceText(text)
         return index
 
 
@@ -51,9 +51,7 @@ def locate(
     own_file = str(Path(report.path).resolve())
     for diagnostic in report.diagnostics:
         span = diagnostic.span
-        index = sources.index(span.file)
-        start = index.to_position(span.line, span.col, encoding)
-        end = index.to_position(span.end_line, span.end_col, encoding)
+        start, end = sources.index(span.file).to_range(span, encoding)
         shown = report.path if str(Path(span.file).resolve()) == own_file else span.file
         located.append(LocatedDiagnostic(diagnostic, start, end, shown))
     return located

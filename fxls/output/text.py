@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from fxls.output.located import SourceCache, locate
 from fxls.output.statistics import Statistics, format_statistics_text
-from fxls.positions import UTF32
 from fxls.report import FileReport
+from fxls.source_text import UTF32
 
 
 def format_text(

@@ -10,8 +10,8 @@ from typing import Any
 from lsprotocol import types
 
 from fxls.codes import CODES, doc_url
-from fxls.positions import LineIndex
 from fxls.report import Diagnostic, FileReport, Span
+from fxls.source_text import SourceText, source_text
 
 _SEVERITIES = {
     "error": types.DiagnosticSeverity.Error,
@@ -37,12 +37,12 @@ class RangeConverter:
     ) -> None:
         self.path = str(Path(path).resolve())
         self.encoding = encoding
-        self.index = LineIndex(text)
-        self._others: dict[str, LineIndex] = {
-            resolved: LineIndex(other) for resolved, other in (other_texts or {}).items()
+        self.index = source_text(text)
+        self._others: dict[str, SourceText] = {
+            resolved: source_text(other) for resolved, other in (other_texts or {}).items()
         }
 
-    def _index_for(self, file: str) -> LineIndex:
+    def _index_for(self, file: str) -> SourceText:
         resolved = str(Path(file).resolve())
         if resolved == self.path:
             return self.index
@@ -52,13 +52,11 @@ class RangeConverter:
                 text = Path(resolved).read_text(encoding="utf-8", errors="replace")
             except OSError:
                 text = ""
-            index = self._others[resolved] = LineIndex(text)
+            index = self._others[resolved] = SourceText(text)
         return index
 
     def range(self, span: Span) -> types.Range:
-        index = self._index_for(span.file)
-        start = index.to_position(span.line, span.col, self.encoding)
-        end = index.to_position(span.end_line, span.end_col, self.encoding)
+        start, end = self._index_for(span.file).to_range(span, self.encoding)
         return types.Range(
             types.Position(start.line, start.character), types.Position(end.line, end.character)
         )

@@ -11,8 +11,8 @@ from fxls.output.json_format import format_json
 from fxls.output.located import SourceCache
 from fxls.output.sarif import format_sarif
 from fxls.output.text import format_text
-from fxls.positions import UTF8, UTF16, UTF32, byte_col_to_units, units_to_byte_col
 from fxls.report import Diagnostic, FileReport, ModuleReport, Span
+from fxls.source_text import UTF8, UTF16, UTF32, SourceText
 
 SOURCE = (
     "import torch\n"
@@ -95,10 +95,11 @@ def test_sarif_has_rules_and_one_based_utf16_regions(
 
 def test_position_conversions_round_trip() -> None:
     line = "a = '😀é' + x"
+    text = SourceText(line)
     byte_col = line.encode().index(b"x")
-    assert byte_col_to_units(line, byte_col, UTF8) == byte_col
-    assert byte_col_to_units(line, byte_col, UTF32) == line.index("x")
-    assert byte_col_to_units(line, byte_col, UTF16) == line.index("x") + 1
+    assert text.to_position(1, byte_col, UTF8).character == byte_col
+    assert text.to_position(1, byte_col, UTF32).character == line.index("x")
+    assert text.to_position(1, byte_col, UTF16).character == line.index("x") + 1
     for encoding in (UTF8, UTF16, UTF32):
-        units = byte_col_to_units(line, byte_col, encoding)
-        assert units_to_byte_col(line, units, encoding) == byte_col
+        units = text.to_position(1, byte_col, encoding).character
+        assert text.to_byte_col(0, units, encoding) == byte_col

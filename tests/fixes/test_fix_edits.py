@@ -138,3 +138,12 @@ def test_fx020_replaces_the_match() -> None:
 def test_no_fix_when_the_span_matches_nothing() -> None:
     src = HEAD + "def f(x):\n    return x\n"
     assert _fix(src, "FX010", "return") == []
+
+
+def test_fix_edits_the_right_line_after_a_unicode_line_separator_in_a_string() -> None:
+    src = HEAD + "def f(x):\n    s = 'a\u2028b'\n    y = x * 2\n    return x\n"
+    span = Span("m.py", 8, 8, 8, 13)  # `x * 2`
+    assert src.split("\n")[7][4:13] == "y = x * 2"
+    (fix,) = fixes_for(src, Diagnostic("FX010", "warning", "m", span, "Net"))
+    assert apply_edits(src, fix.edits) == (
+        HEAD + "def f(x):\n    s = 'a\u2028b'\n    return x\n")
