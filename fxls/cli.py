@@ -7,19 +7,21 @@ import asyncio
 import os
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from fxls import __version__
-from fxls.codes import CODES
+from fxls.codes import CODES, code_selected, parse_code_list, unknown_codes
 from fxls.files import collect_python_files
 from fxls.output.json_format import format_json
 from fxls.output.located import SourceCache
 from fxls.output.sarif import format_sarif
 from fxls.output.statistics import collect_statistics, why_not_traced
 from fxls.output.text import format_text
-from fxls.report import FileReport, ModuleReport
+from fxls.python_source import UndecodableSource, read_python_source
+from fxls.report import Diagnostic, FileReport, ModuleReport, Span
 from fxls.runner import AnalysisRequest, analyze_many
-from fxls.settings import load_settings
+from fxls.settings import Settings, load_settings
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
 
@@ -29,11 +31,11 @@ class UsageError(Exception):
 
 
 def _code_list(text: str) -> list[str]:
-    codes = [c.strip().upper() for c in text.split(",") if c.strip()]
-    for code in codes:
-        if not any(known.startswith(code) for known in CODES):
-            raise argparse.ArgumentTypeError(f"unknown diagnostic code or prefix: {code}")
-    return codes
+    codes = parse_code_list(text)
+    unknown = unknown_codes(codes)
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown diagnostic code or prefix: {unknown[0]}")
+    return list(codes)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -83,15 +85,52 @@ def _overrides(args: argparse.Namespace) -> dict[str, object]:
     return overrides
 
 
-def _read_requests(paths: list[str], overrides: dict[str, object]) -> list[AnalysisRequest]:
-    requests = []
+def _read_requests(
+    paths: list[str], overrides: dict[str, object]
+) -> list[AnalysisRequest | _Undecodable]:
+    """A request per file; a file Python could not decode is a request whose report is
+    already known (:func:`_undecodable_report`)."""
+    requests: list[AnalysisRequest | _Undecodable] = []
     for path in paths:
         try:
-            source = Path(path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as error:
+            source = read_python_source(path)
+        except UndecodableSource as error:
+            requests.append(_Undecodable(path, error.text, load_settings(path, overrides),
+                                         error))
+            continue
+        except OSError as error:
             raise UsageError(f"cannot read {path}: {error}") from error
         requests.append(AnalysisRequest(path, source, load_settings(path, overrides)))
     return requests
+
+
+@dataclass(slots=True)
+class _Undecodable:
+    """A file that cannot be decoded: its report is one FX100, made without running it."""
+
+    path: str
+    source: str  # decoded with replacement characters, to show positions in
+    settings: Settings
+    error: UndecodableSource
+
+    def report(self) -> FileReport:
+        span = Span(str(Path(self.path).resolve()), self.error.line, self.error.line,
+                    self.error.col, self.error.end_col)
+        diagnostic = Diagnostic("FX100", CODES["FX100"].severity.value, self.error.message, span)
+        report = FileReport(self.path, [], [diagnostic])
+        selected = code_selected("FX100", parse_code_list(self.settings.select),
+                                 parse_code_list(self.settings.ignore))
+        return report if selected else FileReport(self.path)
+
+
+async def _analyze_all(
+    requests: list[AnalysisRequest | _Undecodable], python: str, jobs: int, progress: _Progress
+) -> list[FileReport]:
+    """Reports in request order; undecodable files are reported without the worker."""
+    readable = [r for r in requests if isinstance(r, AnalysisRequest)]
+    analysed = iter(await analyze_many(readable, python=python, jobs=jobs,
+                                       on_done=lambda report: progress.advance(report.path)))
+    return [r.report() if isinstance(r, _Undecodable) else next(analysed) for r in requests]
 
 
 class _Progress:
@@ -123,14 +162,8 @@ def run_check(args: argparse.Namespace) -> int:
     requests = _read_requests(collect_python_files(args.paths), _overrides(args))
     progress = _Progress(len(requests), not args.no_progress)
     try:
-        reports = asyncio.run(
-            analyze_many(
-                requests,
-                python=args.python or sys.executable,
-                jobs=args.jobs or os.cpu_count() or 1,
-                on_done=lambda report: progress.advance(report.path),
-            )
-        )
+        reports = asyncio.run(_analyze_all(
+            requests, args.python or sys.executable, args.jobs or os.cpu_count() or 1, progress))
     finally:
         progress.close()
     sources = SourceCache()
@@ -155,6 +188,8 @@ def run_graph(args: argparse.Namespace) -> int:
     if not os.path.isfile(path):
         raise UsageError(f"no such file: {path}")
     (request,) = _read_requests([path], _overrides(args))
+    if isinstance(request, _Undecodable):
+        raise UsageError(f"cannot read {path}: {request.error.message}")
     (report,) = asyncio.run(
         analyze_many([request], python=args.python or sys.executable, jobs=1)
     )

@@ -47,6 +47,7 @@ CODES: dict[str, Code] = {
         Code("FX100", Severity.ERROR, "file cannot be executed"),
         Code("FX101", Severity.INFORMATION, "module cannot be constructed"),
         Code("FX102", Severity.ERROR, "worker timed out or crashed"),
+        Code("FX103", Severity.INFORMATION, "a write or network access was refused"),
     )
 }
 
@@ -63,15 +64,22 @@ def doc_url(code: str, *, prefer_local: bool = False) -> str:
     return f"{base}#{code.lower()}"
 
 
-def parse_code_list(text: str | list[str] | None) -> set[str]:
-    """Parse ``"FX001,FX010"`` or a list into a set of codes; prefixes like ``FX0`` allowed."""
+def parse_code_list(text: str | list[str] | tuple[str, ...] | None) -> tuple[str, ...]:
+    """``"FX001, fx01"`` or ``["FX001", "FX01"]`` -> ``("FX001", "FX01")``: codes or code
+    prefixes (``FX0``), upper-cased, in order, each once. The one parser of code lists (CLI
+    options, ``[tool.fxls]``, editor settings)."""
     if not text:
-        return set()
-    items = text.split(",") if isinstance(text, str) else list(text)
-    return {item.strip().upper() for item in items if item.strip()}
+        return ()
+    items = text.split(",") if isinstance(text, str) else [str(item) for item in text]
+    return tuple(dict.fromkeys(item.strip().upper() for item in items if item.strip()))
 
 
-def code_selected(code: str, select: set[str], ignore: set[str]) -> bool:
+def unknown_codes(codes: tuple[str, ...]) -> list[str]:
+    """The entries of ``codes`` that are neither a code nor the prefix of one."""
+    return [item for item in codes if not any(known.startswith(item) for known in CODES)]
+
+
+def code_selected(code: str, select: tuple[str, ...], ignore: tuple[str, ...]) -> bool:
     """Ruff-style selection: prefixes match, ignore wins over select, empty select = all."""
     if any(code.startswith(prefix) for prefix in ignore):
         return False

@@ -8,7 +8,10 @@ import importlib.abc
 import importlib.machinery
 import importlib.util
 import inspect
+import io
 import sys
+import textwrap
+import tokenize
 import traceback
 import types
 from dataclasses import dataclass, field
@@ -156,9 +159,34 @@ class _DocumentRunner:
         try:
             compile(self.source, self.filename, "exec", dont_inherit=True)
         except SyntaxError as error:
+            if error.lineno is None and "\0" in self.source:  # Python does not say where
+                before = source_text(self.source[: self.source.index("\0")])
+                error.lineno = before.line_count
+                error.offset = len(before.line(before.line_count)) + 1
             self.failures.append(_syntax_failure(error, self.filename, self.text))
         except ValueError as error:  # e.g. null bytes
             self.failures.append(LoadFailure(f"SyntaxError: {error}", self.first_line()))
+        except (MemoryError, RecursionError) as error:  # nested too deeply to parse
+            self.failures.append(_nesting_failure(error, self._deepest_statement()))
+
+    def _deepest_statement(self) -> SourceSpan:
+        """The statement Python could not parse for its depth: of the longest statements,
+        the first that fails alone (Python's error does not say where)."""
+        statements = _logical_lines(self.source)
+        statements.sort(key=lambda item: -item[0])
+        for _, (line, col, end_line, end_col) in statements[:3]:
+            alone = textwrap.dedent(self.text.text_at(SourceSpan("", line, end_line, col,
+                                                                 end_col)))
+            try:
+                ast.parse(alone)
+            except (MemoryError, RecursionError):
+                return SourceSpan(self.filename, line, end_line, col, end_col)
+            except (SyntaxError, ValueError):
+                continue
+        if statements:
+            line, col, end_line, end_col = statements[0][1]
+            return SourceSpan(self.filename, line, end_line, col, end_col)
+        return self.first_line()
 
     def first_line(self) -> SourceSpan:
         return SourceSpan(self.filename, 1, 1, 0, self.text.byte_length(1))
@@ -177,6 +205,10 @@ class _DocumentRunner:
                                flags=flags, dont_inherit=True)
             except SyntaxError as error:
                 self.failures.append(_syntax_failure(error, self.filename, self.text))
+                return
+            except (MemoryError, RecursionError) as error:
+                self.failures.append(_nesting_failure(error, _statement_span(
+                    statement, self.filename)))
                 return
             if isinstance(statement, ast.ImportFrom) and statement.module == "__future__":
                 flags |= _future_flags(statement)
@@ -256,6 +288,42 @@ def _syntax_failure(error: SyntaxError, filename: str, text: SourceText) -> Load
     )
 
 
+def _nesting_failure(error: BaseException, span: SourceSpan) -> LoadFailure:
+    detail = str(error) or "the parser ran out of memory"
+    return LoadFailure(f"{type(error).__name__}: {detail}: this statement is nested too deeply "
+                       "for Python to compile it", span)
+
+
+def _statement_span(statement: ast.stmt, filename: str) -> SourceSpan:
+    return SourceSpan(filename, statement.lineno, statement.end_lineno or statement.lineno,
+                      statement.col_offset, statement.end_col_offset or 0)
+
+
+_NOT_CODE = {tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT,
+             tokenize.ENDMARKER, tokenize.ENCODING}
+
+
+def _logical_lines(source: str) -> list[tuple[int, tuple[int, int, int, int]]]:
+    """(token count, span) of each statement line of ``source`` (tokenizing is not
+    recursive: it works where parsing runs out of stack); columns in UTF-8 bytes."""
+    text = source_text(source)
+    found: list[tuple[int, tuple[int, int, int, int]]] = []
+    count, start, end = 0, (0, 0), (0, 0)
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(source, newline="").readline):
+            if token.type == tokenize.NEWLINE and count:
+                found.append((count, (start[0], text.char_to_byte_col(*start), end[0],
+                                      text.char_to_byte_col(*end))))
+                count = 0
+            elif token.type not in _NOT_CODE:
+                if not count:
+                    start = token.start
+                count, end = count + 1, token.end
+    except (tokenize.TokenError, SyntaxError):
+        pass
+    return found
+
+
 def _describe(error: BaseException) -> str:
     text = "".join(traceback.format_exception_only(type(error), error)).strip()
     return f"the file raised while being imported: {text}"
@@ -265,6 +333,14 @@ def _failure_span(error: BaseException, filename: str) -> SourceSpan | None:
     """The innermost frame of ``filename`` in ``error``'s traceback."""
     own = [s for s in spans_of_traceback(error.__traceback__) if s.file == filename]
     return own[-1] if own else None
+
+
+def parse_source(source: str) -> ast.Module | None:
+    """``source`` parsed, or None where Python cannot parse it (executing it says why)."""
+    try:
+        return ast.parse(source)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
 
 
 def class_definitions(tree: ast.AST | None) -> dict[str, ast.ClassDef]:

@@ -45,14 +45,16 @@ from fxls.analysis.loading import (
     class_span,
     execute_file,
     module_classes,
+    parse_source,
 )
+from fxls.analysis.network import refusal_diagnostics
 from fxls.analysis.observe import observe, run_eager, signature
 from fxls.analysis.packages import ModuleLocation, locate_module
 from fxls.analysis.pragmas import ClassPragmas, FilePragmas, parse_pragmas
 from fxls.analysis.recorder import TraceRecorder
 from fxls.analysis.rules import diagnostic, to_span
 from fxls.analysis.user_rules import UserRule, find_user_rewrites, load_rule_files
-from fxls.codes import parse_code_list
+from fxls.codes import code_selected, parse_code_list
 from fxls.report import Diagnostic, FileReport, ModuleReport, NodeInfo, RelatedInfo, Span
 from fxls.settings import Settings
 from fxls.source_text import SourceText, source_text
@@ -92,10 +94,7 @@ class _File:
         if filename == self.filename:
             return self.tree
         if filename not in self.other_trees:
-            try:
-                self.other_trees[filename] = ast.parse("".join(linecache.getlines(filename)))
-            except (SyntaxError, ValueError):
-                self.other_trees[filename] = None
+            self.other_trees[filename] = parse_source("".join(linecache.getlines(filename)))
         return self.other_trees[filename]
 
     def is_reportable(self, candidate: str) -> bool:
@@ -122,10 +121,7 @@ def analyze_source(
     traceability problems without waiting for those."""
     started = perf_counter()
     filename = str(Path(path).resolve())
-    try:
-        tree: ast.AST | None = ast.parse(source)
-    except SyntaxError:
-        tree = None  # executing it reports the error (FX100)
+    tree = parse_source(source)  # None: executing it reports the error (FX100)
     project_root = Path(settings.root) if settings.root else None
     location = locate_module(Path(filename), project_root, settings.roots,
                              tree if isinstance(tree, ast.Module) else None)
@@ -232,14 +228,13 @@ def _add_diagnostics(
 
 def _finish(report: FileReport, file: _File) -> FileReport:
     """Apply select/ignore and ignore pragmas; one diagnostic per (code, range), sorted."""
+    report.diagnostics.extend(refusal_diagnostics(file.filename, file.settings.root))
     select = parse_code_list(file.settings.select)
     ignore = parse_code_list(file.settings.ignore)
     kept = []
     keys = set()
     for item in report.diagnostics:
-        if select and item.code not in select:
-            continue
-        if item.code in ignore:
+        if not code_selected(item.code, select, ignore):
             continue
         if item.span.file == file.filename and file.pragmas.is_ignored(item.span.line, item.code):
             continue
@@ -377,9 +372,13 @@ def _analyze_class(
     # ("both": the eval graph is the module's graph; the train one is only compared)
     recorder = TraceRecorder()
     with recorder.active():
-        trace = trace_collecting_issues(
-            instance, concrete, leaf_modules=file.leaf_names, autowrap_functions=file.autowrap
-        )
+        try:
+            trace = trace_collecting_issues(
+                instance, concrete, leaf_modules=file.leaf_names,
+                autowrap_functions=file.autowrap)
+        except SystemExit as error:  # not an Exception: the recovering trace lets it through
+            module_report.status = "failed"
+            return module_report, [_exit_diagnostic(error, name, span, file)], None
     found = [_issue_diagnostic(issue, name, span, file) for issue in trace.issues]
     gm = trace.graph_module
     if gm is None:
@@ -401,6 +400,18 @@ def _analyze_class(
     found += rules.baked_constants(ctx, recorder.created_tensors)
     found += rules.trace_time_calls(ctx)
     return module_report, found, _Traced(module_report, instance, ctx, span, bool(pragmas.args))
+
+
+def _exit_diagnostic(
+    error: SystemExit, module: str, class_span_: SourceSpan, file: _File
+) -> Diagnostic:
+    """FX004 where user code raised SystemExit (``sys.exit()``) while being traced."""
+    spans = fxcore.source.spans_of_traceback(error.__traceback__)
+    where = next((s for s in reversed(spans) if file.is_reportable(s.file)), class_span_)
+    return diagnostic(
+        "FX004", f"SystemExit: {error.code!r} (raised while tracing `{module}`): the code "
+        "called sys.exit(), which ends a program but cannot be traced", where, module,
+        kind="exception")
 
 
 def _observe_class(

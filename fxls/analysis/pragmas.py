@@ -71,7 +71,7 @@ def parse_pragmas(source: str, tree: ast.AST | None = None) -> FilePragmas:
     if tree is None:
         try:
             tree = ast.parse(source)
-        except SyntaxError:
+        except (SyntaxError, ValueError, MemoryError, RecursionError):
             return result
     classes = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]
     for cls in classes:

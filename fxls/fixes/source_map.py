@@ -40,7 +40,7 @@ def _contains(outer: tuple[int, int, int, int], inner: tuple[int, int, int, int]
 def locate(source: str, span: Span) -> Located | None:
     try:
         tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
         return None
     parents: dict[ast.AST, ast.AST] = {}
     for parent in ast.walk(tree):

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from fxls.python_source import read_python_source_or_replace
 from fxls.report import Diagnostic, FileReport
 from fxls.source_text import UTF16, Position, SourceText
 
@@ -36,11 +37,7 @@ class SourceCache:
         key = str(Path(path).resolve())
         index = self._indexes.get(key)
         if index is None:
-            try:
-                text = Path(key).read_text(encoding="utf-8", errors="replace")
-            except OSError:
-                text = ""
-            index = self._indexes[key] = SourceText(text)
+            index = self._indexes[key] = SourceText(read_python_source_or_replace(key))
         return index
 
 

@@ -10,6 +10,7 @@ from typing import Any
 from lsprotocol import types
 
 from fxls.codes import CODES, doc_url
+from fxls.python_source import read_python_source_or_replace
 from fxls.report import Diagnostic, FileReport, Span
 from fxls.source_text import SourceText, source_text
 
@@ -48,11 +49,7 @@ class RangeConverter:
             return self.index
         index = self._others.get(resolved)
         if index is None:
-            try:
-                text = Path(resolved).read_text(encoding="utf-8", errors="replace")
-            except OSError:
-                text = ""
-            index = self._others[resolved] = SourceText(text)
+            index = self._others[resolved] = SourceText(read_python_source_or_replace(resolved))
         return index
 
     def range(self, span: Span) -> types.Range:

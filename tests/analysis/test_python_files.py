@@ -13,8 +13,9 @@ from fxls.settings import Settings
 HEAD = "import torch\nfrom torch import nn\n"
 
 
-def _analyze(tmp_path: Path, source: str, name: str = "model.py") -> FileReport:
-    path = tmp_path / name
+def _analyze(tmp_path: Path, source: str) -> FileReport:
+    # a module name of its own: an in-process analysis imports the file as that module
+    path = tmp_path / f"m_{tmp_path.name}.py"
     path.write_text(source, encoding="utf-8", newline="")
     return analyze_source(str(path), source, Settings(root=str(tmp_path)))
 
@@ -56,3 +57,39 @@ def test_failure_report_of_a_file_with_a_lone_surrogate_still_goes_out(tmp_path:
             fx102.span.end_col) == ("FX102", 2, 2, 2, 16)  # the surrogate is 3 bytes, é 2
     assert "while running line 2" in fx102.message
     json.dumps(report.to_dict())
+
+
+GATE = "class Gate(nn.Module):\n    def forward(self, x):\n        if x.sum() > 0:\n" \
+    "            return x\n        return -x\n"
+
+
+def test_sys_exit_in_forward_is_one_fx004_there_and_other_classes_are_kept(tmp_path: Path):
+    source = HEAD + "import sys\n\n\nclass Quits(nn.Module):\n    def forward(self, x):\n" \
+        "        sys.exit(3)\n\n\n" + GATE
+    report = _analyze(tmp_path, source)
+    assert _codes(report) == [("FX004", 8, 8, 8, 19), ("FX001", 13, 11, 13, 22)]
+    assert report.diagnostics[0].message.startswith("SystemExit: 3 (raised while tracing `Quits`)")
+    assert [(m.name, m.status) for m in report.modules] == [("Quits", "failed"),
+                                                             ("Gate", "partial")]
+
+
+def test_fifty_thousand_unary_minus_is_fx100_at_that_statement(tmp_path: Path):
+    source = HEAD + "\n\nvalue = " + "-" * 50_000 + "1\n" + GATE
+    report = _analyze(tmp_path, source)
+    assert _codes(report) == [("FX100", 5, 0, 5, 50_009)]
+    assert report.diagnostics[0].message.startswith("MemoryError: the parser ran out of memory")
+
+
+def test_five_thousand_nots_are_fx100_at_that_statement(tmp_path: Path):
+    source = HEAD + "\nflag = (" + "not " * 5_000 + "True)  # deep\n" + GATE
+    report = _analyze(tmp_path, source)
+    assert _codes(report) == [("FX100", 4, 0, 4, 20_013)]
+    assert report.diagnostics[0].message.startswith("RecursionError: maximum recursion depth")
+
+
+def test_null_byte_is_fx100_not_a_crash(tmp_path: Path):
+    source = HEAD + "x = 1\x00\n"
+    report = _analyze(tmp_path, source)
+    assert _codes(report) == [("FX100", 3, 5, 3, 6)]
+    assert report.diagnostics[0].message == (
+        "SyntaxError: source code string cannot contain null bytes")
