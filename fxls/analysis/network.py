@@ -1,49 +1,65 @@
-"""No network for analysed code: a factory called with its defaults must not download.
+"""What analysed code may do beyond computing: no network and writes only to the job's
+temporary folder unless ``[tool.fxls]`` allows more (``allow_network``, ``allow_write``).
 
-Within a job, Python-level connections and name lookups for internet sockets fail with a
-clear error (``[tool.fxls] allow_network = true`` lifts it). This is a guard against
-accidental downloads (``pretrained=True``, ``torch.hub``, hub clients), not a sandbox: code
-that talks to the OS directly (ctypes, subprocesses) is not stopped by it.
+The worker enforces the policy (``fxls.worker.sandbox``, given per job by
+``Settings.job_policy``); here the analysis turns what was refused into FX103 diagnostics at
+the user's line.
 """
 
 from __future__ import annotations
 
-import socket
-from typing import Any
+import os
+from pathlib import Path
 
-MESSAGE = ("fxls refuses network access while analysing (set `allow_network = true` in "
-           "[tool.fxls] to allow it)")
-_INTERNET = (socket.AF_INET, socket.AF_INET6)
+from fxls.codes import CODES
+from fxls.report import Diagnostic, Span
+from fxls.worker import guard
 
-
-class NetworkRefused(ConnectionRefusedError):
-    pass
+MESSAGE = guard.NETWORK_MESSAGE
+NetworkRefused = guard.NetworkRefused
+_LIBRARY_PARTS = ("site-packages", "dist-packages")
+_OWN_PACKAGES = tuple(str(Path(__file__).resolve().parents[2] / name) + os.sep
+                      for name in ("fxls", "fxcore"))
 
 
 def refuse_network() -> None:
-    """For the rest of this process (a job's forked child): internet connections and name
-    lookups raise ``NetworkRefused``; local (Unix) sockets keep working."""
-    original_connect = socket.socket.connect
-    original_connect_ex = socket.socket.connect_ex
-
-    def connect(self: socket.socket, address: Any) -> None:
-        if self.family in _INTERNET:
-            raise NetworkRefused(MESSAGE)
-        return original_connect(self, address)
-
-    def connect_ex(self: socket.socket, address: Any) -> int:
-        if self.family in _INTERNET:
-            raise NetworkRefused(MESSAGE)
-        return original_connect_ex(self, address)
-
-    def getaddrinfo(*args: Any, **kwargs: Any) -> Any:
-        raise NetworkRefused(MESSAGE)
-
-    socket.socket.connect = connect  # type: ignore[method-assign]
-    socket.socket.connect_ex = connect_ex  # type: ignore[method-assign]
-    socket.getaddrinfo = getaddrinfo
-    socket.create_connection = _refuse  # type: ignore[assignment]
+    """In a job of a worker without the sandbox: Python-level internet connections and name
+    lookups raise ``NetworkRefused`` (a sandboxed job has its guard already)."""
+    guard.install(writable=None, network=False)
 
 
-def _refuse(*args: Any, **kwargs: Any) -> Any:
-    raise NetworkRefused(MESSAGE)
+def refusal_diagnostics(path: str, root: str) -> list[Diagnostic]:
+    """FX103 for each refused write or connection, at the innermost line of the user's code
+    that tried (the analysed file first, else another file of the project)."""
+    analysed = str(Path(path).resolve())
+    found: dict[tuple[object, ...], Diagnostic] = {}
+    for refusal in guard.refusals:
+        span = _user_span(refusal.frames, analysed, root)
+        if span is None:
+            continue
+        message = _message(refusal.kind, refusal.target)
+        found.setdefault((span.key(), message),
+                         Diagnostic("FX103", CODES["FX103"].severity.value, message, span, ""))
+    return list(found.values())
+
+
+def _message(kind: str, target: str) -> str:
+    if kind == "network":
+        return (f"network access ({target}) was refused: analysed code has no network "
+                "(set `allow_network = true` in [tool.fxls] to allow it)")
+    return (f"writing {target!r} was refused: analysed code writes only to a temporary folder "
+            "(add the folder to `allow_write` in [tool.fxls] to allow it)")
+
+
+def _user_span(frames: list[tuple[str, int, int, int, int]], analysed: str,
+               root: str) -> Span | None:
+    fallback = None
+    root_prefix = str(Path(root).resolve()) + os.sep if root else None
+    for file, line, end_line, col, end_col in frames:
+        if file == analysed:
+            return Span(file, line, end_line, col, end_col)
+        if (fallback is None and root_prefix and file.startswith(root_prefix)
+                and not file.startswith(_OWN_PACKAGES)
+                and not any(part in file for part in _LIBRARY_PARTS)):
+            fallback = Span(file, line, end_line, col, end_col)
+    return fallback
