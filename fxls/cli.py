@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from fxls import __version__
 from fxls.codes import CODES, code_selected, parse_code_list, unknown_codes
+from fxls.environment import VersionAction
 from fxls.files import collect_python_files
 from fxls.output.json_format import format_json
 from fxls.output.located import SourceCache
@@ -42,7 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="fxls", description="FX traceability diagnostics for PyTorch models."
     )
-    parser.add_argument("--version", action="version", version=f"fxls {__version__}")
+    parser.add_argument("--version", action=VersionAction)
     commands = parser.add_subparsers(dest="command", required=True)
 
     check = commands.add_parser("check", help="trace every nn.Module in the files and report")

@@ -141,6 +141,7 @@ async def run_analysis(
     result = await client.run(
         ANALYZE_TARGET, request.params(), timeout=request.settings.timeout, job_id=job_id,
         on_partial=on_partial, memory_limit_mb=request.settings.memory_limit_mb,
+        sandbox=request.settings.job_policy(),
     )
     if result.status == "cancelled":
         return None
@@ -172,7 +173,8 @@ async def analyze_many(
     if not requests:
         return []
     # no WARM_UP: back-to-back jobs would wait for it (measured: no gain for `fxls check`)
-    client = WorkerClient(python, warm_imports=WARM_IMPORTS, learn_imports=LEARN_IMPORTS)
+    client = WorkerClient(python, warm_imports=WARM_IMPORTS, learn_imports=LEARN_IMPORTS,
+                          sandbox=True)
     await client.start()
     slots = asyncio.Semaphore(max(1, jobs))
 

@@ -42,6 +42,9 @@ class Settings:
     check_eager: bool = True
     #: let analysed code open internet connections (off: factories never download)
     allow_network: bool = False
+    #: folders (relative to the project root) analysed code may write to; by default it
+    #: writes only to a temporary folder of its own
+    allow_write: list[str] = field(default_factory=list)
     #: the mode modules are traced and run in: ``eval`` (as quantization and deployment
     #: trace) or ``train``
     trace_mode: str = "eval"
@@ -66,6 +69,13 @@ class Settings:
             if key in known and value is not None:
                 setattr(settings, key, value)
         return settings
+
+    def job_policy(self) -> dict[str, Any]:
+        """What an analysis job may do (``fxls.worker.sandbox.Policy``); ``allow_write``
+        folders are relative to the project root."""
+        root = Path(self.root or ".")
+        write = [str((root / folder).resolve()) for folder in self.allow_write]
+        return {"network": self.allow_network, "write": write}
 
     def merged(self, overrides: dict[str, Any]) -> Settings:
         data = self.to_dict()

@@ -184,7 +184,7 @@ class _Builder:
                                          f"{type(error).__name__}: {_first_line(error)}")
                 continue
             model = self._call_built(function, kwargs)
-            if isinstance(model, Exception) and mine:
+            if isinstance(model, BaseException) and mine:
                 self.problems.append(f"the entry point `{text}` raised "
                                      f"{type(model).__name__}: {_first_line(model)}")
             if isinstance(model, torch.nn.Module) and type(model) in self.tried:
@@ -236,7 +236,7 @@ class _Builder:
                 known = census.get(factory.call_text)
                 model = self._call_built(factory.function, factory.defaults,
                                          known[1] if known else None)
-                if isinstance(model, Exception):
+                if isinstance(model, BaseException):
                     self.tried[cls].append(f"`{factory.call_text}`, which raised "
                                            f"{type(model).__name__}: {_first_line(model)}")
                     continue
@@ -343,7 +343,7 @@ class _Builder:
                 message = f"`{cls.__name__}` cannot be constructed with known arguments ({error})"
                 return NotBuilt("FX101", message, message, missing)
             return _raised(cls, error)
-        except Exception as error:
+        except (Exception, SystemExit) as error:  # sys.exit() in __init__: one FX004 there
             return _raised(cls, error)
         if not isinstance(instance, torch.nn.Module):
             message = f"building `{cls.__name__}` gave a {type(instance).__name__}"
@@ -358,7 +358,7 @@ class _Builder:
         """Call a factory (its size known from a census, or not); the exception it raised."""
         try:
             return _sized_build(lambda: function(**kwargs), parameters)[0]
-        except Exception as error:
+        except (Exception, SystemExit) as error:
             return error
 
     def _not_built_message(self, cls: type, outcome: NotBuilt) -> tuple[str, str]:
@@ -527,7 +527,7 @@ def _raised_by_the_call(error: TypeError) -> bool:
 _OUT_OF_MEMORY = ("can't allocate memory", "DefaultCPUAllocator: not enough memory")
 
 
-def _raised(cls: type, error: Exception) -> NotBuilt:
+def _raised(cls: type, error: BaseException) -> NotBuilt:
     if _is_out_of_memory(error):
         message = (f"constructing `{cls.__name__}` ran out of memory ({type(error).__name__}: "
                    f"{_first_line(error)}): raise `memory_limit_mb` in [tool.fxls], or give "

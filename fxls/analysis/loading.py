@@ -278,10 +278,14 @@ def _syntax_failure(error: SyntaxError, filename: str, text: SourceText) -> Load
     end_col = max((error.end_offset or (col + 2)) - 1, 0)
     if end_line == line:
         end_col = max(end_col, col + 1)
-    byte_col = text.char_to_byte_col(line, col)
+    # Python may point one past a line or the text (unindent, EOF): clamp into the text
+    line, end_line = min(line, text.line_count), min(max(end_line, line), text.line_count)
+    byte_col = min(text.char_to_byte_col(line, col), text.byte_length(line))
     byte_end = text.char_to_byte_col(end_line, end_col)
     if (end_line, byte_end) <= (line, byte_col):
-        end_line, byte_end = line, byte_col + 1
+        end_line, byte_end = line, min(byte_col + 1, text.byte_length(line))
+    if byte_end <= byte_col and end_line == line:  # at the end of the line: all of it
+        byte_col, byte_end = text.indent_bytes(line), text.byte_length(line)
     return LoadFailure(
         f"{type(error).__name__}: {error.msg}",
         SourceSpan(filename, line, end_line, byte_col, byte_end),

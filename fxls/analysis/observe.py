@@ -67,7 +67,7 @@ def run_eager(
         with torch.no_grad():
             torch.manual_seed(2)
             return True, module(*copy.deepcopy(inputs))
-    except Exception:
+    except (Exception, SystemExit):
         return False, None
 
 

@@ -27,7 +27,7 @@ class AnalysisService:
                 from fxls.worker.client import WorkerClient
 
                 client = WorkerClient(self.python, warm_imports=WARM_IMPORTS, warm_up=WARM_UP,
-                                      learn_imports=LEARN_IMPORTS)
+                                      learn_imports=LEARN_IMPORTS, sandbox=True)
                 await client.start()
                 self._client = client
             return self._client

@@ -51,11 +51,31 @@ def _single_threaded_torch() -> None:
     _single_threaded_torch.done = True  # type: ignore[attr-defined]
 
 
+def own_environment_only() -> None:
+    """Imports come from the interpreter's own environment and PYTHONPATH only, never from
+    the working directory (a workspace's ``numpy.py`` must not run here): the client starts
+    the worker with ``-P``; this also drops the empty and relative entries PYTHONPATH may
+    hold. User folders go on ``sys.path`` inside a job only."""
+    sys.path[:] = [p for p in sys.path if p and os.path.isabs(p)]
+
+
+def _start_sandbox(config: dict[str, Any]) -> dict[str, Any] | None:
+    """Probe the kernel and turn the job sandbox on (before torch: the probe forks)."""
+    if not config.get("sandbox"):
+        return None
+    from fxls.worker import sandbox
+
+    facts = sandbox.configure(config.get("jobs_dir"))
+    return {**facts.to_dict(), "summary": facts.describe()}
+
+
 def main() -> None:
     channel_in, channel_out = _take_channel()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the caller decides when the worker ends
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     config: dict[str, Any] = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
+    own_environment_only()
+    facts = _start_sandbox(config)
 
     from fxls.worker.child import Limits
     from fxls.worker.server import Worker
@@ -66,7 +86,8 @@ def main() -> None:
     limits = Limits(config.get("memory_limit_mb"), config.get("cpu_limit_s"))
     worker = Worker(channel_in, channel_out, limits, config.get("warm_up"),
                     tuple(config.get("learn_imports", ())))
-    ready = {"op": "ready", "pid": os.getpid(), "python": sys.version, "import_errors": errors}
+    ready = {"op": "ready", "pid": os.getpid(), "python": sys.version, "import_errors": errors,
+             "sandbox": facts}
     worker.serve(ready)
 
 

@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
+from fxls.worker import sandbox
 from fxls.worker.protocol import encode, read_all, write_all
 
 _PR_SET_PDEATHSIG = 1
@@ -63,6 +64,7 @@ def serve_job(
     code = 0
     try:
         _detach(worker_pid, close)
+        sandbox.enter(forward=(DUMP_SIGNAL,))  # may fork: the job runs in the new process
         raw = _receive_job(fds.job_r, warm_up)
         _redirect_output(fds.out_w)
         _report_where_on_fault()
@@ -71,6 +73,7 @@ def serve_job(
         job = json.loads(raw.decode("utf-8"))
         memory_mb = job.get("memory_limit_mb")
         _apply_limits(Limits(memory_mb, limits.cpu_s) if memory_mb else limits)
+        sandbox.confine(job.get("sandbox"))
         _result_fd = fds.result_w
         loaded = set(sys.modules)
         payload = run_target(job["target"], job["params"])

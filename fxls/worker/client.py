@@ -8,6 +8,8 @@ import itertools
 import json
 import logging
 import os
+import shutil
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,11 +66,13 @@ class WorkerClient:
         cpu_limit_s: float | None = None,
         warm_up: str | None = None,
         learn_imports: tuple[str, ...] = (),
+        sandbox: bool = False,
     ) -> None:
         """``warm_up`` (``module:function``, no arguments) runs in each pre-forked job process
         before its job arrives; it must not run user code. Modules of the packages named in
         ``learn_imports`` (e.g. ``("torch",)``) that a job imported are imported by the warm
-        worker after that job, so later jobs find them loaded."""
+        worker after that job, so later jobs find them loaded. With ``sandbox``, jobs run
+        confined (``fxls.worker.sandbox``; ``run(sandbox=...)`` widens it per job)."""
         self.python = python
         self.warm_imports = tuple(warm_imports)
         self.learn_imports = tuple(learn_imports)
@@ -77,6 +81,10 @@ class WorkerClient:
         self.memory_limit_mb = memory_limit_mb
         self.cpu_limit_s = cpu_limit_s
         self.import_errors: dict[str, str] = {}
+        self.sandbox = sandbox
+        #: what the kernel enforces for this worker's jobs (None: sandbox off or not started)
+        self.sandbox_support: dict[str, Any] | None = None
+        self._jobs_dirs: list[str] = []
         self._proc: asyncio.subprocess.Process | None = None
         self._reader: asyncio.Task[None] | None = None
         self._pending: dict[int, _Pending] = {}
@@ -123,6 +131,7 @@ class WorkerClient:
                 await self._reader
             self._reader = None
         self._fail_pending({"status": "cancelled", "error": "the worker was closed"})
+        _remove_dirs(self._jobs_dirs)
 
     def _alive(self) -> bool:
         return (
@@ -139,15 +148,15 @@ class WorkerClient:
             "cpu_limit_s": self.cpu_limit_s,
             "warm_up": self.warm_up,
             "learn_imports": list(self.learn_imports),
+            **self._sandbox_config(),
         }
         proc = await asyncio.create_subprocess_exec(
-            self.python,
-            "-m",
-            "fxls.worker",
+            *worker_command(self.python),
             json.dumps(config),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             env=self._worker_env(),
+            start_new_session=True,  # a job that kills its worker's group misses the caller
         )
         assert proc.stdout is not None
         try:
@@ -163,12 +172,31 @@ class WorkerClient:
                 f"{proc.returncode}; see its stderr"
             ) from exc
         self.import_errors = dict(ready.get("import_errors") or {})
+        self._note_sandbox(ready.get("sandbox"))
         self._proc = proc
         self._reader = asyncio.create_task(self._read_loop(proc))
 
+    def _sandbox_config(self) -> dict[str, Any]:
+        """A fresh folder for the jobs' private folders (the last worker's is gone)."""
+        if not self.sandbox:
+            return {}
+        _remove_dirs(self._jobs_dirs)
+        self._jobs_dirs.append(tempfile.mkdtemp(prefix="fxls-jobs-"))
+        return {"sandbox": True, "jobs_dir": self._jobs_dirs[-1]}
+
+    def _note_sandbox(self, facts: dict[str, Any] | None) -> None:
+        """Say once in the log what the kernel does not enforce."""
+        first = self.sandbox_support is None
+        self.sandbox_support = facts
+        if facts and first:
+            summary = facts.get("summary", "")
+            (log.warning if "NOT enforced" in summary else log.info)("%s", summary)
+
     def _worker_env(self) -> dict[str, str]:
         env = dict(os.environ if self.env is None else self.env)
-        paths = [REPO_ROOT, *(p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p)]
+        # relative entries would resolve against the working directory (the workspace)
+        paths = [REPO_ROOT, *(p for p in env.get("PYTHONPATH", "").split(os.pathsep)
+                              if os.path.isabs(p))]
         env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
         # torch warns at import when numpy is absent; user code's own warnings are captured
         env.setdefault("PYTHONWARNINGS", "ignore::UserWarning:torch._subclasses.functional_tensor")
@@ -190,6 +218,8 @@ class WorkerClient:
                 with contextlib.suppress(asyncio.TimeoutError, TimeoutError):
                     code = await asyncio.wait_for(proc.wait(), 1.0)
             detail = f"the worker process died ({_describe_exit(code)})"
+            if not self._closed:
+                log.warning("%s; the next job starts a new worker", detail)
             self._fail_pending({"status": "crashed", "error": detail}, proc)
 
     def _on_message(self, message: dict[str, Any], proc: asyncio.subprocess.Process) -> None:
@@ -234,11 +264,13 @@ class WorkerClient:
         job_id: str | None = None,
         on_partial: Callable[[Any], None] | None = None,
         memory_limit_mb: int | None = None,
+        sandbox: dict[str, Any] | None = None,
     ) -> JobResult:
         """Run ``target(params)`` in a fresh fork of the warm worker.
 
         ``on_partial`` gets each value the job sends ahead of its result (``send_partial``);
-        ``memory_limit_mb`` replaces the worker's limit for this job.
+        ``memory_limit_mb`` replaces the worker's limit for this job; ``sandbox`` (a
+        ``sandbox.Policy`` as a dict) is what the job may do beyond the defaults.
         """
         key = next(self._ids)
         if job_id is not None:
@@ -248,7 +280,7 @@ class WorkerClient:
             message: dict[str, Any] = {}
             for _ in range(_DELIVERY_ATTEMPTS):
                 message = await self._run_once(key, target, params, timeout, on_partial,
-                                               memory_limit_mb)
+                                               memory_limit_mb, sandbox)
                 if not message.get("retry") or self._closed:
                     break
             return _job_result(message)
@@ -265,6 +297,7 @@ class WorkerClient:
         timeout: float,
         on_partial: Callable[[Any], None] | None,
         memory_limit_mb: int | None = None,
+        sandbox: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         if key in self._superseded:
             return _SUPERSEDED
@@ -278,7 +311,8 @@ class WorkerClient:
         assert proc is not None
         # encoded first: params that are not JSON data raise here, before anything is sent
         request = encode({"op": "run", "id": key, "target": target, "params": params,
-                          "timeout": timeout, "memory_limit_mb": memory_limit_mb})
+                          "timeout": timeout, "memory_limit_mb": memory_limit_mb,
+                          "sandbox": sandbox})
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[key] = _Pending(future, proc, on_partial=on_partial)
         try:
@@ -336,6 +370,17 @@ class WorkerClient:
             proc.kill()
         if self._proc is proc:
             self._proc = None
+
+
+def worker_command(python: str) -> list[str]:
+    """``-P``: the working directory (a workspace) never goes on the worker's ``sys.path``."""
+    return [python, "-P", "-m", "fxls.worker"]
+
+
+def _remove_dirs(paths: list[str]) -> None:
+    for path in paths:
+        shutil.rmtree(path, ignore_errors=True)
+    paths.clear()
 
 
 async def _read_frame(stream: asyncio.StreamReader) -> dict[str, Any]:

@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from fxls.worker import sandbox
 from fxls.worker.child import DUMP_SIGNAL, ChildFds, Limits, flush_output, serve_job
 from fxls.worker.protocol import FrameBuffer, encode, write_all
 
@@ -155,7 +156,8 @@ class Worker:
     def _start_job(self, message: dict[str, Any]) -> None:
         job_id = message.get("id")
         payload = json.dumps({"target": message["target"], "params": message.get("params"),
-                              "memory_limit_mb": message.get("memory_limit_mb")})
+                              "memory_limit_mb": message.get("memory_limit_mb"),
+                              "sandbox": message.get("sandbox")})
         child = self._hand_over(payload.encode("utf-8"))
         if child is None:
             self.send(_result(job_id, "crashed", error="could not start a job process"))
@@ -275,6 +277,7 @@ class Worker:
         del self.jobs[job.id]
         if not job.reported:
             self._report(job, self._outcome(job, status))
+        sandbox.end_adopted(self._own_pids())
 
     def _report(self, job: Job, message: dict[str, Any]) -> None:
         message["output"] = _output_text(job)
@@ -380,8 +383,13 @@ class Worker:
         _reap(child.pid)
         self._close_child(child)
 
+    def _own_pids(self) -> list[int]:
+        idle = [self.idle.pid] if self.idle is not None else []
+        return idle + [job.child.pid for job in self.jobs.values()]
+
     def _close_child(self, child: Child) -> None:
         """Close the worker's ends of a child's pipes (``job_w`` is closed at hand-over)."""
+        sandbox.job_ended(child.pid)
         fds = [child.result_r, child.out_r]
         if child.pidfd is not None:
             fds.append(child.pidfd)
@@ -410,6 +418,8 @@ class Worker:
             _reap(job.child.pid)
             self._close_child(job.child)
         self.jobs.clear()
+        sandbox.end_adopted(())
+        sandbox.remove_jobs_dir()
 
 
 # ---------------------------------------------------------------- helpers

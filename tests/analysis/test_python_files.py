@@ -93,3 +93,12 @@ def test_null_byte_is_fx100_not_a_crash(tmp_path: Path):
     assert _codes(report) == [("FX100", 3, 5, 3, 6)]
     assert report.diagnostics[0].message == (
         "SyntaxError: source code string cannot contain null bytes")
+
+
+def test_sys_exit_in_init_is_one_fx004_there_and_other_classes_are_kept(tmp_path: Path):
+    source = HEAD + "import sys\n\n\nclass Quits(nn.Module):\n    def __init__(self):\n" \
+        "        super().__init__()\n        sys.exit('no')\n\n    def forward(self, x):\n" \
+        "        return x\n\n\n" + GATE
+    report = _analyze(tmp_path, source)
+    assert _codes(report) == [("FX004", 9, 8, 9, 22), ("FX001", 17, 11, 17, 22)]
+    assert [m.name for m in report.modules] == ["Quits", "Gate"]

@@ -1,0 +1,335 @@
+"""The job sandbox (Linux): what a job may touch, set up in the pre-forked idle child.
+
+With the sandbox on (``configure``, in the warm worker before it forks):
+
+- the idle child enters a new user + PID namespace (``enter``): it forks once more, the job
+  process is PID 1 of its namespace and its parent stays outside as a *relay* that mirrors its
+  exit status to the worker. Every process the job starts dies with it (the kernel kills a
+  namespace whose first process ended); the job sees no process outside, so it can signal
+  neither the worker nor the server. Without unprivileged user namespaces the job has its own
+  session and the worker, a child subreaper, kills what the job left behind (``end_adopted``).
+- when the job arrives (``confine``, irreversible, before any user code): a network namespace
+  of its own unless the job allows network; Landlock lets it write only to its private folder
+  (and the folders the job allows), refuses TCP and signals to the outside; a Python-level
+  guard (``fxls.worker.guard``) refuses the same writes and connections with a message and
+  records them for diagnostics.
+
+``support()`` says what this kernel allows; ``describe`` puts it in words.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import platform
+import resource
+import select
+import shutil
+import signal
+import sys
+import tempfile
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from typing import Any, NoReturn
+
+from fxls.worker import guard, landlock
+from fxls.worker.procfs import child_pids
+
+_CLONE_NEWUSER = 0x10000000
+_CLONE_NEWPID = 0x20000000
+_CLONE_NEWNET = 0x40000000
+_PR_SET_PDEATHSIG = 1
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+@dataclass(frozen=True, slots=True)
+class Support:
+    """What this kernel lets an unprivileged process do for its jobs."""
+
+    kernel: str
+    namespaces: bool  # unprivileged user + PID + network namespaces
+    landlock_abi: int  # 0: no Landlock
+    subreaper: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @property
+    def writes_enforced(self) -> bool:
+        return self.landlock_abi >= 1
+
+    @property
+    def network_enforced(self) -> bool:
+        return self.namespaces or self.landlock_abi >= 4
+
+    def describe(self) -> str:
+        """One line for logs and ``fxls --version``."""
+        parts = [f"Linux {self.kernel}" if self.kernel else platform.system()]
+        parts.append("user+PID+network namespaces" if self.namespaces else "no user namespaces")
+        parts.append(f"Landlock ABI {self.landlock_abi}" if self.landlock_abi else "no Landlock")
+        enforced = [name for name, on in (("writes", self.writes_enforced),
+                                          ("network", self.network_enforced),
+                                          ("processes", self.namespaces)) if on]
+        missing = [name for name in ("writes", "network", "processes") if name not in enforced]
+        line = f"sandbox: {', '.join(parts)}"
+        if missing:
+            line += f"; NOT enforced by the kernel: {', '.join(missing)} (Python-level guard only)"
+        return line
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """What one job may do beyond its private folder."""
+
+    network: bool = False
+    write: tuple[str, ...] = ()
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> Policy:
+        data = data or {}
+        return cls(bool(data.get("network")), tuple(str(p) for p in data.get("write") or ()))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"network": self.network, "write": list(self.write)}
+
+
+@dataclass(slots=True)
+class _Config:
+    support: Support
+    jobs_dir: str  # each job's private folder is made in here
+
+
+_config: _Config | None = None
+#: this job process's private folder (set by ``enter``)
+_job_dir: str | None = None
+#: the job process is PID 1 of its own namespaces (set by ``enter``)
+_in_namespaces = False
+_support: Support | None = None
+
+
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+# ------------------------------------------------------------- kernel facts
+def support() -> Support:
+    """Probe once per process: a throwaway child tries the namespaces (cheap before torch)."""
+    global _support
+    if _support is None:
+        linux = sys.platform.startswith("linux")
+        _support = Support(
+            kernel=platform.release() if linux else "",
+            namespaces=linux and _wanted("NAMESPACES") and _namespaces_work(),
+            landlock_abi=landlock.abi_version() if linux and _wanted("LANDLOCK") else 0,
+            subreaper=linux,
+        )
+    return _support
+
+
+def _wanted(feature: str) -> bool:
+    """``FXLS_SANDBOX_<FEATURE>=0`` leaves a kernel feature unused (to test the fallbacks, or
+    where it misbehaves)."""
+    return os.environ.get(f"FXLS_SANDBOX_{feature}", "1") != "0"
+
+
+def _namespaces_work() -> bool:
+    try:
+        pid = os.fork()
+    except OSError:
+        return False
+    if pid == 0:
+        code = 1
+        try:
+            if _unshare(_CLONE_NEWUSER | _CLONE_NEWPID | _CLONE_NEWNET):
+                inner = os.fork()
+                if inner == 0:
+                    os._exit(0 if os.getpid() == 1 else 1)
+                _, status = os.waitpid(inner, 0)
+                code = os.waitstatus_to_exitcode(status)
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) == 0
+
+
+def _unshare(flags: int) -> bool:
+    try:
+        return _libc().unshare(flags) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+# ------------------------------------------------------------ warm worker
+def configure(jobs_dir: str | None) -> Support:
+    """Turn the sandbox on for the jobs of this worker (call before the first fork).
+
+    ``jobs_dir``: an existing folder for the jobs' private folders (None: a new one in the
+    system's temporary folder). The worker becomes a child subreaper: what a job leaves
+    behind is re-parented to it, and ``end_adopted`` kills it."""
+    global _config
+    facts = support()
+    if jobs_dir is None:
+        jobs_dir = tempfile.mkdtemp(prefix="fxls-jobs-")
+    _config = _Config(facts, jobs_dir)
+    if facts.subreaper:
+        _libc().prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    return facts
+
+
+def enabled() -> bool:
+    return _config is not None
+
+
+def end_adopted(own: Iterable[int]) -> list[int]:
+    """Kill and reap the worker's children that are not in ``own`` (its job processes): they
+    were re-parented to it when the job that started them ended. Returns their pids."""
+    if _config is None:
+        return []
+    own_pids, ended = set(own), []
+    for _ in range(20):  # each round may orphan the next generation
+        strays = [pid for pid in _children() if pid not in own_pids]
+        if not strays:
+            break
+        for pid in strays:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        for pid in strays:
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+        ended += strays
+    return ended
+
+
+def _children() -> list[int]:
+    """This process's children: /proc/self/task/*/children is fast; else scan /proc."""
+    pids: list[int] = []
+    try:
+        for task in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{task}/children") as handle:
+                pids += [int(p) for p in handle.read().split()]
+    except OSError:
+        return child_pids(os.getpid())
+    return pids
+
+
+def job_ended(pid: int) -> None:
+    """Remove the private folder of the job process ``pid`` (the worker's child)."""
+    if _config is not None:
+        shutil.rmtree(os.path.join(_config.jobs_dir, str(pid)), ignore_errors=True)
+
+
+def remove_jobs_dir() -> None:
+    if _config is not None:
+        shutil.rmtree(_config.jobs_dir, ignore_errors=True)
+
+
+# -------------------------------------------------------------- idle child
+def enter(forward: Iterable[signal.Signals] = ()) -> None:
+    """In the freshly forked idle child: make the job's private folder and, where the kernel
+    allows, move into new user + PID namespaces. Returns in the process that will run the
+    job; the process the worker forked may instead stay behind as the relay (never returns),
+    passing the ``forward`` signals on to the job."""
+    global _job_dir, _in_namespaces
+    if _config is None:
+        return
+    _job_dir = os.path.join(_config.jobs_dir, str(os.getpid()))
+    os.mkdir(_job_dir, 0o700)
+    if not _config.support.namespaces:
+        return
+    uid, gid = os.getuid(), os.getgid()
+    if not _unshare(_CLONE_NEWUSER | _CLONE_NEWPID):
+        return
+    _map_ids(uid, gid)
+    lifeline_r, lifeline_w = os.pipe()
+    pid = os.fork()
+    if pid:
+        os.close(lifeline_r)
+        _relay(pid, lifeline_w, _job_dir, tuple(forward))
+    os.close(lifeline_w)
+    _in_namespaces = True
+    os.setsid()  # leave the relay's process group: the job signals only its own processes
+    _libc().prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    if select.select([lifeline_r], [], [], 0)[0]:  # EOF: the relay died before the prctl
+        os._exit(0)
+    os.close(lifeline_r)
+
+
+def _map_ids(uid: int, gid: int) -> None:
+    """Keep the job's own uid and gid inside the namespace (else it sees 65534)."""
+    for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"),
+                       ("gid_map", f"{gid} {gid} 1")):
+        try:
+            with open(f"/proc/self/{name}", "w") as handle:
+                handle.write(text)
+        except OSError:
+            pass
+
+
+def _relay(pid: int, keep: int, job_dir: str, forward: tuple[signal.Signals, ...]) -> NoReturn:
+    """Wait for the job (PID 1 of the namespace), clean up after it and exit as it did."""
+    try:
+        os.closerange(3, keep)
+        os.closerange(keep + 1, 1 << 16)
+        for signum in forward:
+            signal.signal(signum, lambda sig, _frame: _pass_on(pid, sig))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        status = 0
+        while True:
+            try:
+                _, status = os.waitpid(pid, 0)
+                break
+            except InterruptedError:
+                continue
+        shutil.rmtree(job_dir, ignore_errors=True)
+        if os.WIFSIGNALED(status):
+            signum = os.WTERMSIG(status)
+            if signum not in (signal.SIGKILL, signal.SIGSTOP):  # these cannot be handled
+                signal.signal(signum, signal.SIG_DFL)
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, [signum])
+            os.kill(os.getpid(), signum)
+        os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 70)
+    finally:
+        os._exit(70)
+
+
+def _pass_on(pid: int, signum: int) -> None:
+    try:
+        os.kill(pid, signum)
+    except OSError:
+        pass
+
+
+# --------------------------------------------------------------------- job
+def confine(policy_data: dict[str, Any] | None) -> None:
+    """Apply the job's policy for the rest of this process, before any user code runs."""
+    if _config is None or _job_dir is None:
+        return
+    policy = Policy.from_dict(policy_data)
+    os.environ["TMPDIR"] = _job_dir
+    tempfile.tempdir = _job_dir
+    facts = _config.support
+    if _in_namespaces:
+        if not policy.network:
+            _unshare(_CLONE_NEWNET)
+        _enforce_cpu_limit()
+    writable = (_job_dir, *policy.write)
+    if facts.landlock_abi:
+        landlock.restrict((*writable, *guard.ALWAYS_WRITABLE), network=policy.network,
+                          abi=facts.landlock_abi)
+    guard.install(writable=writable, network=policy.network)
+
+
+def _enforce_cpu_limit() -> None:
+    """PID 1 of a namespace ignores SIGXCPU: the hard limit (SIGKILL) must end it."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    if soft != resource.RLIM_INFINITY and (hard == resource.RLIM_INFINITY or hard > soft + 1):
+        resource.setrlimit(resource.RLIMIT_CPU, (soft, soft + 1))
+
+
+def job_dir() -> str | None:
+    """This job's private folder (None outside a sandboxed job)."""
+    return _job_dir
