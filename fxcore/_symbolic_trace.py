@@ -229,6 +229,10 @@ class Tracer(TracerBase):
                 if a is m:
                     return self.create_node("get_attr", n, (), {})
             raise NameError("module is not installed as a submodule")
+        elif isinstance(a, tuple) and type(a) is not tuple and hasattr(a, "_fields"):
+            # a NamedTuple written in the traced code is rebuilt by a node calling its type
+            fields = tuple(self.create_arg(elem) for elem in a)
+            return self.create_node("call_function", type(a), fields, {})
         if isinstance(a, torch.Tensor | torch.ScriptObject):
             qualname = self.tensor_attrs.get(a)
             if not qualname:
@@ -459,6 +463,11 @@ class Tracer(TracerBase):
         try:
             if isinstance(root, torch.nn.Module):
                 self.root = root
+                if not hasattr(type(root), self.traced_func_name):
+                    raise AssertionError(
+                        f"traced_func_name={self.traced_func_name} doesn't exist in "
+                        f"{type(root).__name__}"
+                    )
                 fn = getattr(type(root), self.traced_func_name)
                 self.root_module_name = root._get_name()
                 self.submodule_paths = {mod: name for name, mod in root.named_modules()}

@@ -81,6 +81,9 @@ def _assign_attr(value: Any, to_module: torch.nn.Module, target: str) -> None:
 class GraphModule(torch.nn.Module):
     """Holds a Graph, the attributes it references, and the ``forward`` compiled from it."""
 
+    # TorchScript compiles properties; the graph is Python-only
+    __jit_unused_properties__ = ["graph"]
+
     def __new__(cls, *args: Any, **kwargs: Any) -> GraphModule:
         # Each instance gets its own class so that recompile() can set ``forward`` on it.
         for base in cls.__mro__:
@@ -157,7 +160,9 @@ class GraphModule(torch.nn.Module):
             self._code, python_code.globals, getattr(self._graph, "_co_fields", None)
         )
         self._code_key = key
-        cls.forward = _annotate_errors(forward)
+        cls.forward = forward
+        if "__call__" not in vars(cls):
+            cls.__call__ = _call_reporting_generated_line
         return python_code
 
     def node_of_generated_line(self, lineno: int) -> Node | None:
@@ -185,12 +190,13 @@ class GraphModule(torch.nn.Module):
 
     def _readable(self, name: str) -> str:
         code = self._graph.python_code(root_module="self", verbose=True).src.lstrip("\n")
-        lines = [f"class {name}(torch.nn.Module):"]
-        lines.extend("    " + line for line in code.splitlines())
-        for child_name, child in self.named_children():
-            if isinstance(child, GraphModule):
-                lines.extend("    " + line for line in child._readable(child_name).splitlines())
-        return "\n".join(lines)
+        parts = [_indent_lines(f"class {name}(torch.nn.Module):\n{code}")]
+        parts.extend(
+            _indent_lines(f"\n{child._readable(child_name)}")
+            for child_name, child in self.named_children()
+            if isinstance(child, GraphModule)
+        )
+        return "".join(parts)
 
     # -- submodules --------------------------------------------------------------------
     def add_submodule(self, target: str, m: torch.nn.Module) -> bool:
@@ -255,6 +261,11 @@ class GraphModule(torch.nn.Module):
         result.meta = getattr(self, "meta", {})
         return result
 
+    def _replicate_for_data_parallel(self) -> GraphModule:
+        replica = self.__copy__()
+        object.__setattr__(replica, "_is_replica", True)
+        return replica
+
     def __reduce__(self) -> Any:
         state = {k: v for k, v in self.__dict__.items() if k not in ("_graph", "_code")}
         rows = _serialize_graph(self._graph)
@@ -309,6 +320,12 @@ class GraphModule(torch.nn.Module):
             f"{body}\n\n{forward}\n"
         )
         (folder / "__init__.py").write_text(text)
+
+
+def _indent_lines(text: str) -> str:
+    """Every line but the first indented by four spaces; blank lines stay empty."""
+    first, *rest = text.split("\n")
+    return "\n".join([first, *(("    " + line) if line.strip() else "" for line in rest)])
 
 
 def _import_lines(globals_: dict[str, Any]) -> list[str]:
@@ -440,42 +457,64 @@ def _rebuild(
     graph._pytree_info = pytree_info
     result = GraphModule(holder, graph, class_name)
     result.meta = state.get("meta", {})
+    # GraphModule() keeps only what the graph uses; a saved module keeps the rest too
+    for registry in ("_modules", "_parameters", "_buffers"):
+        kept = getattr(result, registry)
+        for name, value in state.get(registry, {}).items():
+            kept.setdefault(name, value)
+    result._non_persistent_buffers_set.update(state.get("_non_persistent_buffers_set", ()))
+    for name, value in state.items():
+        if name not in result.__dict__:
+            result.__dict__[name] = value
     return result
 
 
-def _annotate_errors(forward: Any) -> Any:
-    """Make an exception raised in generated code name the generated line and its node."""
-
-    def call_generated(self: GraphModule, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return forward(self, *args, **kwargs)
-        except Exception as error:
-            _add_generated_context(self, error)
-            raise
-
-    call_generated.__name__ = "forward"
-    call_generated.__wrapped__ = forward  # type: ignore[attr-defined]
-    return call_generated
+def _call_reporting_generated_line(self: GraphModule, *args: Any, **kwargs: Any) -> Any:
+    try:
+        # the next __call__ after this instance's own class: a subclass's, else nn.Module's
+        return super(type(self), self).__call__(*args, **kwargs)
+    except Exception as error:
+        _add_generated_context(self, error)
+        raise
 
 
 def _add_generated_context(module: GraphModule, error: BaseException) -> None:
+    """Name the generated line (and its node) an exception went through, once per exception.
+
+    Like torch.fx, an exception raised by the generated code itself (not by a function it
+    calls) is also reported on stderr with the generated lines around it.
+    """
     key = getattr(module, "_code_key", None)
     if key is None or getattr(error, "_fxcore_annotated", False):
         return
-    for frame, lineno in traceback.walk_tb(error.__traceback__):
+    frames = list(traceback.walk_tb(error.__traceback__))
+    for frame, lineno in frames:
         if frame.f_code.co_filename != key:
             continue
         lines = module._code.splitlines()
         text = lines[lineno - 1].strip() if 0 < lineno <= len(lines) else ""
         node = module.node_of_generated_line(lineno)
         where = f" (node '{node.name}', op {node.op})" if node is not None else ""
-        note = f"While executing generated line {lineno}{where}: {text}"
-        if hasattr(error, "add_note"):
-            error.add_note(note)
-        else:  # pragma: no cover - Python < 3.11
-            print(note, file=sys.stderr)
+        error.add_note(f"While executing generated line {lineno}{where}: {text}")
+        if frames[-1][0] is frame:
+            print(_generated_line_report(lines, lineno), file=sys.stderr)
         try:
             error._fxcore_annotated = True  # type: ignore[attr-defined]
         except AttributeError:
             pass
         return
+
+
+def _generated_line_report(lines: list[str], lineno: int) -> str:
+    """torch.fx's stderr report: the traceback, then the failing generated line marked."""
+    failing = lines[lineno - 1].strip() if 0 < lineno <= len(lines) else ""
+    return "\n".join(
+        [
+            traceback.format_exc(),
+            f"Call using an FX-traced Module, line {lineno} of the traced Module's "
+            "generated forward function:",
+            *lines[max(lineno - 2, 0) : lineno],
+            "~" * len(failing) + "~~~ <--- HERE",
+            *lines[lineno : lineno + 2],
+        ]
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import inspect
 from collections.abc import Iterator
 from typing import Any
@@ -82,9 +83,17 @@ class Interpreter:
         return None
 
     def boxed_run(self, args_list: list[Any]) -> Any:
-        args = list(args_list)
+        """Run with the placeholders' values in ``args_list``, which is emptied (not copied)."""
+        placeholders = [n for n in self.graph.nodes if n.op == "placeholder"]
+        if len(args_list) != len(placeholders):
+            detail = "extra" if len(args_list) > len(placeholders) else "missing"
+            raise RuntimeError(
+                f"Interpreter.boxed_run expected {len(placeholders)} arguments for "
+                f"placeholders but received {len(args_list)} ({detail} arguments)"
+            )
+        env = dict(zip(placeholders, args_list, strict=True))
         args_list.clear()
-        return self.run(*args)
+        return self.run(initial_env=env)
 
     def run_node(self, n: Node) -> Any:
         args, kwargs = self.fetch_args_kwargs_from_env(n)
@@ -159,14 +168,46 @@ class Interpreter:
         return map_arg(args, load_arg)
 
 
+#: meta a node made by Transformer takes from the node it was made for, as in torch.fx,
+#: plus fxcore's own source spans
+_COPIED_META = (
+    "stack_trace",
+    "nn_module_stack",
+    "torch_fn",
+    "source_fn_stack",
+    "original_aten",
+    "recompute",
+    "ac_graph_id",
+    "has_backward_hook",
+    "from_node",
+    "quantization_tag",
+    "_numeric_debug_handle",
+    "custom",
+    "partitioner_tag",
+    "source",
+    "source_stack",
+)
+
+
 class _TransformerTracer(Tracer):
     def __init__(self, graph: Graph) -> None:
         super().__init__()
         self.graph = graph
         self.tensor_attrs = {}
+        #: meta of the node being transformed: nodes made for it inherit parts of it
+        self.current_meta: dict[str, Any] | None = None
 
     def is_leaf_module(self, m: torch.nn.Module, module_qualified_name: str) -> bool:
         return True
+
+    def create_node(self, *args: Any, **kwargs: Any) -> Node:
+        node = super().create_node(*args, **kwargs)
+        if self.current_meta:
+            meta = node.meta
+            for key in _COPIED_META:
+                if key in self.current_meta:
+                    meta[key] = copy.copy(self.current_meta[key])
+        return node
 
 
 class Transformer(Interpreter):
@@ -177,6 +218,13 @@ class Transformer(Interpreter):
         self.new_graph = Graph()
         self.tracer = _TransformerTracer(self.new_graph)
         self.tracer.root = module
+
+    def run_node(self, n: Node) -> Any:
+        self.tracer.current_meta = n.meta
+        try:
+            return super().run_node(n)
+        finally:
+            self.tracer.current_meta = None
 
     def placeholder(
         self, target: Target, args: tuple[Argument, ...], kwargs: dict[str, Any]

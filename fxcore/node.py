@@ -159,12 +159,16 @@ def _get_qualified_name(fn: Callable[..., Any]) -> str:
     return f"{module}.{name}"
 
 
-def _format_arg(arg: object) -> str:
-    if isinstance(arg, list):
-        return "[" + ", ".join(_format_arg(a) for a in arg) + "]"
-    if isinstance(arg, tuple):
-        inner = ", ".join(_format_arg(a) for a in arg)
-        return f"({inner}{',' if len(arg) == 1 else ''})"
+def _format_arg(arg: object, max_list_len: float = float("inf")) -> str:
+    custom_repr = getattr(type(arg), "_custom_fx_repr_fn", None)
+    if custom_repr is not None:  # a type that prints itself (a NamedTuple, say)
+        return custom_repr(arg)
+    if isinstance(arg, list | tuple):
+        inner = ", ".join(_format_arg(a) for i, a in enumerate(arg) if i < max_list_len)
+        more = "" if len(arg) < max_list_len + 1 else f", ...[total_len={len(arg)}]"
+        if isinstance(arg, list):
+            return f"[{inner}{more}]"
+        return f"({inner}{',' if len(arg) == 1 else ''}{more})"
     if isinstance(arg, dict):
         return "{" + ", ".join(f"{k}: {_format_arg(v)}" for k, v in arg.items()) + "}"
     if isinstance(arg, Node):

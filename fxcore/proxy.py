@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import copy
+import dataclasses
 import dis
 import enum
 import operator
@@ -45,6 +46,15 @@ _BASE_TYPES = (
     torch.SymBool,
     torch.SymFloat,
 )
+
+
+#: values create_arg returns as they are (checked by exact type before anything slower)
+_PLAIN_TYPES = frozenset(
+    {str, int, float, bool, complex, type(None), type(...), torch.dtype, torch.device}
+)
+
+
+_PLAIN_CONTAINERS = frozenset({tuple, list, dict})
 
 
 class TraceError(ValueError):
@@ -100,6 +110,10 @@ class TracerBase:
         name: str | None = None,
         type_expr: Any | None = None,
     ) -> Node:
+        if self.check_mutable_operations and kind == "call_function":
+            from fxcore._mutable_ops import refuse_mutable_operation
+
+            refuse_mutable_operation(target, args, kwargs)  # type: ignore[arg-type]
         node = self.graph.create_node(kind, target, args, kwargs, name, type_expr)
         module_stack = getattr(self, "module_stack", None)
         if module_stack:
@@ -107,7 +121,19 @@ class TracerBase:
         scope = getattr(self, "scope", None)
         if scope is not None:
             self.node_name_to_scope[node.name] = (scope.module_path, scope.module_type)
+        if self.record_stack_traces and not node.meta.get("stack_trace"):
+            self._record_stack_trace(node)
         return node
+
+    def _record_stack_trace(self, node: Node) -> None:
+        from fxcore._stack_trace import format_stack_trace
+        from fxcore.source import user_stack
+
+        spans = node.meta.get("source_stack")
+        if spans is None:  # source recording is off: walk the stack now
+            spans = user_stack(sys._getframe(1))
+        if spans:
+            node.meta["stack_trace"] = format_stack_trace(spans)
 
     def proxy(self, node: Node) -> Proxy:
         return Proxy(node, self)
@@ -133,6 +159,11 @@ class TracerBase:
         """Turn a Python value that may hold Proxies into a node argument."""
         if isinstance(a, Proxy):
             return a.node
+        kind = type(a)
+        if kind in _PLAIN_TYPES:
+            return a
+        if kind not in _PLAIN_CONTAINERS and hasattr(a, "__fx_create_arg__"):
+            return a.__fx_create_arg__(self)
         if isinstance(a, tuple):
             if hasattr(a, "_fields"):
                 return type(a)(*(self.create_arg(elem) for elem in a))
@@ -156,6 +187,9 @@ class TracerBase:
             return a
         if isinstance(a, torch._ops.OpOverloadPacket | torch._ops.HigherOrderOperator):
             return a
+        if dataclasses.is_dataclass(a):  # rebuilt by a call of its class, field by field
+            fields = {f.name: self.create_arg(getattr(a, f.name)) for f in dataclasses.fields(a)}
+            return self.create_node("call_function", type(a), (), fields)
         raise NotImplementedError(f"argument of type: {type(a)}")
 
     def to_bool(self, obj: Proxy) -> bool:
@@ -213,12 +247,16 @@ class Proxy:
         self.__dict__ = d
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Proxy:
-        result = type(self).__new__(type(self))
-        memo[id(self)] = result
-        result.__dict__ = {
-            k: (v if k in ("tracer", "node") else copy.deepcopy(v, memo))
-            for k, v in self.__dict__.items()
-        }
+        # Everything is copied, the node (with its graph) and the tracer too; what cannot
+        # be deep-copied is shared.
+        copied: dict[str, Any] = {}
+        for k, v in self.__dict__.items():
+            try:
+                copied[k] = copy.deepcopy(v, memo)
+            except Exception:
+                copied[k] = copy.copy(v)
+        result = Proxy(copied["node"], copied["tracer"])
+        result.__dict__.update(copied)
         return result
 
     def __call__(self, *args: Any, **kwargs: Any) -> Proxy:
