@@ -1,7 +1,7 @@
 """The report of one analysed file: plain data that crosses the worker boundary.
 
 Spans are in Python code-position units (1-based lines, 0-based UTF-8 byte columns) as
-fxcore records them; ``fxls.positions`` converts them to editor units, once, at the edge.
+fxcore records them; ``fxls.source_text`` converts them to editor units, once, at the edge.
 """
 
 from __future__ import annotations
@@ -170,24 +170,57 @@ class FileReport:
     #: graphs built by passes at module level (bound to globals), for hover on pass code
     graphs: list[ModuleReport] = field(default_factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
+    def to_dict(self, partial: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Plain data. ``partial`` is a report sent ahead of this one (as plain data): the
+        diagnostics it holds unchanged are not repeated: ``from_partial`` lists, for each,
+        its place in this report and its index in the partial one (``from_dict`` puts them
+        back)."""
+        diagnostics = [_plain(d) for d in self.diagnostics]
+        data: dict[str, Any] = {
             "path": self.path,
             "modules": [m.to_dict() for m in self.modules],
-            "diagnostics": [_plain(d) for d in self.diagnostics],
+            "diagnostics": diagnostics,
             "timings_ms": dict(self.timings_ms),
             "graphs": [g.to_dict() for g in self.graphs],
         }
+        if partial is not None:
+            sent = {_diagnostic_key(d): (i, d) for i, d in enumerate(partial["diagnostics"])}
+            new, reused = [], []
+            for place, item in enumerate(diagnostics):
+                index, old = sent.get(_diagnostic_key(item), (-1, None))
+                if old == item:
+                    reused.append([place, index])
+                else:
+                    new.append(item)
+            data["diagnostics"], data["from_partial"] = new, reused
+        return data
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> FileReport:
+    def from_dict(cls, data: dict[str, Any], partial: FileReport | None = None) -> FileReport:
+        """The report of ``to_dict``'s data; ``partial`` is the report that was sent ahead
+        of it (required when the data refers to it)."""
+        diagnostics = [Diagnostic.from_dict(d) for d in data.get("diagnostics", [])]
+        reused = data.get("from_partial")
+        if reused:
+            if partial is None:
+                raise ValueError("this report continues a partial report that is missing")
+            new = iter(diagnostics)
+            taken = dict(reused)
+            diagnostics = [partial.diagnostics[taken[place]] if place in taken else next(new)
+                           for place in range(len(diagnostics) + len(taken))]
         return cls(
             data["path"],
             [ModuleReport.from_dict(m) for m in data.get("modules", [])],
-            [Diagnostic.from_dict(d) for d in data.get("diagnostics", [])],
+            diagnostics,
             data.get("timings_ms", {}),
             [ModuleReport.from_dict(g) for g in data.get("graphs", [])],
         )
+
+
+def _diagnostic_key(data: dict[str, Any]) -> tuple[Any, ...]:
+    span = data["span"]
+    return (data["code"], span["file"], span["line"], span["col"], span["end_line"],
+            span["end_col"])
 
 
 _FIELD_NAMES: dict[type, tuple[str, ...]] = {}

@@ -27,8 +27,6 @@ WARM_UP = "fxls.analysis.job:warm_up"
 #: packages whose modules a job imported are imported by the warm worker for later jobs
 #: (torch's own, e.g. ``torch._dynamo`` that torchvision and timm pull in: seconds per job)
 LEARN_IMPORTS = ("torch",)
-#: time the worker itself may add on top of the user's timeout (fork, result transfer)
-TIMEOUT_SLACK_S = 2.0
 
 
 @dataclass(slots=True)
@@ -172,9 +170,10 @@ async def analyze_many(
 
     if not requests:
         return []
-    # no WARM_UP: back-to-back jobs would wait for it (measured: no gain for `fxls check`)
+    # the worker warms itself up once (prime); its job processes do not: back-to-back jobs
+    # would wait for that (measured: no gain for `fxls check`)
     client = WorkerClient(python, warm_imports=WARM_IMPORTS, learn_imports=LEARN_IMPORTS,
-                          sandbox=True)
+                          sandbox=True, prime=WARM_UP)
     await client.start()
     slots = asyncio.Semaphore(max(1, jobs))
 

@@ -88,7 +88,7 @@ def main() -> None:
                     tuple(config.get("learn_imports", ())))
     ready = {"op": "ready", "pid": os.getpid(), "python": sys.version, "import_errors": errors,
              "sandbox": facts}
-    worker.serve(ready)
+    worker.serve(ready, config.get("prime"))
 
 
 if __name__ == "__main__":

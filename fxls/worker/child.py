@@ -25,8 +25,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
-from fxls.worker import sandbox
-from fxls.worker.protocol import encode, read_all, write_all
+from fxls.worker import api, sandbox
+from fxls.worker.protocol import encode_status, read_all, write_all
 
 _PR_SET_PDEATHSIG = 1
 _MEMORY_MESSAGES = ("can't allocate memory", "cannot allocate memory", "out of memory")
@@ -37,12 +37,6 @@ class ChildFds:
     job_r: int  # the job arrives here (JSON until EOF); EOF without data means "exit"
     result_w: int  # the result goes here (JSON until EOF)
     out_w: int  # becomes the child's stdout and stderr
-
-
-#: the result pipe of the job this process runs; None outside a job
-_result_fd: int | None = None
-#: set once this process's job has arrived (while the warm-up may still be running)
-_job_arrived = threading.Event()
 
 
 @dataclass
@@ -60,7 +54,6 @@ def serve_job(
     learn_imports: tuple[str, ...] = (),
 ) -> NoReturn:
     """Run in the freshly forked child; never returns."""
-    global _result_fd
     code = 0
     try:
         _detach(worker_pid, close)
@@ -74,7 +67,7 @@ def serve_job(
         memory_mb = job.get("memory_limit_mb")
         _apply_limits(Limits(memory_mb, limits.cpu_s) if memory_mb else limits)
         sandbox.confine(job.get("sandbox"))
-        _result_fd = fds.result_w
+        api.begin_job(fds.result_w)
         loaded = set(sys.modules)
         payload = run_target(job["target"], job["params"])
         flush_output()
@@ -98,22 +91,7 @@ def _send_imports(result_w: int, loaded: set[str], packages: tuple[str, ...]) ->
     itself for later jobs): a frame ahead of the final one."""
     names = sorted(n for n in set(sys.modules) - loaded if n.partition(".")[0] in packages)
     if names:
-        write_all(result_w, encode({"status": "imports", "value": names}))
-
-
-def send_partial(value: Any) -> bool:
-    """Send part of the result ahead of the final one (the caller may act on it at once).
-
-    False when not running in a job, or when ``value`` is not JSON data (nothing is sent).
-    """
-    if _result_fd is None:
-        return False
-    try:
-        frame = encode({"status": "partial", "value": value})
-    except (TypeError, ValueError):
-        return False
-    write_all(_result_fd, frame)
-    return True
+        write_all(result_w, encode_status("imports", value=names))
 
 
 def run_target(target: str, params: Any) -> bytes:
@@ -123,16 +101,11 @@ def run_target(target: str, params: Any) -> bytes:
     except BaseException as exc:  # SystemExit and KeyboardInterrupt are job errors too
         return _failure(exc)
     try:
-        return encode({"status": "ok", "value": value})
+        return encode_status("ok", value=value)
     except BaseException as exc:
         detail = f"the return value of {target} is not JSON-serialisable: {exc!r}"
         status = "memory" if isinstance(exc, MemoryError) else "error"
-        return encode({"status": status, "error": detail})
-
-
-def job_waiting() -> bool:
-    """For a warm-up: the job has arrived, so stop at the next safe point."""
-    return _job_arrived.is_set()
+        return encode_status(status, error=detail)
 
 
 def _receive_job(job_r: int, warm_up: str | None) -> bytes:
@@ -148,11 +121,11 @@ def _receive_job(job_r: int, warm_up: str | None) -> bytes:
 
     def receive() -> None:
         received.append(_read_job(job_r))
-        _job_arrived.set()
+        api.job_arrived()
 
     reader = threading.Thread(target=receive, daemon=True)
     reader.start()
-    _run_warm_up(warm_up)
+    run_warm_up(warm_up)
     reader.join()
     return received[0] if received else b""
 
@@ -173,12 +146,10 @@ def _readable(fd: int) -> bool:
         return True
 
 
-def _run_warm_up(target: str) -> None:
-    """Run ``target()`` silently, leaving sys.path, sys.modules and torch's RNG as they were
-    (Python's ``random`` is reseeded in every fork anyway)."""
-    saved_path, saved_modules = list(sys.path), set(sys.modules)
-    torch: Any = sys.modules.get("torch")
-    saved_torch_rng = torch.random.get_rng_state() if torch is not None else None
+def run_warm_up(target: str) -> None:
+    """Run the warm-up ``target()`` (``fxls.worker.api``) silently, errors swallowed, and put
+    ``sys.path`` back; then freeze what it left so forks share it."""
+    saved_path = list(sys.path)
     saved_fds = os.dup(1), os.dup(2)
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
@@ -194,11 +165,6 @@ def _run_warm_up(target: str) -> None:
             os.dup2(saved, fd)
             os.close(saved)
         sys.path[:] = saved_path
-        for name in set(sys.modules) - saved_modules:
-            if name.startswith("_fxls_warm_up"):
-                del sys.modules[name]
-        if saved_torch_rng is not None:
-            torch.random.set_rng_state(saved_torch_rng)
         gc.collect()
         gc.freeze()
 
@@ -220,7 +186,7 @@ def _failure(exc: BaseException) -> bytes:
     except BaseException:  # formatting itself can fail when memory is exhausted
         text = f"{type(exc).__name__}: {exc}"
     status = "memory" if memory else "error"
-    return encode({"status": status, "error": text})
+    return encode_status(status, error=text)
 
 
 def is_memory_error(exc: BaseException) -> bool:

@@ -66,10 +66,13 @@ class WorkerClient:
         cpu_limit_s: float | None = None,
         warm_up: str | None = None,
         learn_imports: tuple[str, ...] = (),
+        prime: str | None = None,
         sandbox: bool = False,
     ) -> None:
-        """``warm_up`` (``module:function``, no arguments) runs in each pre-forked job process
-        before its job arrives; it must not run user code. Modules of the packages named in
+        """``warm_up`` (``module:function``, no arguments; see ``fxls.worker.api``) runs in
+        each pre-forked job process before its job arrives, ``prime`` (the same kind of
+        function) once in the worker before its first fork; neither may run user code.
+        Modules of the packages named in
         ``learn_imports`` (e.g. ``("torch",)``) that a job imported are imported by the warm
         worker after that job, so later jobs find them loaded. With ``sandbox``, jobs run
         confined (``fxls.worker.sandbox``; ``run(sandbox=...)`` widens it per job)."""
@@ -77,6 +80,7 @@ class WorkerClient:
         self.warm_imports = tuple(warm_imports)
         self.learn_imports = tuple(learn_imports)
         self.warm_up = warm_up
+        self.prime = prime
         self.env = env
         self.memory_limit_mb = memory_limit_mb
         self.cpu_limit_s = cpu_limit_s
@@ -147,6 +151,7 @@ class WorkerClient:
             "memory_limit_mb": self.memory_limit_mb,
             "cpu_limit_s": self.cpu_limit_s,
             "warm_up": self.warm_up,
+            "prime": self.prime,
             "learn_imports": list(self.learn_imports),
             **self._sandbox_config(),
         }

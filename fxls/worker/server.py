@@ -1,8 +1,10 @@
 """The warm worker: one process that imports heavy modules once and forks a child per job.
 
-It never runs user code itself. A child is forked *ahead* of each job (the "idle" child) so
-the fork is off the critical path; a job is handed to it through a pipe. The loop is
-single-threaded (``selectors``): forking from a threaded process is unsafe.
+It never runs user code itself. Children are forked *ahead* of jobs (the "idle" children,
+one per job that may run at once) so that no job waits for a fork; a job is handed to one
+through a pipe. A job's result frames are forwarded to the client as bytes, with the job's
+id added (``protocol.splice``). The loop is single-threaded (``selectors``): forking from a
+threaded process is unsafe.
 """
 
 from __future__ import annotations
@@ -18,8 +20,24 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fxls.worker import sandbox
-from fxls.worker.child import DUMP_SIGNAL, ChildFds, Limits, flush_output, serve_job
-from fxls.worker.protocol import FrameBuffer, encode, write_all
+from fxls.worker.child import (
+    DUMP_SIGNAL,
+    ChildFds,
+    Limits,
+    flush_output,
+    run_warm_up,
+    serve_job,
+)
+from fxls.worker.hugepages import collapse_anonymous_memory
+from fxls.worker.protocol import (
+    FrameBuffer,
+    decode,
+    encode,
+    peek_status,
+    splice,
+    status_body,
+    write_all,
+)
 
 #: time a timed-out job gets to print its stack before it is killed
 _DUMP_GRACE_S = 0.3
@@ -27,6 +45,8 @@ OUTPUT_TAIL = 64 * 1024
 PARENT_POLL_S = 0.5
 _READ_CHUNK = 1 << 16
 _TRUNCATED = "[... earlier output truncated ...]\n"
+#: idle children kept forked: two jobs at once (``fxls check`` on two cores) never wait
+IDLE_CHILDREN = 2
 
 
 @dataclass
@@ -50,7 +70,8 @@ class Job:
     timeout: float | None
     #: the result frames (``partial`` ones, then the final one) as they arrive
     frames: FrameBuffer = field(default_factory=FrameBuffer)
-    final: dict[str, Any] | None = None
+    #: the body of the final frame (``protocol.encode_status``), once it arrived
+    final: bytes | None = None
     output: bytearray = field(default_factory=bytearray)
     output_total: int = 0
     killed_for: str | None = None
@@ -79,14 +100,18 @@ class Worker:
         self.selector = selectors.DefaultSelector()
         self.frames = FrameBuffer()
         self.jobs: dict[Any, Job] = {}
-        self.idle: Child | None = None
+        self.idle: list[Child] = []
         self.running = True
 
     # ---------------------------------------------------------------- loop
-    def serve(self, ready: dict[str, Any]) -> None:
-        """Fork the first idle child, tell the client ``ready``, then serve until told to stop."""
+    def serve(self, ready: dict[str, Any], prime: str | None = None) -> None:
+        """Run ``prime`` (a warm-up, ``fxls.worker.api``) once here, fork the idle children,
+        tell the client ``ready``, then serve until told to stop."""
         self.selector.register(self.channel_in, selectors.EVENT_READ, ("channel", None))
         try:
+            if prime:
+                run_warm_up(prime)
+            collapse_anonymous_memory()  # cheaper forks
             self._ensure_idle()
             self.send(ready)
             while self.running:
@@ -143,12 +168,15 @@ class Worker:
             job = self.jobs.get(message.get("id"))
             if job is not None:
                 self._kill(job, "cancelled")
+        elif op == "ping":
+            self.send({"op": "pong", "id": message.get("id")})
         elif op == "shutdown":
             self.running = False
 
-    def send(self, message: dict[str, Any]) -> None:
+    def send(self, message: dict[str, Any] | bytes) -> None:
+        """Send a message, or a frame already encoded."""
         try:
-            write_all(self.channel_out, encode(message))
+            write_all(self.channel_out, message if isinstance(message, bytes) else encode(message))
         except OSError:  # the client is gone
             self.running = False
 
@@ -160,7 +188,8 @@ class Worker:
                               "sandbox": message.get("sandbox")})
         child = self._hand_over(payload.encode("utf-8"))
         if child is None:
-            self.send(_result(job_id, "crashed", error="could not start a job process"))
+            self.send(splice(status_body("crashed", error="could not start a job process"),
+                             {"op": "result", "id": job_id}))
             return
         timeout = message.get("timeout")
         now = time.monotonic()
@@ -181,12 +210,12 @@ class Worker:
         self._ensure_idle()  # fork the next job's process now, off the critical path
 
     def _hand_over(self, payload: bytes) -> Child | None:
-        """Give the job to the idle child (forking one if needed); None if that keeps failing."""
+        """Give the job to an idle child (forking one if needed); None if that keeps failing."""
         for _ in range(3):
             self._ensure_idle()
-            child, self.idle = self.idle, None
-            if child is None:
+            if not self.idle:
                 return None
+            child = self.idle.pop(0)  # the oldest: the most likely to have warmed up
             if child.pidfd is not None:
                 self.selector.unregister(child.pidfd)
             try:
@@ -213,31 +242,27 @@ class Worker:
             self._unregister(job.child.result_r)
 
     def _take_frames(self, job: Job, data: bytes) -> None:
-        """Forward partial results as they come; report the final one at once (the teardown
-        of a large child takes milliseconds that the caller need not wait for)."""
-        try:
-            frames = job.frames.feed(data)
-        except ValueError:  # not our framing: the exit status will tell what happened
-            return
-        for frame in frames:
-            if not isinstance(frame, dict) or "status" not in frame or job.final is not None:
-                continue
-            if frame["status"] == "partial":
+        """Forward partial results as they come, as bytes; report the final one at once (the
+        teardown of a large child takes milliseconds that the caller need not wait for)."""
+        for body in job.frames.bodies(data):
+            status = peek_status(body)
+            if status is None or job.final is not None:
+                continue  # not our framing: the exit status will tell what happened
+            if status == "partial":
                 if job.killed_for is None:
-                    self.send({"op": "partial", "id": job.id, "value": frame.get("value")})
+                    self.send(splice(body, {"op": "partial", "id": job.id}))
                 continue
-            if frame["status"] == "imports":  # comes right before the final frame
-                job.imports = [n for n in frame.get("value") or () if isinstance(n, str)]
+            if status == "imports":  # comes right before the final frame
+                job.imports = _names(body)
                 continue
-            job.final = frame
+            job.final = body
             self.to_learn.update(job.imports)
             if job.killed_for is None and not job.reported:
                 tail = _drain(job.child.out_r)
                 if tail:
                     _append_tail(job, tail)
                 job.reported = True
-                self._report(job, _result(job.id, frame["status"], frame.get("value"),
-                                          frame.get("error")))
+                self._report(job, body)
 
     def _check_deadlines(self) -> None:
         now = time.monotonic()
@@ -279,31 +304,32 @@ class Worker:
             self._report(job, self._outcome(job, status))
         sandbox.end_adopted(self._own_pids())
 
-    def _report(self, job: Job, message: dict[str, Any]) -> None:
-        message["output"] = _output_text(job)
-        message["duration_ms"] = (time.monotonic() - job.started) * 1000.0
-        self.send(message)
+    def _report(self, job: Job, body: bytes) -> None:
+        """Send the job's result: ``body`` (``encode_status``) with the worker's members."""
+        self.send(splice(body, {
+            "op": "result", "id": job.id, "output": _output_text(job),
+            "duration_ms": (time.monotonic() - job.started) * 1000.0,
+        }))
 
-    def _outcome(self, job: Job, status: int | None) -> dict[str, Any]:
+    def _outcome(self, job: Job, status: int | None) -> bytes:
         if job.killed_for == "timeout":
-            return _result(job.id, "timeout", error=f"timed out after {job.timeout:g} s")
+            return status_body("timeout", error=f"timed out after {job.timeout:g} s")
         if job.killed_for == "cancelled":
-            return _result(job.id, "cancelled", error="cancelled")
-        parsed = job.final
-        if parsed is not None:
-            return _result(job.id, parsed["status"], parsed.get("value"), parsed.get("error"))
+            return status_body("cancelled", error="cancelled")
+        if job.final is not None:
+            return job.final
         if status is not None and os.WIFSIGNALED(status):
             signum = os.WTERMSIG(status)
             name = _signal_name(signum)
             if signum == getattr(signal, "SIGXCPU", None):
-                return _result(job.id, "timeout", error=f"CPU time limit exceeded ({name})")
+                return status_body("timeout", error=f"CPU time limit exceeded ({name})")
             if signum == signal.SIGKILL and _oom_grew(job.oom_kills):
-                return _result(job.id, "memory", error=f"killed by the OOM killer ({name})")
-            return _result(job.id, "crashed", error=f"killed by signal {name}")
+                return status_body("memory", error=f"killed by the OOM killer ({name})")
+            return status_body("crashed", error=f"killed by signal {name}")
         if status is not None and os.WIFEXITED(status):
             code = os.WEXITSTATUS(status)
-            return _result(job.id, "crashed", error=f"exited with code {code}")
-        return _result(job.id, "crashed", error="the job process vanished")
+            return status_body("crashed", error=f"exited with code {code}")
+        return status_body("crashed", error="the job process vanished")
 
     def _learn_imports(self) -> None:
         """Import what jobs imported of ``learn_imports`` (library code, never the user's),
@@ -320,29 +346,33 @@ class Worker:
         warm_imports(names)
         gc.collect()
         gc.freeze()
-        child, self.idle = self.idle, None
-        if child is not None:
-            if child.pidfd is not None:
-                self.selector.unregister(child.pidfd)
-            _close_job_w(child)  # it leaves at once: no job will come
-            self._discard(child)
+        collapse_anonymous_memory()
+        while self.idle:
+            self._retire(self.idle[0])
         self._ensure_idle()
 
     # ------------------------------------------------------- idle children
     def _ensure_idle(self) -> None:
-        if self.idle is None and self.running:
-            self.idle = self._fork()
-            if self.idle is not None and self.idle.pidfd is not None:
-                self.selector.register(self.idle.pidfd, selectors.EVENT_READ, ("idle-exit", None))
+        while len(self.idle) < IDLE_CHILDREN and self.running:
+            child = self._fork()
+            if child is None:
+                return
+            self.idle.append(child)
+            if child.pidfd is not None:
+                self.selector.register(child.pidfd, selectors.EVENT_READ, ("idle-exit", child))
 
-    def _idle_died(self, _: Any) -> None:
-        child, self.idle = self.idle, None
-        if child is None:
-            return
+    def _retire(self, child: Child) -> None:
+        """Stop an idle child (it leaves at once: no job will come)."""
+        self.idle.remove(child)
         if child.pidfd is not None:
-            self.selector.unregister(child.pidfd)
+            self._unregister(child.pidfd)
         _close_job_w(child)
         self._discard(child)
+
+    def _idle_died(self, child: Child) -> None:
+        if child not in self.idle:
+            return
+        self._retire(child)
         if time.monotonic() - child.forked_at > 1.0:  # no fork storm if children die at once
             self._ensure_idle()
 
@@ -369,10 +399,7 @@ class Worker:
 
     def _private_fds(self) -> list[int]:
         fds = [self.channel_in, self.channel_out, self.selector.fileno()]
-        children = [job.child for job in self.jobs.values()]
-        if self.idle is not None:
-            children.append(self.idle)
-        for child in children:
+        for child in [*(job.child for job in self.jobs.values()), *self.idle]:
             fds += [child.job_w, child.result_r, child.out_r]
             if child.pidfd is not None:
                 fds.append(child.pidfd)
@@ -384,8 +411,7 @@ class Worker:
         self._close_child(child)
 
     def _own_pids(self) -> list[int]:
-        idle = [self.idle.pid] if self.idle is not None else []
-        return idle + [job.child.pid for job in self.jobs.values()]
+        return [child.pid for child in self.idle] + [job.child.pid for job in self.jobs.values()]
 
     def _close_child(self, child: Child) -> None:
         """Close the worker's ends of a child's pipes (``job_w`` is closed at hand-over)."""
@@ -409,10 +435,8 @@ class Worker:
     def shutdown(self) -> None:
         """Kill every child (they must not outlive the worker) and release everything."""
         self.running = False
-        if self.idle is not None:
-            child, self.idle = self.idle, None
-            _close_job_w(child)  # EOF: the idle child exits on its own
-            self._discard(child)
+        while self.idle:
+            self._retire(self.idle[0])
         for job in list(self.jobs.values()):
             _kill_child(job.child.pid)
             _reap(job.child.pid)
@@ -430,10 +454,15 @@ def _close_job_w(child: Child) -> None:
         child.job_w = -1
 
 
-def _result(
-    job_id: Any, status: str, value: Any = None, error: str | None = None
-) -> dict[str, Any]:
-    return {"op": "result", "id": job_id, "status": status, "value": value, "error": error}
+def _names(body: bytes) -> list[str]:
+    """The module names of an ``imports`` frame."""
+    try:
+        value = decode(body).get("value")
+    except (ValueError, AttributeError):
+        return []
+    if not isinstance(value, list):
+        return []
+    return [name for name in value if isinstance(name, str)]
 
 
 def _append_tail(job: Job, data: bytes) -> None:

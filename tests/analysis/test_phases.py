@@ -54,9 +54,12 @@ async def test_diagnostics_arrive_before_the_complete_report(tmp_path: Path) -> 
     finally:
         await client.close()
     assert result.status == "ok", result
-    final = FileReport.from_dict(result.value)
     assert len(early) == 1
     first = FileReport.from_dict(early[0])
+    final = FileReport.from_dict(result.value, first)
+    # tracing's diagnostics travelled once: the final frame refers to the partial one's
+    assert [d["code"] for d in result.value["diagnostics"]] == ["FX014", "FX020"]
+    assert result.value["from_partial"] == [[1, 0]]  # FX001, second in the final order
 
     codes = [(d.code, d.span.key()) for d in final.diagnostics]
     assert sorted(c for c, _ in codes) == ["FX001", "FX014", "FX020"]

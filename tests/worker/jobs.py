@@ -102,7 +102,7 @@ def torch_loaded(params: dict[str, Any]) -> bool:
 
 
 def partials(params: dict[str, Any]) -> str:
-    from fxls.worker.child import send_partial
+    from fxls.worker.api import send_partial
 
     for index in range(int(params.get("count", 3))):
         assert send_partial({"index": index})
@@ -113,18 +113,21 @@ def partials(params: dict[str, Any]) -> str:
 
 
 def warm_up() -> None:
-    """A warm-up that leaves traces a job must (STATE) or must not (the rest) see."""
+    """A warm-up that leaves traces a job must (STATE) or must not (the rest) see; it puts
+    torch's random generator back itself, as the job API asks."""
     import torch
 
     STATE["warmed"] = os.getpid()
     print("WARM-UP OUTPUT")
     sys.path.insert(0, "/nonexistent/warm-up")
+    rng = torch.random.get_rng_state()
     torch.rand(3)
+    torch.random.set_rng_state(rng)
 
 
 def endless_warm_up() -> None:
     """Warms up until the job arrives (as fxls's warm-up stops at its safe point)."""
-    from fxls.worker.child import job_waiting
+    from fxls.worker.api import job_waiting
 
     deadline = time.monotonic() + 30
     while not job_waiting() and time.monotonic() < deadline:
