@@ -18,7 +18,7 @@ from lsprotocol import types
 from fxls.fixes import Fix, apply_edits, fixes_for
 from fxls.fixes.base import TextEdit
 from fxls.fixes.verify import fix_holds
-from fxls.report import Diagnostic, FileReport
+from fxls.report import Diagnostic, FileReport, Span
 from fxls.server.lsp_convert import RangeConverter
 
 log = logging.getLogger(__name__)
@@ -154,17 +154,8 @@ def _workspace_edit(
 ) -> types.WorkspaceEdit:
     text_edits = []
     for edit in edits:
-        start = converter.index.to_position(edit.line, edit.col, converter.encoding)
-        end = converter.index.to_position(edit.end_line, edit.end_col, converter.encoding)
-        text_edits.append(
-            types.TextEdit(
-                range=types.Range(
-                    types.Position(start.line, start.character),
-                    types.Position(end.line, end.character),
-                ),
-                new_text=edit.new_text,
-            )
-        )
+        span = Span(converter.path, edit.line, edit.end_line, edit.col, edit.end_col)
+        text_edits.append(types.TextEdit(range=converter.range(span), new_text=edit.new_text))
     return types.WorkspaceEdit(changes={uri: text_edits})
 
 

@@ -58,6 +58,11 @@ class RangeConverter:
             types.Position(start.line, start.character), types.Position(end.line, end.character)
         )
 
+    def position(self, line: int, col: int) -> types.Position:
+        """(1-based line, UTF-8 byte column) in this document -> the client's position."""
+        position = self.index.to_position(line, col, self.encoding)
+        return types.Position(position.line, position.character)
+
     def location(self, span: Span) -> types.Location:
         return types.Location(Path(span.file).resolve().as_uri(), self.range(span))
 
