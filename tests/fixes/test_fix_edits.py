@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from fxls.fixes import apply_edits, fixes_for
 from fxls.report import Diagnostic, Span
+from fxls.source_text import SourceText
 
 
 def _span_of(source: str, needle: str, occurrence: int = 0) -> Span:
-    lines = source.splitlines()
+    lines = SourceText(source).lines()
     seen = 0
     for number, line in enumerate(lines, 1):
         raw = line.encode()
