@@ -347,8 +347,9 @@ def _import_lines(globals_: dict[str, Any]) -> list[str]:
     return lines
 
 
-#: node meta that changes generated code, so it must survive pickling (``wrap("f")`` lines)
-_PICKLED_META = ("is_wrapped",)
+#: node meta that survives pickling: what changes generated code (``wrap("f")`` lines) and
+#: torch.fx's recorded stack traces
+_PICKLED_META = ("is_wrapped", "stack_trace")
 
 
 class _NodeRef:

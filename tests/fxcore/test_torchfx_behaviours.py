@@ -305,6 +305,8 @@ def test_stack_traces_are_off_by_default_and_survive_the_transformer() -> None:
     after = {n.name: n.stack_trace for n in transformed.graph.nodes}
     assert after == before
     assert after["add"] is not None
+    loaded = pickle.loads(pickle.dumps(gm))
+    assert {n.name: n.stack_trace for n in loaded.graph.nodes} == before
 
 
 # -- 8. Transformer keeps node meta ------------------------------------------------------------
