@@ -2,14 +2,18 @@
 unicode and deep nesting never make ``analyze_source`` raise, and every diagnostic in the
 analysed file lies inside the document.
 
-Counts for docs/reliability.md: ``FXLS_FUZZ_EXAMPLES=2000 .venv/bin/python -m pytest -q
-tests/analysis/test_analysis_fuzz.py --hypothesis-show-statistics``.
+Counts for docs/reliability.md: ``FXLS_FUZZ_EXAMPLES=2000 FXLS_FUZZ_CLI_RUNS=40
+.venv/bin/python -m pytest -q tests/analysis/test_analysis_fuzz.py
+--hypothesis-show-statistics`` (in the suite: 40 sources in-process, one `fxls check` of 24).
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +21,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from fxls.analysis.pipeline import analyze_source
+from fxls.python_source import read_python_source_or_replace
 from fxls.report import FileReport
 from fxls.settings import Settings
 from fxls.source_text import SourceText
@@ -107,3 +112,34 @@ def test_damaged_sources_never_raise_and_stay_inside(folder: Path, source: str):
     traced = sum(m.status in ("traced", "partial") for m in report.modules)
     event(f"{'traced a module' if traced else 'traced nothing'}; codes "
           f"{','.join(sorted({d.code for d in report.diagnostics})) or 'none'}")
+
+
+@settings(max_examples=int(os.environ.get("FXLS_FUZZ_CLI_RUNS", "1")), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(sources=st.lists(damaged_sources(), min_size=24, max_size=24))
+def test_fxls_check_on_damaged_files_keeps_every_range_inside(
+    tmp_path_factory: pytest.TempPathFactory, sources: list[str]
+):
+    """The same sources through `fxls check` (the worker, the JSON output in UTF-16)."""
+    folder = tmp_path_factory.mktemp("fuzz_cli")
+    (folder / "pyproject.toml").write_text("[tool.fxls]\ntimeout = 10\n", encoding="utf-8")
+    for index, source in enumerate(sources):
+        (folder / f"f{index:02}.py").write_bytes(source.encode("utf-8", "surrogatepass"))
+    command = [sys.executable, "-m", "fxls", "check", "--format", "json", "--no-progress", "."]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=folder)
+    assert done.returncode in (0, 1), done.stderr
+    files = json.loads(done.stdout)["files"]
+    assert sorted(entry["path"] for entry in files) == [
+        f"./f{index:02}.py" for index in range(len(sources))]
+    for entry in files:
+        text = SourceText(read_python_source_or_replace(folder / entry["path"]))
+        for item in entry["diagnostics"]:
+            if "path" in item:  # located in another file
+                continue
+            start, end = item["range"]["start"], item["range"]["end"]
+            assert (start["line"], start["character"]) <= (end["line"], end["character"])
+            for position in (start, end):
+                assert 0 <= position["line"] < text.line_count, (entry["path"], item)
+                line = text.line_text(position["line"])
+                units = len(line.encode("utf-16-le", "surrogatepass")) // 2
+                assert 0 <= position["character"] <= units, (entry["path"], item)
