@@ -337,6 +337,36 @@ class Node:
 
         self._update_args_kwargs(map_arg(self._args, swap), map_arg(self._kwargs, swap))
 
+    def normalized_arguments(
+        self,
+        root: torch.nn.Module,
+        arg_types: tuple[Any, ...] | None = None,
+        kwarg_types: dict[str, Any] | None = None,
+        normalize_to_only_use_kwargs: bool = False,
+    ) -> Any:
+        """This call's arguments matched to its target's signature (an ``ArgsKwargsPair``), or
+        ``None``; see ``fxcore.operator_schemas.normalize_function``/``normalize_module``."""
+        from fxcore.operator_schemas import normalize_function, normalize_module
+
+        if self.op == "call_function":
+            return normalize_function(
+                self.target,  # type: ignore[arg-type]
+                self._args,
+                self._kwargs,
+                arg_types,
+                kwarg_types,
+                normalize_to_only_use_kwargs=normalize_to_only_use_kwargs,
+            )
+        if self.op == "call_module":
+            return normalize_module(
+                root,
+                self.target,  # type: ignore[arg-type]
+                self._args,
+                self._kwargs,
+                normalize_to_only_use_kwargs=normalize_to_only_use_kwargs,
+            )
+        return None
+
     # -- properties --------------------------------------------------------------------
     @property
     def stack_trace(self) -> str | None:

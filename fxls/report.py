@@ -84,6 +84,8 @@ class NodeInfo:
     module_type: str | None = None
     module_params: int | None = None
     backward: str | None = None
+    #: the arguments passed, by parameter name: [[name, formatted value], ...]
+    named_args: list[list[str]] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -93,7 +95,7 @@ class NodeInfo:
             "stack": [s.to_dict() for s in self.stack], "shape": self.shape,
             "dtype": self.dtype, "module_path": self.module_path,
             "module_type": self.module_type, "module_params": self.module_params,
-            "backward": self.backward,
+            "backward": self.backward, "named_args": self.named_args,
         }
 
     @classmethod

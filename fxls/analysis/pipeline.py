@@ -47,6 +47,7 @@ from fxls.analysis.loading import (
     module_classes,
     parse_source,
 )
+from fxls.analysis.named_args import named_arguments
 from fxls.analysis.network import refusal_diagnostics
 from fxls.analysis.observe import observe, run_eager, signature
 from fxls.analysis.packages import ModuleLocation, locate_module
@@ -709,6 +710,8 @@ def _node_info(node: Node, gm: GraphModule | None, backward: dict[str, str]) -> 
     elif module_stack:
         info.module_path = next(reversed(module_stack.values()))[0]
     info.backward = backward.get(node.name)
+    named = named_arguments(node, gm)
+    info.named_args = [[name, value] for name, value in named] if named else None
     return info
 
 

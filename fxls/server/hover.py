@@ -30,10 +30,13 @@ def node_markdown(module: ModuleReport, node: NodeInfo) -> str:
         if node.module_params is not None:
             detail += f", {node.module_params:,} parameters"
         rows.append(("module", detail))
-    if node.args and node.args != "()":
-        rows.append(("args", f"`{node.args}`"))
-    if node.kwargs and node.kwargs != "{}":
-        rows.append(("kwargs", f"`{node.kwargs}`"))
+    if node.named_args:
+        rows.append(("args", ", ".join(f"`{name}={value}`" for name, value in node.named_args)))
+    else:
+        if node.args and node.args != "()":
+            rows.append(("args", f"`{node.args}`"))
+        if node.kwargs and node.kwargs != "{}":
+            rows.append(("kwargs", f"`{node.kwargs}`"))
     rows.append(("users", ", ".join(f"`{u}`" for u in node.users) if node.users else "none"))
     shape = _shape(node)
     if shape:
