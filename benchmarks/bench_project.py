@@ -11,6 +11,9 @@ each, most of them importing ``from pkg.layers import ...``), then, interleaved 
 - the project phase alone: all files through one warm worker, one or two jobs at a time,
   exactly as ``fxls check`` runs them (``analyze_many``'s semaphore over one client).
 
+Where the time goes is printed too: the worker process's own CPU time per job (forks,
+frames) and the average number of jobs running at once.
+
 Speedups are medians of per-run ratios (jobs 1 / jobs 2). The outputs of ``--jobs 1`` and
 ``--jobs 2`` are compared too: they must be identical.
 """
@@ -178,21 +181,31 @@ def run_command(package: Path, jobs: int) -> tuple[float, str]:
     return elapsed, done.stdout
 
 
+def cpu_ms(pid: int) -> float:
+    """CPU time (user + system) a process used so far, in ms (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
 async def project_phase(
     package: Path, jobs_list: list[int], repeat: int, before_each: Callable[[], object]
-) -> tuple[dict[int, list[float]], dict[int, list[float]]]:
+) -> tuple[dict[int, list[float]], dict[int, list[float]], dict[int, list[float]]]:
     """The files through one warm worker, ``jobs`` at a time, as ``analyze_many`` runs them
     (same client, same semaphore); the worker's start is not timed."""
     from fxls.cli import _read_requests
     from fxls.files import collect_python_files
-    from fxls.runner import WARM_IMPORTS, run_analysis
+    from fxls.runner import LEARN_IMPORTS, WARM_IMPORTS, WARM_UP, run_analysis
     from fxls.worker.client import WorkerClient
 
     requests = _read_requests(collect_python_files([str(package)]), {})
     times: dict[int, list[float]] = {jobs: [] for jobs in jobs_list}
     #: jobs running at once on average: the jobs' own time summed, over the wall time
     overlap: dict[int, list[float]] = {jobs: [] for jobs in jobs_list}
-    client = WorkerClient(sys.executable, warm_imports=WARM_IMPORTS)
+    #: the worker process's own CPU time per job (ms)
+    parent: dict[int, list[float]] = {jobs: [] for jobs in jobs_list}
+    # as ``runner.analyze_many`` makes it
+    client = WorkerClient(sys.executable, warm_imports=WARM_IMPORTS, learn_imports=LEARN_IMPORTS,
+                          sandbox=True, prime=WARM_UP)
     await client.start()
     try:
         for _ in range(repeat):
@@ -204,16 +217,19 @@ async def project_phase(
                     async with slots:
                         return await run_analysis(client, request)
 
+                assert client.pid is not None
+                worker_cpu = cpu_ms(client.pid)
                 start = time.perf_counter()
                 reports = await asyncio.gather(*(one(r) for r in requests))
                 wall = (time.perf_counter() - start) * 1000
                 times[jobs].append(wall)
+                parent[jobs].append((cpu_ms(client.pid) - worker_cpu) / len(requests))
                 busy = sum(r.timings_ms.get("total", 0.0) for r in reports if r is not None)
                 overlap[jobs].append(busy / wall)
                 assert all(r is not None for r in reports)
     finally:
         await client.close()
-    return times, overlap
+    return times, overlap, parent
 
 
 def idle_share(seconds: float = 1.0) -> float:
@@ -298,7 +314,7 @@ def main() -> int:
                 command[jobs].append(elapsed)
                 outputs[jobs].add(output)
             scaling.append(machine_scaling())
-        phase, overlap = asyncio.run(
+        phase, overlap, parent = asyncio.run(
             project_phase(package, [1, 2], options.repeat, before_each))
         scaling.append(machine_scaling())
 
@@ -326,6 +342,9 @@ def main() -> int:
     print(f"\njobs running at once in the project phase (their time summed / wall time): "
           f"{statistics.median(overlap[1]):.2f} with --jobs 1, "
           f"{statistics.median(overlap[2]):.2f} with --jobs 2")
+    print(f"the worker process's own CPU time per job (forks, frames): "
+          f"{statistics.median(parent[1]):.1f} ms with --jobs 1, "
+          f"{statistics.median(parent[2]):.1f} ms with --jobs 2")
     print(f"the machine's own 2-process speedup meanwhile (pure Python, no fxls): "
           f"{statistics.median(scaling):.2f}x (runs: "
           f"{', '.join(f'{x:.2f}' for x in scaling)})")

@@ -1,8 +1,9 @@
 """Back the warm worker's anonymous memory with transparent huge pages (Linux).
 
-A fork copies the parent's page tables: one entry per 4 KB page of a torch-sized heap
-(~140 MB) took 8-14 ms per fork; with that memory in 2 MB pages it takes ~2 ms (measured in
-a warm worker, docs/performance.md). Children still copy only the 4 KB pages they write.
+A fork copies the parent's page tables: one entry per 4 KB page. For a warm worker's heap
+(~140 MB of anonymous memory after the imports) that took 8-14 ms per fork; with that memory
+in 2 MB pages it takes ~2 ms (docs/performance.md). Children still copy only the 4 KB pages
+they write.
 """
 
 from __future__ import annotations

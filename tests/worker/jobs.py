@@ -165,3 +165,8 @@ def import_and_report(params: dict[str, Any]) -> dict[str, Any]:
     product = torch.randn(300, 300) @ torch.randn(300, 300)  # threads still work after
     return {"loaded_at_start": before, "threads": torch.get_num_threads(),
             "finite": bool(product.isfinite().all())}
+
+
+def primed_by(params: dict[str, Any]) -> Any:
+    """The pid of the process the warm-up ran in (the worker, for ``prime``)."""
+    return STATE.get("warmed")
