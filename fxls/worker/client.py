@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fxls.worker.heartbeat import PONG, Heartbeat, why_silent
 from fxls.worker.protocol import HEADER, decode, encode
 
 log = logging.getLogger(__name__)
@@ -68,6 +69,7 @@ class WorkerClient:
         learn_imports: tuple[str, ...] = (),
         prime: str | None = None,
         sandbox: bool = False,
+        unresponsive_after_s: float = 10.0,
     ) -> None:
         """``warm_up`` (``module:function``, no arguments; see ``fxls.worker.api``) runs in
         each pre-forked job process before its job arrives, ``prime`` (the same kind of
@@ -75,7 +77,8 @@ class WorkerClient:
         Modules of the packages named in
         ``learn_imports`` (e.g. ``("torch",)``) that a job imported are imported by the warm
         worker after that job, so later jobs find them loaded. With ``sandbox``, jobs run
-        confined (``fxls.worker.sandbox``; ``run(sandbox=...)`` widens it per job)."""
+        confined (``fxls.worker.sandbox``; ``run(sandbox=...)`` widens it per job). A worker
+        that answers nothing for ``unresponsive_after_s`` is replaced (``heartbeat``)."""
         self.python = python
         self.warm_imports = tuple(warm_imports)
         self.learn_imports = tuple(learn_imports)
@@ -91,6 +94,10 @@ class WorkerClient:
         self._jobs_dirs: list[str] = []
         self._proc: asyncio.subprocess.Process | None = None
         self._reader: asyncio.Task[None] | None = None
+        self.unresponsive_after_s = unresponsive_after_s
+        self._watcher: asyncio.Task[None] | None = None
+        #: why a worker this client killed went silent (the reader reports it)
+        self._silenced: dict[int, str] = {}
         self._pending: dict[int, _Pending] = {}
         self._job_ids: dict[str, int] = {}
         self._superseded: set[int] = set()
@@ -129,11 +136,12 @@ class WorkerClient:
                 with contextlib.suppress(ProcessLookupError):
                     proc.kill()
                 await proc.wait()
-        if self._reader is not None:
-            self._reader.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._reader
-            self._reader = None
+        for task in (self._reader, self._watcher):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+        self._reader = self._watcher = None
         self._fail_pending({"status": "cancelled", "error": "the worker was closed"})
         _remove_dirs(self._jobs_dirs)
 
@@ -179,7 +187,9 @@ class WorkerClient:
         self.import_errors = dict(ready.get("import_errors") or {})
         self._note_sandbox(ready.get("sandbox"))
         self._proc = proc
-        self._reader = asyncio.create_task(self._read_loop(proc))
+        heartbeat = Heartbeat(self.unresponsive_after_s)
+        self._reader = asyncio.create_task(self._read_loop(proc, heartbeat))
+        self._watcher = asyncio.create_task(self._watch(proc, heartbeat))
 
     def _sandbox_config(self) -> dict[str, Any]:
         """A fresh folder for the jobs' private folders (the last worker's is gone)."""
@@ -207,12 +217,14 @@ class WorkerClient:
         env.setdefault("PYTHONWARNINGS", "ignore::UserWarning:torch._subclasses.functional_tensor")
         return env
 
-    async def _read_loop(self, proc: asyncio.subprocess.Process) -> None:
+    async def _read_loop(self, proc: asyncio.subprocess.Process, heartbeat: Heartbeat) -> None:
         assert proc.stdout is not None
         try:
             while True:
                 message = await _read_frame(proc.stdout)
-                self._on_message(message, proc)
+                heartbeat.heard(message.get("op"))
+                if message.get("op") != PONG:
+                    self._on_message(message, proc)
         except (asyncio.IncompleteReadError, ConnectionError, ValueError):
             pass
         finally:
@@ -222,10 +234,26 @@ class WorkerClient:
             if code is None:
                 with contextlib.suppress(asyncio.TimeoutError, TimeoutError):
                     code = await asyncio.wait_for(proc.wait(), 1.0)
-            detail = f"the worker process died ({_describe_exit(code)})"
+            detail = self._silenced.pop(proc.pid, None) or (
+                f"the worker process died ({_describe_exit(code)})")
             if not self._closed:
                 log.warning("%s; the next job starts a new worker", detail)
             self._fail_pending({"status": "crashed", "error": detail}, proc)
+
+    async def _watch(self, proc: asyncio.subprocess.Process, heartbeat: Heartbeat) -> None:
+        """Ping the worker; kill it once it stays silent too long (the reader then fails
+        its runs and the next job starts a new worker)."""
+        while proc is self._proc and proc.returncode is None:
+            await asyncio.sleep(heartbeat.interval_s)
+            if heartbeat.overdue():
+                detail = why_silent(proc.pid, heartbeat.silent_for())
+                log.warning("%s", detail)
+                self._silenced[proc.pid] = detail
+                self._forget(proc)
+                return
+            if not self._write_lock.locked():  # a stopped worker may block a write: skip
+                with contextlib.suppress(ConnectionError, RuntimeError, OSError):
+                    await self._send_to(proc, {"op": "ping"})
 
     def _on_message(self, message: dict[str, Any], proc: asyncio.subprocess.Process) -> None:
         pending = self._pending.get(message.get("id"))  # type: ignore[arg-type]

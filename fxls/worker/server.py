@@ -28,6 +28,7 @@ from fxls.worker.child import (
     run_warm_up,
     serve_job,
 )
+from fxls.worker.heartbeat import BUSY, PONG
 from fxls.worker.hugepages import collapse_anonymous_memory
 from fxls.worker.protocol import (
     FrameBuffer,
@@ -169,7 +170,7 @@ class Worker:
             if job is not None:
                 self._kill(job, "cancelled")
         elif op == "ping":
-            self.send({"op": "pong", "id": message.get("id")})
+            self.send({"op": PONG})
         elif op == "shutdown":
             self.running = False
 
@@ -343,6 +344,7 @@ class Worker:
         self.to_learn.clear()
         if not names:
             return
+        self.send({"op": BUSY})  # the loop blocks for seconds: the client's heartbeat waits
         warm_imports(names)
         gc.collect()
         gc.freeze()

@@ -170,3 +170,12 @@ def import_and_report(params: dict[str, Any]) -> dict[str, Any]:
 def primed_by(params: dict[str, Any]) -> Any:
     """The pid of the process the warm-up ran in (the worker, for ``prime``)."""
     return STATE.get("warmed")
+
+
+def stop_worker(params: dict[str, Any]) -> str:
+    """Stop the worker (this job process's parent), as hostile or careless code may."""
+    import signal
+
+    os.kill(os.getppid(), signal.SIGSTOP)
+    time.sleep(float(params.get("then_sleep", 60)))
+    return "the worker was stopped"
