@@ -1,6 +1,6 @@
 """What `fxls check` costs: worker start, then per file import + trace, warm.
 
-    .venv/bin/python benchmarks/bench_check.py [--repeat N] [--markdown]
+    .venv/bin/python benchmarks/bench_check.py [--repeat N] [--markdown] [--no-sandbox]
 
 Compares a warm worker job on a generated ~300-node model file with the same work done
 in-process with torch.fx (exec the file + symbolic_trace), interleaved run by run: the job
@@ -59,6 +59,10 @@ def in_process_torch_fx(path: Path, source: str) -> float:
     return (time.perf_counter() - start) * 1000
 
 
+#: jobs run in the sandbox, as `fxls check` and `fxls serve` run them
+SANDBOX = {"on": True}
+
+
 async def measure_examples() -> dict[str, float]:
     """`fxls check examples/` split up: wall time of the command, worker start, and the sum
     over files of import (exec) and trace (construct + trace + rules) inside the jobs."""
@@ -69,7 +73,8 @@ async def measure_examples() -> dict[str, float]:
     subprocess.run([sys.executable, "-m", "fxls", "check", str(REPO / "examples")],
                    capture_output=True, check=False)
     wall = (time.perf_counter() - start) * 1000
-    client = WorkerClient(sys.executable, warm_imports=WARM_IMPORTS)  # as `fxls check`
+    client = WorkerClient(sys.executable, warm_imports=WARM_IMPORTS,  # as `fxls check`
+                          sandbox=SANDBOX["on"])
     start = time.perf_counter()
     await client.start()
     worker_start = (time.perf_counter() - start) * 1000
@@ -77,7 +82,8 @@ async def measure_examples() -> dict[str, float]:
     for path in examples:
         request = AnalysisRequest(str(path), path.read_text(), Settings(root=str(REPO)))
         start = time.perf_counter()
-        result = await client.run(ANALYZE_TARGET, request.params(), timeout=60)
+        result = await client.run(ANALYZE_TARGET, request.params(), timeout=60,
+                                  sandbox=request.settings.job_policy())
         jobs_ms += (time.perf_counter() - start) * 1000
         if result.status == "ok":
             import_ms += result.value["timings_ms"].get("import", 0.0)
@@ -93,7 +99,8 @@ async def measure(repeat: int) -> dict[str, object]:
     path = folder / "big_model.py"
     source = model_source(40)
     path.write_text(source)
-    client = WorkerClient(sys.executable, warm_imports=WARM_IMPORTS, warm_up=WARM_UP)
+    client = WorkerClient(sys.executable, warm_imports=WARM_IMPORTS, warm_up=WARM_UP,
+                          sandbox=SANDBOX["on"])
     start = time.perf_counter()
     await client.start()
     worker_start = (time.perf_counter() - start) * 1000
@@ -108,6 +115,7 @@ async def measure(repeat: int) -> dict[str, object]:
         result = await client.run(
             ANALYZE_TARGET, request.params(), timeout=60,
             on_partial=lambda _, seen=arrivals: seen.append(time.perf_counter()),
+            sandbox=request.settings.job_policy(),
         )
         job_ms.append((time.perf_counter() - start) * 1000)
         assert result.status == "ok", result.error
@@ -136,7 +144,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--markdown", action="store_true")
+    parser.add_argument("--no-sandbox", action="store_true",
+                        help="jobs without the sandbox (to measure what it costs)")
     args = parser.parse_args()
+    SANDBOX["on"] = not args.no_sandbox
     e = asyncio.run(measure_examples())
     r = asyncio.run(measure(args.repeat))
     rows = [

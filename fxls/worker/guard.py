@@ -136,6 +136,11 @@ def _path(value: Any, dir_fd: Any = None) -> list[str]:
     return [text]
 
 
+def _new(paths: list[str]) -> list[str]:
+    """Creating what exists fails anyway, with the error the code expects (``exist_ok``)."""
+    return [path for path in paths if not os.path.lexists(path)]
+
+
 def _open_paths(args: tuple[Any, ...]) -> list[str]:
     path, mode, flags = (*args, None, None, None)[:3]
     if isinstance(mode, str):
@@ -153,7 +158,7 @@ def _two_paths(args: tuple[Any, ...]) -> list[str]:
 
 _WRITE_EVENTS = {
     "open": _open_paths,
-    "os.mkdir": lambda a: _path(a[0], a[2] if len(a) > 2 else None),
+    "os.mkdir": lambda a: _new(_path(a[0], a[2] if len(a) > 2 else None)),
     "os.rmdir": lambda a: _path(a[0], a[1] if len(a) > 1 else None),
     "os.remove": lambda a: _path(a[0], a[1] if len(a) > 1 else None),
     "os.rename": _two_paths,

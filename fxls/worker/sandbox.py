@@ -2,12 +2,13 @@
 
 With the sandbox on (``configure``, in the warm worker before it forks):
 
-- the idle child enters a new user + PID namespace (``enter``): it forks once more, the job
-  process is PID 1 of its namespace and its parent stays outside as a *relay* that mirrors its
-  exit status to the worker. Every process the job starts dies with it (the kernel kills a
-  namespace whose first process ended); the job sees no process outside, so it can signal
-  neither the worker nor the server. Without unprivileged user namespaces the job has its own
-  session and the worker, a child subreaper, kills what the job left behind (``end_adopted``).
+- the idle child enters new user + PID + mount namespaces (``enter``): it forks once more,
+  the job process is PID 1 of its namespace (with a /proc of its own) and its parent stays
+  outside as a *relay* that mirrors its exit status to the worker. Every process the job
+  starts dies with it (the kernel kills a namespace whose first process ended); the job sees
+  no process outside, so it can signal neither the worker nor the server. Without
+  unprivileged user namespaces the job has its own process group and the worker, a child
+  subreaper, kills what the job left behind (``end_adopted``).
 - when the job arrives (``confine``, irreversible, before any user code): a network namespace
   of its own unless the job allows network; Landlock lets it write only to its private folder
   (and the folders the job allows), refuses TCP and signals to the outside; a Python-level
@@ -38,6 +39,8 @@ from fxls.worker.procfs import child_pids
 _CLONE_NEWUSER = 0x10000000
 _CLONE_NEWPID = 0x20000000
 _CLONE_NEWNET = 0x40000000
+_CLONE_NEWNS = 0x00020000
+_MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_PRIVATE = 2, 4, 8, 1 << 14, 1 << 18
 _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
 
@@ -241,7 +244,7 @@ def enter(forward: Iterable[signal.Signals] = ()) -> None:
     if not _config.support.namespaces:
         return
     uid, gid = os.getuid(), os.getgid()
-    if not _unshare(_CLONE_NEWUSER | _CLONE_NEWPID):
+    if not _unshare(_CLONE_NEWUSER | _CLONE_NEWPID | _CLONE_NEWNS):
         return
     _map_ids(uid, gid)
     lifeline_r, lifeline_w = os.pipe()
@@ -256,6 +259,15 @@ def enter(forward: Iterable[signal.Signals] = ()) -> None:
     if select.select([lifeline_r], [], [], 0)[0]:  # EOF: the relay died before the prctl
         os._exit(0)
     os.close(lifeline_r)
+    _own_proc()
+
+
+def _own_proc() -> None:
+    """Mount a /proc of the job's PID namespace (in its own mount namespace): it lists the
+    job's processes only, not the worker's, the server's or their command lines."""
+    libc = _libc()
+    if libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None) == 0:
+        libc.mount(b"proc", b"/proc", b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None)
 
 
 def _map_ids(uid: int, gid: int) -> None:

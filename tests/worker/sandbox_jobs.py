@@ -19,7 +19,8 @@ def whoami(params: dict[str, Any]) -> dict[str, Any]:
     with tempfile.NamedTemporaryFile("w", delete=False) as handle:
         handle.write("private")
     return {"pid": os.getpid(), "ppid": os.getppid(), "uid": os.getuid(),
-            "tmp": handle.name, "tmp_written": Path(handle.name).read_text()}
+            "tmp": handle.name, "tmp_written": Path(handle.name).read_text(),
+            "processes": sorted(int(p) for p in os.listdir("/proc") if p.isdigit())}
 
 
 def escape(params: dict[str, Any]) -> str:
@@ -98,4 +99,16 @@ def connect(params: dict[str, Any]) -> dict[str, str]:
     code = (f"import socket; socket.socket().connect(('127.0.0.1', {params['port']}))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=10)
     outcome["subprocess"] = "connected" if done.returncode == 0 else "refused"
+    return outcome
+
+
+def make_dirs(params: dict[str, Any]) -> dict[str, str]:
+    """``os.makedirs(path, exist_ok=True)`` for each path (the usual cache-folder idiom)."""
+    outcome = {}
+    for path in params["paths"]:
+        try:
+            os.makedirs(path, exist_ok=True)
+            outcome[path] = "ok"
+        except OSError as exc:
+            outcome[path] = type(exc).__name__
     return outcome

@@ -88,6 +88,7 @@ async def test_a_job_runs_alone_with_a_private_folder(client: WorkerClient) -> N
     namespaces = client.sandbox_support and client.sandbox_support["namespaces"]
     if namespaces:
         assert (result.value["pid"], result.value["ppid"]) == (1, 0)
+        assert result.value["processes"] == [1]  # /proc lists nothing outside the job
     assert result.value["uid"] == os.getuid()
     deadline = time.monotonic() + 5
     while private.exists() and time.monotonic() < deadline:
@@ -199,6 +200,17 @@ async def test_a_policy_allows_more_folders(client: WorkerClient, tmp_path: Path
                               sandbox={"write": [str(tmp_path)]})
     assert result.value == {target: "python", target + ".sh": "shell"}, result
     assert (tmp_path / "out.txt").read_text() == "written by a job"
+
+
+async def test_an_existing_folder_can_be_made_again(client: WorkerClient,
+                                                   tmp_path: Path) -> None:
+    """``makedirs(exist_ok=True)`` of a folder that exists works as without the sandbox; a new
+    folder outside the private one is refused."""
+    new = tmp_path / "new"
+    result = await client.run(f"{JOBS}:make_dirs", {"paths": [str(tmp_path), str(new)]},
+                              timeout=20)
+    assert result.value == {str(tmp_path): "ok", str(new): "PermissionError"}, result
+    assert not new.exists()
 
 
 def listener() -> socket.socket:
