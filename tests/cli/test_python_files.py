@@ -22,6 +22,7 @@ FILES: dict[str, bytes] = {
     "c_undecodable.py": (HEAD + "NAME = '").encode() + b"caf\xe9'\n" + GATE.encode(),
     "d_unknown_coding.py": b"# coding: no-such-codec\n" + (HEAD + GATE).encode(),
     "e_deep.py": (HEAD + "VALUE = " + "-" * 50_000 + "1\n").encode(),
+    "f_deep_not.py": (HEAD + "FLAG = (" + "not " * 5_000 + "True)\n" + GATE).encode(),
     "z_after.py": (HEAD + GATE).encode(),
 }
 
@@ -57,6 +58,7 @@ def test_files_are_read_as_python_reads_them(folder: Path):
     assert found["./c_undecodable.py"] == [("FX100", 2, 11, 2, 12)]
     assert found["./d_unknown_coding.py"] == [("FX100", 0, 0, 0, 23)]
     assert found["./e_deep.py"] == [("FX100", 2, 0, 2, 50_009)]
+    assert found["./f_deep_not.py"] == [("FX100", 2, 0, 2, 20_013)]
     assert found["./z_after.py"] == gate
 
 
