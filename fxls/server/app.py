@@ -30,6 +30,7 @@ from fxls.server.foreign import DiagnosticBoard
 from fxls.server.hover import module_markdown, nodes_markdown
 from fxls.server.inlay import shape_hints
 from fxls.server.lsp_convert import RangeConverter, place_diagnostics
+from fxls.server.protocol import FxlsProtocol, serve_stdio
 from fxls.settings import load_settings
 
 log = logging.getLogger("fxls.server")
@@ -48,7 +49,8 @@ DEPENDENTS_DELAY_S = 0.3
 class FxlsServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__(
-            "fxls", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental
+            "fxls", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+            protocol_cls=FxlsProtocol,
         )
         self.config = ServerConfig()
         self.analysis = AnalysisService(self.config.python)
@@ -439,4 +441,4 @@ def serve(*, tcp: bool = False, host: str = "127.0.0.1", port: int = 2087) -> No
     if tcp:
         server.start_tcp(host, port)
     else:
-        server.start_io()
+        serve_stdio(server)
