@@ -111,9 +111,9 @@ class TracerBase:
         type_expr: Any | None = None,
     ) -> Node:
         if self.check_mutable_operations and kind == "call_function":
-            from fxcore._mutable_ops import refuse_mutable_operation
+            from fxcore.operator_schemas import check_for_mutable_operation
 
-            refuse_mutable_operation(target, args, kwargs)  # type: ignore[arg-type]
+            check_for_mutable_operation(target, args, kwargs)  # type: ignore[arg-type]
         node = self.graph.create_node(kind, target, args, kwargs, name, type_expr)
         module_stack = getattr(self, "module_stack", None)
         if module_stack:
