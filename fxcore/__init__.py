@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 _EXPORTS: dict[str, str] = {
     "Graph": "fxcore.graph",
+    "CodeGen": "fxcore.graph",
     "Node": "fxcore.node",
     "map_arg": "fxcore.node",
     "map_aggregate": "fxcore.node",
@@ -26,6 +27,7 @@ _EXPORTS: dict[str, str] = {
     "Tracer": "fxcore._symbolic_trace",
     "symbolic_trace": "fxcore._symbolic_trace",
     "wrap": "fxcore._symbolic_trace",
+    "ProxyableClassMeta": "fxcore._proxyable",
     "PH": "fxcore._symbolic_trace",
     "GraphModule": "fxcore.graph_module",
     "Interpreter": "fxcore.interpreter",
@@ -50,6 +52,8 @@ _SUBMODULES = {
     "source",
     "recovering",
     "interop",
+    "operator_schemas",
+    "experimental",
     "autograd_view",
 }
 
@@ -72,8 +76,9 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
+    from fxcore._proxyable import ProxyableClassMeta
     from fxcore._symbolic_trace import PH, Tracer, symbolic_trace, wrap
-    from fxcore.graph import Graph
+    from fxcore.graph import CodeGen, Graph
     from fxcore.graph_module import GraphModule
     from fxcore.interpreter import Interpreter, Transformer
     from fxcore.node import Node, has_side_effect, map_aggregate, map_arg

@@ -18,12 +18,12 @@ import torch
 from fxcore import _pytree
 from fxcore._naming import CUSTOM_BUILTINS, Namespace
 from fxcore._pytree import PyTreeInfo
-from fxcore.node import Node, _get_qualified_name, _type_repr
+from fxcore.node import Argument, Node, _get_qualified_name, _type_repr
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
 
-__all__ = ["PythonCode", "generate", "magic_methods", "reflectable_magic_methods"]
+__all__ = ["CodeGen", "PythonCode", "generate", "magic_methods", "reflectable_magic_methods"]
 
 reflectable_magic_methods = {
     "add": "{} + {}",
@@ -119,17 +119,102 @@ def _source_comment(node: Node) -> str:
     return f"# File: {span.file}:{span.line} in {span.function}"
 
 
+class CodeGen:
+    """How a graph becomes Python source; subclass to change the function's signature, its
+    return statement, or to rewrite its body (``Graph.set_codegen``).
+
+    ``gen_fn_def`` writes the ``def`` line (and any unpacking after it), ``generate_output``
+    the return statement; ``process_inputs``/``process_outputs`` convert between what the
+    generated function is called with / returns and the graph's inputs / output value;
+    ``additional_globals`` adds names the generated code refers to.
+    """
+
+    def __init__(self) -> None:
+        #: the ``on_generate_code`` transformer: the body's lines -> new lines
+        self._body_transformer: Callable[[list[str]], list[str]] | None = None
+        self._func_name: str = "forward"
+        self._render: Callable[[Any], str] = repr
+
+    def gen_fn_def(self, free_vars: list[str], maybe_return_annotation: str) -> str:
+        if not free_vars or free_vars[0] != "self":
+            free_vars.insert(0, "self")
+        return f"def {self._func_name}({', '.join(free_vars)}){maybe_return_annotation}:"
+
+    def generate_output(self, output_args: Argument) -> str:
+        return f"return {self._render(output_args)}"
+
+    def process_inputs(self, *args: Any) -> Any:
+        return args
+
+    def process_outputs(self, outputs: Any) -> Any:
+        return outputs
+
+    def additional_globals(self) -> list[tuple[str, Any]]:
+        return []
+
+    def _gen_python_code(
+        self,
+        nodes: Iterable[Node],
+        root_module: str,
+        *,
+        verbose: bool = False,
+        wrap_fn: Any = None,
+    ) -> PythonCode:
+        return _generate(self, list(nodes), root_module, verbose=verbose, wrap_fn=wrap_fn)
+
+
+class _PyTreeCodeGen(CodeGen):
+    """Generated code for a graph whose inputs/outputs are containers' leaves: the function
+    takes the containers and unpacks them (``fx_pytree.tree_flatten_spec``), and packs its
+    result back (``pytree.tree_unflatten``)."""
+
+    def __init__(self, pytree_info: PyTreeInfo) -> None:
+        super().__init__()
+        self.pytree_info = pytree_info
+
+    def gen_fn_def(self, free_vars: list[str], maybe_return_annotation: str) -> str:
+        return _pytree_prologue(
+            self._func_name, self.pytree_info, free_vars, maybe_return_annotation
+        )
+
+    def generate_output(self, output_args: Argument) -> str:
+        if self.pytree_info.out_spec is None:
+            return super().generate_output(output_args)
+        return f"return pytree.tree_unflatten({self._render(output_args)}, self._out_spec)"
+
+    def process_inputs(self, *args: Any) -> Any:
+        return torch.utils._pytree.arg_tree_leaves(*args)
+
+    def process_outputs(self, outputs: Any) -> Any:
+        if self.pytree_info.out_spec is None:
+            return outputs
+        if not isinstance(outputs, list | tuple):
+            outputs = [outputs]
+        return torch.utils._pytree.tree_unflatten(outputs, self.pytree_info.out_spec)
+
+
 def generate(
     nodes: Iterable[Node],
     root_module: str,
     *,
     verbose: bool = False,
-    func_name: str = "forward",
-    wrap_name_hint: str = "wrap",
     wrap_fn: Any = None,
     pytree_info: PyTreeInfo | None = None,
 ) -> PythonCode:
-    nodes = list(nodes)
+    codegen = CodeGen() if pytree_info is None else _PyTreeCodeGen(pytree_info)
+    return codegen._gen_python_code(nodes, root_module, verbose=verbose, wrap_fn=wrap_fn)
+
+
+def _generate(
+    codegen: CodeGen,
+    nodes: list[Node],
+    root_module: str,
+    *,
+    verbose: bool,
+    wrap_fn: Any,
+    wrap_name_hint: str = "wrap",
+) -> PythonCode:
+    pytree_info = codegen.pytree_info if isinstance(codegen, _PyTreeCodeGen) else None
     namespace = Namespace()
     free_vars: list[str] = []
     body: list[str] = []
@@ -156,6 +241,8 @@ def generate(
     else:
         globals_["fx_pytree"] = _pytree
         globals_["pytree"] = torch.utils._pytree
+    for extra_name, extra_value in codegen.additional_globals():
+        add_global(extra_name, extra_value)
 
     def type_repr(o: Any) -> str:
         if o == ():
@@ -285,11 +372,7 @@ def generate(
         if op == "output":
             if node.type is not None:
                 return_annotation = f" -> {type_repr(node.type)}"
-            if pytree_info is not None and pytree_info.out_spec is not None:
-                result = get_repr(node.args[0])
-                body.append(f"return pytree.tree_unflatten({result}, self._out_spec)")
-                return
-            body.append(f"return {get_repr(node.args[0])}")
+            body.append(codegen.generate_output(node.args[0]))
             return
         raise NotImplementedError(f"node: {node.op} {node.target}")
 
@@ -299,6 +382,7 @@ def generate(
     saved = [(n, n._repr_fn) for n in nodes]
     for n in nodes:
         n._repr_fn = node_repr
+    codegen._render = get_repr
     try:
         previous_comment = None
         for index, node in enumerate(nodes):
@@ -316,15 +400,13 @@ def generate(
         if wrapped_fns:
             wrap_name = add_global(wrap_name_hint, wrap_fn)
             wrap_stmts = "\n".join(f'{wrap_name}("{name}")' for name in wrapped_fns)
-        if pytree_info is not None:
-            prologue = _pytree_prologue(func_name, pytree_info, free_vars, return_annotation)
-        else:
-            if not free_vars or free_vars[0] != "self":
-                free_vars.insert(0, "self")
-            prologue = f"def {func_name}({', '.join(free_vars)}){return_annotation}:"
+        prologue = codegen.gen_fn_def(free_vars, return_annotation)
+        if codegen._body_transformer is not None:
+            body = codegen._body_transformer(body)
     finally:
         for n, fn in saved:
             n._repr_fn = fn
+        codegen._render = repr
 
     lineno_map: dict[int, int | None] = {}
     prologue_len = prologue.count("\n") + 1

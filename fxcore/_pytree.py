@@ -9,11 +9,29 @@ its result with ``pytree.tree_unflatten(..., self._out_spec)`` (torch's pytree).
 from __future__ import annotations
 
 import collections
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import torch.utils._pytree as pytree
 
-__all__ = ["PyTreeInfo", "tree_flatten_spec", "is_args_kwargs_spec"]
+__all__ = ["PyTreeInfo", "tree_flatten_spec", "is_args_kwargs_spec", "register_pytree_flatten_spec"]
+
+#: a container type -> its children for a spec, (value, spec) -> list (torch.fx's SUPPORTED_NODES)
+_FLATTEN_SPEC_FNS: dict[type, Callable[[Any, Any], list[Any]]] = {}
+#: a container type -> whether a value matches a spec exactly (optional, as in torch.fx)
+_FLATTEN_SPEC_EXACT_MATCH_FNS: dict[type, Callable[[Any, Any], bool]] = {}
+
+
+def register_pytree_flatten_spec(
+    cls: type[Any],
+    flatten_fn_spec: Callable[[Any, Any], list[Any]],
+    flatten_fn_exact_match_spec: Callable[[Any, Any], bool] | None = None,
+) -> None:
+    """How generated code unpacks an argument of type ``cls``: ``flatten_fn_spec(value,
+    spec)`` gives its children in the order of ``spec``'s children."""
+    _FLATTEN_SPEC_FNS[cls] = flatten_fn_spec
+    if flatten_fn_exact_match_spec is not None:
+        _FLATTEN_SPEC_EXACT_MATCH_FNS[cls] = flatten_fn_exact_match_spec
 
 
 class PyTreeInfo(NamedTuple):
@@ -25,6 +43,9 @@ class PyTreeInfo(NamedTuple):
 def _children(value: Any, spec: Any) -> list[Any] | None:
     """``value``'s children in ``spec``'s order, for the containers generated code sees."""
     kind = spec.type
+    registered = _FLATTEN_SPEC_FNS.get(kind)
+    if registered is not None:
+        return list(registered(value, spec))
     if kind is dict or kind is collections.OrderedDict:
         return [value[key] for key in spec.context]
     if kind in (list, tuple) or (isinstance(kind, type) and issubclass(kind, tuple)):

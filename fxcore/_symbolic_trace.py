@@ -13,6 +13,7 @@ import collections
 import functools
 import inspect
 import math
+import os
 import warnings
 from collections.abc import Callable
 from itertools import chain
@@ -22,6 +23,7 @@ from typing import Any
 import torch
 import torch.utils._pytree as pytree
 
+from fxcore._proxyable import is_proxyable_instance
 from fxcore._pytree import PyTreeInfo
 from fxcore.graph import Graph
 from fxcore.graph_module import GraphModule
@@ -38,6 +40,11 @@ _is_fx_tracing = False
 
 #: (id of a module's globals, function name) -> those globals; filled by ``wrap()``
 _wrapped_fns_to_patch: dict[tuple[int, str], dict[str, Any]] = {}
+#: (class, method name): calls of these methods on traced values become call_method nodes
+_wrapped_methods_to_patch: list[tuple[type, str]] = []
+if os.environ.get("FX_PATCH_GETITEM") == "1":
+    # torch.Tensor.__getitem__ on a constant tensor with a traced index (pytorch#50710)
+    _wrapped_methods_to_patch.append((torch.Tensor, "__getitem__"))
 
 
 def is_fx_tracing() -> bool:
@@ -147,6 +154,19 @@ def _autowrap_check(patcher: _Patcher, frame_dict: dict[str, Any], function_ids:
                 patcher.patch(frame_dict, name, _create_wrapped_func(value))
 
 
+def _create_wrapped_method(cls: type, name: str) -> Callable[..., Any]:
+    original = getattr(cls, name)
+
+    @functools.wraps(original)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        proxy = _find_proxy(args, kwargs)
+        if proxy is not None:
+            return proxy.tracer.create_proxy("call_method", name, args, kwargs)
+        return original(*args, **kwargs)
+
+    return wrapped
+
+
 def _patch_wrapped_functions(patcher: _Patcher) -> None:
     for (_, name), frame_dict in list(_wrapped_fns_to_patch.items()):
         if name not in frame_dict and hasattr(builtins, name):
@@ -154,6 +174,8 @@ def _patch_wrapped_functions(patcher: _Patcher) -> None:
         else:
             original = frame_dict[name]
         patcher.patch(frame_dict, name, _create_wrapped_func(original))
+    for cls, name in _wrapped_methods_to_patch:
+        patcher.patch_method(cls, name, _create_wrapped_method(cls, name))
 
 
 def _patch_function(fn: FunctionType, nargs: int) -> FunctionType:
@@ -244,6 +266,12 @@ class Tracer(TracerBase):
                     index += 1
                 self.tensor_attrs[a] = qualname
                 setattr(self.root, qualname, a)
+            return self.create_node("get_attr", qualname, (), {})
+        if is_proxyable_instance(a):  # built from plain values: kept as a constant attribute
+            index = 0
+            while hasattr(self.root, qualname := f"_{type(a).__name__}_constant_{index}"):
+                index += 1
+            setattr(self.root, qualname, a)
             return self.create_node("get_attr", qualname, (), {})
         return super().create_arg(a)
 
@@ -436,7 +464,7 @@ class Tracer(TracerBase):
                     )
                 return x
 
-            return _tree_map(replace_ph, concrete_args[name])
+            return pytree.tree_map(replace_ph, concrete_args[name])
         if name[0] == "*":
             default: tuple[Any, ...] = ()
         else:
@@ -547,14 +575,6 @@ class Tracer(TracerBase):
         for k, v in self.__dict__.items():
             setattr(new_tracer, k, v if k == "_autowrap_search" else copy.deepcopy(v, memo))
         return new_tracer
-
-
-def _tree_map(fn: Callable[[Any], Any], tree: Any) -> Any:
-    if isinstance(tree, tuple | list):
-        return type(tree)(_tree_map(fn, x) for x in tree)
-    if isinstance(tree, dict):
-        return {k: _tree_map(fn, v) for k, v in tree.items()}
-    return fn(tree)
 
 
 def wrap(fn_or_name: str | Callable[..., Any]) -> Any:

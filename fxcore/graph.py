@@ -6,14 +6,18 @@ import copy
 import inspect
 import warnings
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any
 
 import torch
-import torch.utils._pytree as pytree
 
-from fxcore import _codegen
-from fxcore._codegen import PythonCode, magic_methods, reflectable_magic_methods
+from fxcore._codegen import (
+    CodeGen,
+    PythonCode,
+    _PyTreeCodeGen,
+    magic_methods,
+    reflectable_magic_methods,
+)
 from fxcore._naming import Namespace, is_magic, snake_case
 from fxcore._pytree import PyTreeInfo
 from fxcore.immutable_collections import immutable_dict
@@ -23,7 +27,7 @@ from fxcore.source import record_source
 if TYPE_CHECKING:
     from fxcore.graph_module import GraphModule
 
-__all__ = ["Graph", "PythonCode", "magic_methods", "reflectable_magic_methods"]
+__all__ = ["CodeGen", "Graph", "PythonCode", "magic_methods", "reflectable_magic_methods"]
 
 _LEGAL_OPS = frozenset(op for op in OPCODES if op != "root")
 
@@ -87,8 +91,7 @@ class Graph:
         self._tracer_cls = tracer_cls
         self._tracer_extras = tracer_extras
         self._co_fields: dict[str, Any] = {}
-        #: set when the inputs are containers (concrete_args with PH inside a dict or list)
-        self._pytree_info: PyTreeInfo | None = None
+        self._codegen: CodeGen = CodeGen()
         self._order_cache: dict[Node, int] | None = None
 
     # -- basics ------------------------------------------------------------------------
@@ -204,6 +207,42 @@ class Graph:
     ) -> Node:
         return self.create_node("call_function", the_function, args, kwargs, name, type_expr)
 
+    def create_size_node(self, tensor_node: Node, dim: int) -> Node:
+        """A node computing ``tensor_node.size(dim)`` (``aten.sym_size.int``)."""
+        return self._tensor_property_node(
+            torch.ops.aten.sym_size.int, tensor_node, (dim,), lambda t: t.size(dim)
+        )
+
+    def create_stride_node(self, tensor_node: Node, dim: int) -> Node:
+        """A node computing ``tensor_node.stride(dim)`` (``aten.sym_stride.int``)."""
+        return self._tensor_property_node(
+            torch.ops.aten.sym_stride.int, tensor_node, (dim,), lambda t: t.stride(dim)
+        )
+
+    def create_storage_offset_node(self, tensor_node: Node) -> Node:
+        """A node computing ``tensor_node.storage_offset()``."""
+        return self._tensor_property_node(
+            torch.ops.aten.sym_storage_offset.default,
+            tensor_node,
+            (),
+            lambda t: t.storage_offset(),
+        )
+
+    def _tensor_property_node(
+        self,
+        op: Callable[..., Any],
+        tensor_node: Node,
+        extra_args: tuple[Any, ...],
+        read: Callable[[torch.Tensor], Any],
+    ) -> Node:
+        node = self.call_function(op, (tensor_node, *extra_args))
+        # the example value, when the tensor node has one, gets its counterpart
+        for key in ("val", "example_value"):
+            if key in tensor_node.meta:
+                node.meta[key] = read(tensor_node.meta[key])
+                break
+        return node
+
     def output(self, result: Argument, type_expr: Any | None = None) -> Node:
         return self.create_node("output", "output", (result,), type_expr=type_expr)
 
@@ -234,7 +273,7 @@ class Graph:
         memo[id(self)] = copied
         output_vals = copied.graph_copy(self, val_map=memo, return_output_node=True)
         copied._co_fields = dict(self._co_fields)
-        copied._pytree_info = self._pytree_info
+        copied._codegen = copy.deepcopy(self._codegen)
         if output_vals is not None:
             value, old_output = output_vals
             new_output = copied.output(value, type_expr=getattr(old_output, "type", None))
@@ -350,28 +389,53 @@ class Graph:
     def python_code(self, root_module: str, *, verbose: bool = False, **_: Any) -> PythonCode:
         from fxcore import _symbolic_trace
 
-        return _codegen.generate(
-            self.nodes,
-            root_module,
-            verbose=verbose,
-            wrap_fn=_symbolic_trace.wrap,
-            pytree_info=self._pytree_info,
+        return self._codegen._gen_python_code(
+            self.nodes, root_module, verbose=verbose, wrap_fn=_symbolic_trace.wrap
         )
+
+    def set_codegen(self, codegen: CodeGen) -> None:
+        self._codegen = codegen
+
+    def on_generate_code(
+        self,
+        make_transformer: Callable[
+            [Callable[[list[str]], list[str]] | None], Callable[[list[str]], list[str]]
+        ],
+    ) -> AbstractContextManager[None]:
+        """Rewrite the generated body's lines from now on: ``make_transformer`` gets the
+        transformer in place (or None) and returns the new one. Used as a context manager,
+        the previous transformer comes back on exit."""
+        previous = self._codegen._body_transformer
+        self._codegen._body_transformer = make_transformer(previous)
+
+        @contextmanager
+        def restoring() -> Iterator[None]:
+            try:
+                yield
+            finally:
+                self._codegen._body_transformer = previous
+
+        return restoring()
+
+    @property
+    def _pytree_info(self) -> PyTreeInfo | None:
+        """Set when the inputs are containers (concrete_args with PH inside a dict or list)."""
+        codegen = self._codegen
+        return codegen.pytree_info if isinstance(codegen, _PyTreeCodeGen) else None
+
+    @_pytree_info.setter
+    def _pytree_info(self, info: PyTreeInfo | None) -> None:
+        transformer = self._codegen._body_transformer
+        self._codegen = CodeGen() if info is None else _PyTreeCodeGen(info)
+        self._codegen._body_transformer = transformer
 
     def process_inputs(self, *args: Any) -> Any:
         """Generated code's arguments -> the graph's inputs (the leaves, for containers)."""
-        if self._pytree_info is None:
-            return args
-        return pytree.arg_tree_leaves(*args)
+        return self._codegen.process_inputs(*args)
 
     def process_outputs(self, out: Any) -> Any:
         """The graph's output -> what generated code returns (rebuilt containers)."""
-        info = self._pytree_info
-        if info is None or info.out_spec is None:
-            return out
-        if not isinstance(out, list | tuple):
-            out = [out]
-        return pytree.tree_unflatten(out, info.out_spec)
+        return self._codegen.process_outputs(out)
 
     def __str__(self) -> str:
         placeholder_names: list[str] = []

@@ -1,0 +1,1 @@
+"""Tracing aids outside torch.fx's core API (``fxcore.experimental.rewriter``)."""
