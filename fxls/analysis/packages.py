@@ -110,7 +110,9 @@ def _top_name_is_free(top: str, root: Path) -> bool:
 
 def _script(path: Path) -> ModuleLocation:
     stem = path.stem if path.stem.isidentifier() else "user_module"
-    name = stem if stem not in sys.modules else f"_fxls_{stem}"
+    name, count = stem, 1
+    while name in sys.modules:  # a module of that name, or this file analysed before here
+        name, count = f"_fxls_{stem}" + (f"_{count}" if count > 1 else ""), count + 1
     return ModuleLocation(name, str(path.parent))
 
 
