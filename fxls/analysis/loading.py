@@ -9,6 +9,7 @@ import importlib.machinery
 import importlib.util
 import inspect
 import io
+import re
 import sys
 import textwrap
 import tokenize
@@ -158,16 +159,22 @@ class _DocumentRunner:
     def report_syntax_error(self) -> None:
         try:
             compile(self.source, self.filename, "exec", dont_inherit=True)
-        except SyntaxError as error:
-            if error.lineno is None and "\0" in self.source:  # Python does not say where
-                before = source_text(self.source[: self.source.index("\0")])
-                error.lineno = before.line_count
-                error.offset = len(before.line(before.line_count)) + 1
+        except (SyntaxError, ValueError) as error:  # ValueError: a lone surrogate (3.11)
+            if not isinstance(error, SyntaxError):
+                error = SyntaxError(str(error))
+            if error.lineno is None:
+                self._place_uncompilable(error)
             self.failures.append(_syntax_failure(error, self.filename, self.text))
-        except ValueError as error:  # e.g. null bytes
-            self.failures.append(LoadFailure(f"SyntaxError: {error}", self.first_line()))
         except (MemoryError, RecursionError) as error:  # nested too deeply to parse
             self.failures.append(_nesting_failure(error, self._deepest_statement()))
+
+    def _place_uncompilable(self, error: SyntaxError) -> None:
+        """A null byte or a lone surrogate: Python does not say where; the first one."""
+        culprit = _UNCOMPILABLE.search(self.source)
+        if culprit is not None:
+            before = source_text(self.source[: culprit.start()])
+            error.lineno = before.line_count
+            error.offset = len(before.line(before.line_count)) + 1
 
     def _deepest_statement(self) -> SourceSpan:
         """The statement Python could not parse for its depth: of the longest statements,
@@ -290,6 +297,10 @@ def _syntax_failure(error: SyntaxError, filename: str, text: SourceText) -> Load
         f"{type(error).__name__}: {error.msg}",
         SourceSpan(filename, line, end_line, byte_col, byte_end),
     )
+
+
+#: characters a str source cannot hold for compile(): null bytes, lone surrogates
+_UNCOMPILABLE = re.compile("[\x00\ud800-\udfff]")
 
 
 def _nesting_failure(error: BaseException, span: SourceSpan) -> LoadFailure:

@@ -102,3 +102,11 @@ def test_sys_exit_in_init_is_one_fx004_there_and_other_classes_are_kept(tmp_path
     report = _analyze(tmp_path, source)
     assert _codes(report) == [("FX004", 9, 8, 9, 22), ("FX001", 17, 11, 17, 22)]
     assert [m.name for m in report.modules] == ["Quits", "Gate"]
+
+
+def test_lone_surrogate_in_the_text_is_fx100_at_it(tmp_path: Path):
+    path = tmp_path / f"m_{tmp_path.name}.py"  # an editor's text: no file holds a surrogate
+    source = HEAD + "NAME = 'a\ud800b'\n" + GATE
+    report = analyze_source(str(path), source, Settings(root=str(tmp_path)))
+    assert _codes(report) == [("FX100", 3, 9, 3, 12)]
+    assert "surrogates not allowed" in report.diagnostics[0].message
