@@ -57,7 +57,7 @@ def serve_job(
     code = 0
     try:
         _detach(worker_pid, close)
-        sandbox.enter(forward=(DUMP_SIGNAL,))  # may fork: the job runs in the new process
+        sandbox.enter((DUMP_SIGNAL,), limits.cpu_s)  # may fork: the job runs in a new process
         raw = _receive_job(fds.job_r, warm_up)
         _redirect_output(fds.out_w)
         _report_where_on_fault()

@@ -231,11 +231,12 @@ def remove_jobs_dir() -> None:
 
 
 # -------------------------------------------------------------- idle child
-def enter(forward: Iterable[signal.Signals] = ()) -> None:
+def enter(forward: Iterable[signal.Signals] = (), cpu_limit_s: float | None = None) -> None:
     """In the freshly forked idle child: make the job's private folder and, where the kernel
     allows, move into new user + PID namespaces. Returns in the process that will run the
     job; the process the worker forked may instead stay behind as the relay (never returns),
-    passing the ``forward`` signals on to the job."""
+    passing the ``forward`` signals on to the job. ``cpu_limit_s``: the job's CPU limit, so
+    that the relay reports a job the limit ended as SIGXCPU, as without namespaces."""
     global _job_dir, _in_namespaces
     if _config is None:
         return
@@ -251,7 +252,7 @@ def enter(forward: Iterable[signal.Signals] = ()) -> None:
     pid = os.fork()
     if pid:
         os.close(lifeline_r)
-        _relay(pid, lifeline_w, _job_dir, tuple(forward))
+        _relay(pid, lifeline_w, _job_dir, tuple(forward), cpu_limit_s)
     os.close(lifeline_w)
     _in_namespaces = True
     os.setsid()  # leave the relay's process group: the job signals only its own processes
@@ -281,7 +282,8 @@ def _map_ids(uid: int, gid: int) -> None:
             pass
 
 
-def _relay(pid: int, keep: int, job_dir: str, forward: tuple[signal.Signals, ...]) -> NoReturn:
+def _relay(pid: int, keep: int, job_dir: str, forward: tuple[signal.Signals, ...],
+           cpu_limit_s: float | None) -> NoReturn:
     """Wait for the job (PID 1 of the namespace), clean up after it and exit as it did."""
     try:
         os.closerange(3, keep)
@@ -289,16 +291,13 @@ def _relay(pid: int, keep: int, job_dir: str, forward: tuple[signal.Signals, ...
         for signum in forward:
             signal.signal(signum, lambda sig, _frame: _pass_on(pid, sig))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        status = 0
-        while True:
-            try:
-                _, status = os.waitpid(pid, 0)
-                break
-            except InterruptedError:
-                continue
+        _, status, usage = os.wait4(pid, 0)
         shutil.rmtree(job_dir, ignore_errors=True)
         if os.WIFSIGNALED(status):
             signum = os.WTERMSIG(status)
+            used = usage.ru_utime + usage.ru_stime
+            if signum == signal.SIGKILL and cpu_limit_s and used >= int(cpu_limit_s + 0.999):
+                signum = signal.SIGXCPU  # PID 1 ignores SIGXCPU: its hard limit killed it
             if signum not in (signal.SIGKILL, signal.SIGSTOP):  # these cannot be handled
                 signal.signal(signum, signal.SIG_DFL)
                 signal.pthread_sigmask(signal.SIG_UNBLOCK, [signum])

@@ -66,6 +66,13 @@ def tagged_processes(tag: str) -> list[int]:
     return found
 
 
+def alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 def wait_until_gone(tag: str, seconds: float = 5.0) -> list[int]:
     deadline = time.monotonic() + seconds
     while (alive := tagged_processes(tag)) and time.monotonic() < deadline:
@@ -123,6 +130,45 @@ async def test_processes_of_a_running_job_end_with_the_worker() -> None:
         assert wait_until_gone(tag) == []
     finally:
         await worker.close()
+        for pid in tagged_processes(tag):
+            os.kill(pid, 9)
+
+
+@needs_namespaces
+def test_nothing_outlives_a_killed_server() -> None:
+    """SIGKILL of the server while a job runs with three processes of its own: the worker,
+    the job and its processes all end."""
+    tag = f"fxls-escape-{uuid.uuid4().hex}"
+    script = textwrap.dedent(f"""
+        import asyncio, sys
+        from fxls.worker.client import WorkerClient
+
+        async def main():
+            client = WorkerClient(sys.executable, sandbox=True)
+            await client.start()
+            print(client.pid, flush=True)
+            await client.run("{JOBS}:escape_and_wait", {{"tag": "{tag}"}}, timeout=60)
+
+        asyncio.run(main())
+    """)
+    server = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "PYTHONPATH": str(REPO)}, cwd=REPO)
+    try:
+        assert server.stdout is not None
+        worker = int(server.stdout.readline())
+        deadline = time.monotonic() + 30
+        while len(tagged_processes(tag)) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(tagged_processes(tag)) >= 3
+        server.kill()
+        server.wait()
+        assert wait_until_gone(tag) == []
+        deadline = time.monotonic() + 5
+        while alive(worker) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not alive(worker)
+    finally:
+        server.kill()
         for pid in tagged_processes(tag):
             os.kill(pid, 9)
 
@@ -253,7 +299,7 @@ async def test_a_cpu_limit_ends_a_job_that_is_pid_1() -> None:
     try:
         started = time.monotonic()
         result = await worker.run(f"{JOBS}:spin", {}, timeout=30)
-        assert result.status == "crashed" and "SIGKILL" in (result.error or ""), result
+        assert result.status == "timeout" and "SIGXCPU" in (result.error or ""), result
         assert time.monotonic() - started < 10
     finally:
         await worker.close()
