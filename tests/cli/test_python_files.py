@@ -86,3 +86,19 @@ def test_an_unknown_code_is_a_usage_error(folder: Path):
     done = subprocess.run(command, capture_output=True, text=True, timeout=60, cwd=folder)
     assert done.returncode == 2
     assert "unknown diagnostic code or prefix: FX9" in done.stderr
+
+
+def test_tool_fxls_select_and_ignore_take_prefixes(tmp_path: Path):
+    from fxls.analysis.pipeline import analyze_source
+    from fxls.settings import load_settings
+
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.fxls]\nselect = ["fx0"]\nignore = ["FX013", " fx00"]\n', encoding="utf-8")
+    source = HEAD + "import sys\n\n\nclass Gate2(nn.Module):\n    def forward(self, x):\n" \
+        "        print('traced')\n        x.add_(1)\n        y = x * 2\n" \
+        "        if x.sum() > 0:\n            return x\n        return -x\n"
+    path = tmp_path / f"m_{tmp_path.name}.py"
+    path.write_text(source, encoding="utf-8")
+    report = analyze_source(str(path), source, load_settings(path))
+    assert [(d.code, d.span.line, d.span.col, d.span.end_col) for d in report.diagnostics] == [
+        ("FX011", 9, 8, 17), ("FX010", 10, 12, 17)]
