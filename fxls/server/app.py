@@ -335,10 +335,9 @@ def on_inlay_hint(ls: FxlsServer, params: types.InlayHintParams) -> list[types.I
     hints = []
     for line, col, label in shape_hints(state.report, state.path, state.analysed_text):
         if first <= line <= last:
-            position = converter.index.to_position(line, col, ls.encoding)
             hints.append(
                 types.InlayHint(
-                    position=types.Position(position.line, position.character),
+                    position=converter.position(line, col),
                     label=label,
                     kind=types.InlayHintKind.Type,
                     padding_left=False,
