@@ -216,6 +216,7 @@ class Transformer(Interpreter):
     def __init__(self, module: GraphModule) -> None:
         super().__init__(module)
         self.new_graph = Graph()
+        self.new_graph.set_codegen(module.graph._codegen)  # same signature and I/O processing
         self.tracer = _TransformerTracer(self.new_graph)
         self.tracer.root = module
 

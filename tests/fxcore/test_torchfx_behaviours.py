@@ -359,6 +359,32 @@ def test_transformer_keeps_nn_module_stack_and_source_of_traced_nodes() -> None:
     assert list(relu.meta["nn_module_stack"]) == ["inner"]
 
 
+def add_two(a, b):  # type: ignore[no-untyped-def]  # the custom signature takes bare names
+    return a + b
+
+
+@pytest.mark.parametrize("fx", LIBS)
+def test_transformer_keeps_the_graphs_code_generator(fx: Any) -> None:
+    class ListInput(fx.graph.CodeGen):  # type: ignore[name-defined, misc]
+        def gen_fn_def(self, free_vars: list[str], maybe_return_annotation: str) -> str:
+            names = ", ".join(free_vars)
+            return (
+                f"def forward(self, args_list){maybe_return_annotation}:\n    {names} = args_list"
+            )
+
+        def process_inputs(self, *inputs: Any) -> Any:
+            return inputs[0]
+
+    gm = fx.symbolic_trace(add_two)
+    gm.graph.set_codegen(ListInput())
+    gm.recompile()
+    transformed = fx.Transformer(gm).transform()
+    assert "def forward(self, args_list):" in transformed.code
+    a, b = torch.randn(3), torch.randn(3)
+    torch.testing.assert_close(transformed([a, b]), a + b)
+    torch.testing.assert_close(fx.Interpreter(transformed).run([a, b]), a + b)
+
+
 # -- 9. placeholders carrying metadata ---------------------------------------------------------
 
 
