@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 import inspect
 import warnings
 from collections.abc import Callable, Iterator
@@ -150,13 +151,10 @@ class Graph:
         return node
 
     def _target_to_str(self, target: Target | None) -> str:
-        if callable(target):
-            op = target.__name__
-        else:
-            op = str(target)
-            if is_magic(op):
-                op = op[2:-2]
-        return snake_case(op)
+        try:
+            return _name_of_target(target)
+        except TypeError:  # unhashable
+            return _name_of_target.__wrapped__(target)
 
     def placeholder(
         self, name: str, type_expr: Any | None = None, default_value: Any = inspect.Signature.empty
@@ -310,9 +308,7 @@ class Graph:
         to_erase._erased = True
         self._len -= 1
         self._graph_namespace.forget(to_erase)
-        to_erase._update_args_kwargs(
-            map_arg(to_erase._args, lambda _n: None), map_arg(to_erase._kwargs, lambda _n: None)
-        )
+        to_erase._drop_inputs()
 
     def eliminate_dead_code(self, is_impure_node: Callable[[Node], bool] | None = None) -> bool:
         self.lint()
@@ -469,6 +465,18 @@ class Graph:
             yield
         finally:
             source.record_sources = previous
+
+
+@functools.lru_cache(maxsize=4096)
+def _name_of_target(target: Target | None) -> str:
+    """A node's default name: the target's name in snake case (``__add__`` -> ``add``)."""
+    if callable(target):
+        op = target.__name__
+    else:
+        op = str(target)
+        if is_magic(op):
+            op = op[2:-2]
+    return snake_case(op)
 
 
 def _is_module_state(module: torch.nn.Module, qualified_name: str) -> bool:

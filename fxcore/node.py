@@ -6,7 +6,7 @@ import builtins
 import inspect
 import operator
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -292,18 +292,54 @@ class Node:
         self.kwargs = {**self.kwargs, key: arg}
 
     def _update_args_kwargs(self, new_args: Any, new_kwargs: Any) -> None:
+        self._set_inputs(new_args, new_kwargs, None, None)
+
+    def _set_inputs(self, new_args: Any, new_kwargs: Any, old: Node | None, new: Any) -> None:
+        """args and kwargs := ``new_args``/``new_kwargs`` with node ``old`` (if given) replaced
+        by ``new``, in one pass; this node moves to the end of each input's ``users``."""
         for old_input in self._input_nodes:
             old_input.users.pop(self, None)
         inputs: dict[Node, None] = {}
         self._input_nodes = inputs
+        if type(new_args) is tuple:  # the common case, without a call per element
+            args: list[Argument] = []
+            for arg in new_args:
+                cls = type(arg)
+                if cls is Node:
+                    if arg is old:
+                        arg = new
+                    inputs[arg] = None  # re-assigning keeps first-use order
+                    arg.users[self] = None
+                elif cls not in _LEAF_TYPES:
+                    arg = map_arg(arg, self._registrar(inputs, old, new))
+                args.append(arg)
+            self._args = tuple(args)
+        else:
+            self._args = map_arg(new_args, self._registrar(inputs, old, new))
+        if new_kwargs:
+            self._kwargs = map_arg(new_kwargs, self._registrar(inputs, old, new))
+        else:
+            self._kwargs = _NO_KWARGS
 
+    def _registrar(
+        self, inputs: dict[Node, None], old: Node | None, new: Any
+    ) -> Callable[[Node], Node]:
         def register(n: Node) -> Node:
-            inputs[n] = None  # re-assigning keeps first-use order
+            if n is old:
+                n = new
+            inputs[n] = None
             n.users[self] = None
             return n
 
-        self._args = map_arg(new_args, register)
-        self._kwargs = map_arg(new_kwargs, register)
+        return register
+
+    def _drop_inputs(self) -> None:
+        """Every node in args/kwargs becomes None (an erased node uses nothing)."""
+        for old_input in self._input_nodes:
+            old_input.users.pop(self, None)
+        self._input_nodes = {}
+        self._args = map_arg(self._args, _to_none)
+        self._kwargs = map_arg(self._kwargs, _to_none) if self._kwargs else _NO_KWARGS
 
     def replace_all_uses_with(
         self,
@@ -332,10 +368,7 @@ class Node:
         self._replace_input(old_input, new_input)
 
     def _replace_input(self, old: Node, new: Node) -> None:
-        def swap(n: Node) -> Node:
-            return new if n is old else n
-
-        self._update_args_kwargs(map_arg(self._args, swap), map_arg(self._kwargs, swap))
+        self._set_inputs(self._args, self._kwargs, old, new)
 
     def normalized_arguments(
         self,
@@ -455,9 +488,9 @@ def map_arg(a: Argument, fn: Callable[[Node], Argument]) -> Argument:
     if cls is Node:
         return fn(a)
     if cls is tuple:
-        return tuple([map_arg(elem, fn) for elem in a])
+        return tuple(_map_elements(a, fn))
     if cls is list or cls is immutable_list:
-        return immutable_list([map_arg(elem, fn) for elem in a])
+        return immutable_list(_map_elements(a, fn))
     if cls is dict or cls is immutable_dict:
         return immutable_dict([(k, map_arg(v, fn)) for k, v in a.items()])
     if cls in _LEAF_TYPES:
@@ -466,6 +499,24 @@ def map_arg(a: Argument, fn: Callable[[Node], Argument]) -> Argument:
 
 
 _LEAF_TYPES = frozenset({int, float, str, bool, type(None), complex})
+_NO_KWARGS: immutable_dict = immutable_dict()
+
+
+def _to_none(_node: Node) -> None:
+    return None
+
+
+def _map_elements(elements: Any, fn: Callable[[Node], Argument]) -> list[Argument]:
+    """``map_arg`` of each element, nodes and plain values handled without recursing."""
+    mapped: list[Argument] = []
+    for elem in elements:
+        cls = type(elem)
+        if cls is Node:
+            elem = fn(elem)
+        elif cls not in _LEAF_TYPES:
+            elem = map_arg(elem, fn)
+        mapped.append(elem)
+    return mapped
 
 
 def map_aggregate(a: Argument, fn: Callable[[Argument], Argument]) -> Argument:
@@ -490,9 +541,3 @@ def map_aggregate(a: Argument, fn: Callable[[Argument], Argument]) -> Argument:
             map_aggregate(a.start, fn), map_aggregate(a.stop, fn), map_aggregate(a.step, fn)
         )
     return fn(a)
-
-
-def _iter_nodes(a: Argument) -> Iterator[Node]:
-    found: list[Node] = []
-    map_arg(a, found.append)
-    return iter(found)
