@@ -50,6 +50,8 @@ def _children(value: Any, spec: Any) -> list[Any] | None:
         return [value[key] for key in spec.context]
     if kind in (list, tuple) or (isinstance(kind, type) and issubclass(kind, tuple)):
         return [value[i] for i in range(spec.num_children)]
+    if kind is collections.namedtuple:  # pytree's spec type for every NamedTuple class
+        return [value[i] for i in range(spec.num_children)]
     return None
 
 

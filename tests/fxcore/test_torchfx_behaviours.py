@@ -5,6 +5,7 @@ behaviour is observable on both libraries the same program runs under each and t
 are compared; fxcore's own additions (source spans, the note on errors) are checked too.
 """
 
+import collections
 import copy
 import dataclasses
 import io
@@ -429,6 +430,24 @@ def test_placeholder_objects_copy_their_attributes_onto_placeholder_nodes(fx: An
 
     graph = TaggingTracer().trace(add_ints, concrete_args={"a": Tagged("bar"), "b": Tagged("bar")})
     assert [n.tag for n in graph.nodes] == ["foo"] * 4  # a node's own attribute wins
+
+
+Point = collections.namedtuple("Point", ["x", "y"])
+
+
+def point_sum(x: Any) -> Any:
+    return x.x + x.y
+
+
+@pytest.mark.parametrize("fx", LIBS)
+def test_named_tuple_of_placeholders_retraces_through_generated_code(fx: Any) -> None:
+    structure = Point(fx.PH, fx.PH)
+    value = Point(torch.randn(3), torch.randn(3))
+    traced = fx.symbolic_trace(point_sum, concrete_args={"x": structure})
+    retraced = fx.symbolic_trace(fx.symbolic_trace(traced), concrete_args={"x": structure})
+    assert "tree_flatten_spec" in retraced.code
+    assert sum(n.op == "placeholder" for n in retraced.graph.nodes) == 2
+    torch.testing.assert_close(retraced(value), value.x + value.y)
 
 
 # -- 10. NamedTuples: custom argument formatting and construction nodes ------------------------
