@@ -3,6 +3,7 @@ nodes, ProxyableClassMeta, wrapped methods and pytree flatten specs: fxcore agai
 
 from __future__ import annotations
 
+import collections
 import copy
 import operator
 import pickle
@@ -320,3 +321,17 @@ def test_pytree_codegen_converts_inputs_and_outputs() -> None:
 def test_codegen_is_exported_like_torch_fx() -> None:
     assert fxcore.CodeGen is CodeGen
     assert operator.attrgetter("ProxyableClassMeta")(fxcore) is fxcore._proxyable.ProxyableClassMeta
+
+
+def test_retracing_a_namedtuple_input_unpacks_it_by_position() -> None:
+    point = collections.namedtuple("point", ["x", "y"])
+
+    def add(p: Any) -> torch.Tensor:
+        return p.x + p.y
+
+    value = point(torch.ones(2), torch.full((2,), 2.0))
+    for fx in (torch.fx, fxcore):
+        gm = fx.symbolic_trace(add, concrete_args={"p": point(fx.PH, fx.PH)})
+        retraced = fx.symbolic_trace(gm)  # traces the generated tree_flatten_spec call
+        assert sum(n.op == "placeholder" for n in retraced.graph.nodes) == 1
+        torch.testing.assert_close(retraced(value), torch.full((2,), 3.0))
