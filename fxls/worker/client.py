@@ -9,7 +9,6 @@ import json
 import logging
 import os
 import shutil
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any
 
 from fxls.worker.heartbeat import PONG, Heartbeat, why_silent
 from fxls.worker.protocol import HEADER, decode, encode
+from fxls.worker.sandbox import new_jobs_dir
 
 log = logging.getLogger(__name__)
 
@@ -196,7 +196,7 @@ class WorkerClient:
         if not self.sandbox:
             return {}
         _remove_dirs(self._jobs_dirs)
-        self._jobs_dirs.append(tempfile.mkdtemp(prefix="fxls-jobs-"))
+        self._jobs_dirs.append(new_jobs_dir())
         return {"sandbox": True, "jobs_dir": self._jobs_dirs[-1]}
 
     def _note_sandbox(self, facts: dict[str, Any] | None) -> None:

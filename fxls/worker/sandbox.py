@@ -43,6 +43,7 @@ _CLONE_NEWNS = 0x00020000
 _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_PRIVATE = 2, 4, 8, 1 << 14, 1 << 18
 _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
+_JOBS_DIR_PREFIX = "fxls-jobs-"
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,6 +224,28 @@ def job_ended(pid: int) -> None:
     """Remove the private folder of the job process ``pid`` (the worker's child)."""
     if _config is not None:
         shutil.rmtree(os.path.join(_config.jobs_dir, str(pid)), ignore_errors=True)
+
+
+def new_jobs_dir() -> str:
+    """A folder for one worker's job folders, named after this process (the worker's
+    client); first removes those of clients that are gone (a server killed with SIGKILL
+    cleans up nothing)."""
+    base = tempfile.gettempdir()
+    for name in os.listdir(base):
+        owner = name.removeprefix(_JOBS_DIR_PREFIX).partition("-")[0]
+        if name.startswith(_JOBS_DIR_PREFIX) and owner.isdigit() and not _alive(int(owner)):
+            shutil.rmtree(os.path.join(base, name), ignore_errors=True)
+    return tempfile.mkdtemp(prefix=f"{_JOBS_DIR_PREFIX}{os.getpid()}-")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def remove_jobs_dir() -> None:

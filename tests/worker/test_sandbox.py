@@ -12,9 +12,11 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 import uuid
@@ -101,6 +103,24 @@ async def test_a_job_runs_alone_with_a_private_folder(client: WorkerClient) -> N
     while private.exists() and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
     assert not private.exists()  # the private folder goes with the job
+
+
+async def test_job_folders_of_a_killed_server_are_removed() -> None:
+    """A server killed with SIGKILL leaves its jobs' folder behind; the next client removes
+    it (its owner is gone), not the folders of live ones."""
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    stale = Path(tempfile.mkdtemp(prefix=f"fxls-jobs-{int(gone.stdout)}-"))
+    (stale / "123").mkdir()
+    live = Path(tempfile.mkdtemp(prefix=f"fxls-jobs-{os.getpid()}-"))
+    worker = WorkerClient(sys.executable, sandbox=True)
+    try:
+        await worker.start()
+        assert not stale.exists() and live.exists()
+    finally:
+        await worker.close()
+        shutil.rmtree(live, ignore_errors=True)
+        shutil.rmtree(stale, ignore_errors=True)
 
 
 async def test_processes_a_job_starts_end_with_it(client: WorkerClient) -> None:
