@@ -31,10 +31,7 @@ def named_arguments(node: Node, root: torch.nn.Module | None) -> NamedArgs | Non
         return None
     if getattr(node.target, "__module__", None) == "_operator":  # a + b: the names say nothing
         return None
-    try:
-        names = _parameter_names(node, root)
-    except Exception:  # a signature that cannot be read or bound is simply not shown
-        return None
+    names = _cached_parameter_names(node, root)
     if names is None:
         return None
     if node.op == "call_method" and names[:1] == ["input"]:
@@ -42,7 +39,55 @@ def named_arguments(node: Node, root: torch.nn.Module | None) -> NamedArgs | Non
     values = dict(zip(names, node.args, strict=False)) | dict(node.kwargs)
     ordered = [*names[: len(node.args)], *(n for n in names if n in node.kwargs)]
     ordered += [n for n in node.kwargs if n not in ordered]
-    return [(name, _format_arg(values[name])) for name in ordered]
+    return [(name, _formatted(values[name])) for name in ordered]
+
+
+_PLAIN = frozenset({int, float, bool, str, type(None)})
+
+
+def _formatted(value: Any) -> str:
+    """``_format_arg(value)``, with the common cases (a node, a number) done directly."""
+    if type(value) is Node:
+        return "%" + str(value)
+    if type(value) in _PLAIN:
+        return str(value)
+    return _format_arg(value)
+
+
+#: (op, root for submodules, target, argument types, keyword names and types) -> names
+_names_by_call_shape: dict[tuple[Any, ...], list[str] | None] = {}
+_CACHE_LIMIT = 4096
+
+
+def _cached_parameter_names(node: Node, root: torch.nn.Module | None) -> list[str] | None:
+    """The names for this call, computed once per call shape: binding a signature costs far
+    more than a hover's worth of time when done for every node of a large graph."""
+    # a submodule's target names it within ``root``, so the root is part of the key
+    owner = root if node.op == "call_module" else None
+    key: tuple[Any, ...] | None = (
+        node.op,
+        owner,
+        node.target,
+        tuple(map(type, node.args)),
+        tuple(node.kwargs),
+        tuple(map(type, node.kwargs.values())),
+    )
+    try:
+        hash(key)
+    except TypeError:  # an unhashable target: no cache
+        key = None
+    if key is not None and key in _names_by_call_shape:
+        names = _names_by_call_shape[key]
+        return None if names is None else list(names)
+    try:
+        names = _parameter_names(node, root)
+    except Exception:  # a signature that cannot be read or bound is simply not shown
+        names = None
+    if key is not None:
+        if len(_names_by_call_shape) >= _CACHE_LIMIT:
+            _names_by_call_shape.clear()
+        _names_by_call_shape[key] = None if names is None else list(names)
+    return names
 
 
 def _parameter_names(node: Node, root: torch.nn.Module | None) -> list[str] | None:
