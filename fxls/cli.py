@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from fxls.codes import CODES, code_selected, parse_code_list, unknown_codes
+from fxls.codes import CODES, Severity, code_selected, parse_code_list, unknown_codes
 from fxls.environment import VersionAction
 from fxls.files import collect_python_files
 from fxls.output.json_format import format_json
@@ -19,7 +19,7 @@ from fxls.output.sarif import format_sarif
 from fxls.output.statistics import collect_statistics, why_not_traced
 from fxls.output.text import format_text
 from fxls.python_source import UndecodableSource, read_python_source
-from fxls.report import Diagnostic, FileReport, ModuleReport, Span
+from fxls.report import Diagnostic, FileReport, ModuleReport, Span, TraceStatus
 from fxls.runner import AnalysisRequest, analyze_many
 from fxls.settings import Settings, load_settings
 
@@ -116,7 +116,7 @@ class _Undecodable:
     def report(self) -> FileReport:
         span = Span(str(Path(self.path).resolve()), self.error.line, self.error.line,
                     self.error.col, self.error.end_col)
-        diagnostic = Diagnostic("FX100", CODES["FX100"].severity.value, self.error.message, span)
+        diagnostic = Diagnostic("FX100", CODES["FX100"].severity, self.error.message, span)
         report = FileReport(self.path, [], [diagnostic])
         selected = code_selected("FX100", parse_code_list(self.settings.select),
                                  parse_code_list(self.settings.ignore))
@@ -176,7 +176,7 @@ def run_check(args: argparse.Namespace) -> int:
 
 
 def _has_errors(reports: list[FileReport]) -> bool:
-    return any(d.severity == "error" for r in reports for d in r.diagnostics)
+    return any(d.severity is Severity.ERROR for r in reports for d in r.diagnostics)
 
 
 def run_graph(args: argparse.Namespace) -> int:
@@ -209,9 +209,9 @@ def run_graph(args: argparse.Namespace) -> int:
 def _no_graph_message(module: ModuleReport, report: FileReport) -> str:
     """Why ``module`` has no graph, and what makes fxls build it."""
     name = module.name
-    if module.status not in ("skipped", "failed"):
+    if module.status.has_graph:
         return f"{name}: {module.verdict()}, but its graph has no nodes to show\n"
-    status = "not constructed" if module.status == "skipped" else "failed"
+    status = "not constructed" if module.status is TraceStatus.SKIPPED else "failed"
     why = why_not_traced(module, report)
     lines = [f"{name}: {status}, no graph to show", f"  why: {why}"]
     about = next((d for d in report.diagnostics if d.module == name), None)

@@ -22,10 +22,6 @@ class Code:
     title: str
     unnecessary: bool = False
 
-    @property
-    def doc_anchor(self) -> str:
-        return self.code.lower()
-
 
 CODES: dict[str, Code] = {
     c.code: c

@@ -7,7 +7,33 @@ fxcore records them; ``fxls.source_text`` converts them to editor units, once, a
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, is_dataclass
-from typing import Any
+from enum import StrEnum
+from typing import Any, Literal, get_args
+
+from fxls.codes import Severity
+
+#: what a graph node does (torch.fx's six ops)
+NodeOp = Literal["placeholder", "get_attr", "call_function", "call_method", "call_module",
+                 "output"]
+NODE_OPS: tuple[NodeOp, ...] = get_args(NodeOp)
+
+
+class TraceStatus(StrEnum):
+    """How far tracing a class got (the JSON ``modules[].status``)."""
+
+    TRACED = "traced"
+    PARTIAL = "partial"  # a graph, with problems tracing recovered from
+    FAILED = "failed"  # constructed, not traced
+    SKIPPED = "skipped"  # not constructed
+
+    @property
+    def has_graph(self) -> bool:
+        return self in (TraceStatus.TRACED, TraceStatus.PARTIAL)
+
+    @property
+    def rank(self) -> int:
+        """Worse is lower: skipped < failed < partial < traced."""
+        return _STATUS_RANKS.index(self)
 
 
 @dataclass(slots=True)
@@ -45,13 +71,16 @@ class RelatedInfo:
 @dataclass(slots=True)
 class Diagnostic:
     code: str
-    severity: str
+    severity: Severity
     message: str
     span: Span
     module: str | None = None
     related: list[RelatedInfo] = field(default_factory=list)
     #: what quick fixes need (rewrite id, replacement text, ...); opaque to the CLI
     data: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.severity = Severity(self.severity)  # also from its plain string
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Diagnostic:
@@ -71,13 +100,12 @@ class NodeInfo:
     """One graph node as the editor shows it (hover, inlay hints)."""
 
     name: str
-    op: str
+    op: NodeOp
     target: str
     args: str
     kwargs: str
     users: list[str]
     span: Span | None = None
-    stack: list[Span] = field(default_factory=list)
     shape: list[int] | None = None
     dtype: str | None = None
     module_path: str | None = None
@@ -92,7 +120,7 @@ class NodeInfo:
             "name": self.name, "op": self.op, "target": self.target, "args": self.args,
             "kwargs": self.kwargs, "users": list(self.users),
             "span": self.span.to_dict() if self.span is not None else None,
-            "stack": [s.to_dict() for s in self.stack], "shape": self.shape,
+            "shape": self.shape,
             "dtype": self.dtype, "module_path": self.module_path,
             "module_type": self.module_type, "module_params": self.module_params,
             "backward": self.backward, "named_args": self.named_args,
@@ -102,14 +130,15 @@ class NodeInfo:
     def from_dict(cls, data: dict[str, Any]) -> NodeInfo:
         fields = dict(data)
         fields["span"] = Span.from_dict(data["span"]) if data.get("span") else None
-        fields["stack"] = [Span.from_dict(s) for s in data.get("stack", [])]
+        if fields["op"] not in NODE_OPS:
+            raise ValueError(f"not a node op: {fields['op']!r}")
         return cls(**fields)
 
 
 @dataclass(slots=True)
 class ModuleReport:
     name: str
-    status: str  # traced | partial | failed | skipped
+    status: TraceStatus
     node_count: int = 0
     span: Span | None = None  # the class name
     nodes: list[NodeInfo] = field(default_factory=list)
@@ -124,6 +153,9 @@ class ModuleReport:
     #: why the class was not traced (status ``skipped``/``failed``), in a user's words
     reason: str | None = None
 
+    def __post_init__(self) -> None:
+        self.status = TraceStatus(self.status)  # also from its plain string
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name, "status": self.status, "node_count": self.node_count,
@@ -136,14 +168,14 @@ class ModuleReport:
     def verdict(self) -> str:
         """``traced`` / ``partial`` / ``traced via ResNet (resnet18())`` /
         ``not constructed: <reason>``: the status as hover and code lens show it."""
-        if self.status in ("traced", "partial"):
-            how = self.status
+        if self.status.has_graph:
+            how = str(self.status)
             if self.via:
                 how += f" via {self.via}"
             if self.entry:
                 how += f" ({self.entry})"
             return how
-        if self.status == "skipped":
+        if self.status is TraceStatus.SKIPPED:
             return f"not constructed: {self.reason}" if self.reason else "not traced"
         return f"failed: {self.reason}" if self.reason else "failed"
 
@@ -225,6 +257,8 @@ def _diagnostic_key(data: dict[str, Any]) -> tuple[Any, ...]:
             span["end_col"])
 
 
+_STATUS_RANKS = (TraceStatus.SKIPPED, TraceStatus.FAILED, TraceStatus.PARTIAL,
+                 TraceStatus.TRACED)
 _FIELD_NAMES: dict[type, tuple[str, ...]] = {}
 
 

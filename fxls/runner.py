@@ -17,6 +17,7 @@ from fxls.codes import CODES
 from fxls.report import Diagnostic, FileReport, Span
 from fxls.settings import Settings
 from fxls.source_text import source_text
+from fxls.worker.protocol import JobStatus
 
 ANALYZE_TARGET = "fxls.analysis.job:analyze"
 #: imported once by the warm worker so that each job starts with them loaded
@@ -44,13 +45,13 @@ class AnalysisRequest:
 
 
 _FAILURE_MESSAGES = {
-    "timeout": "analysis timed out after {timeout:g} s{where} (an infinite loop at import or "
-    "in forward?); raise `timeout` in [tool.fxls] if the model is just slow",
-    "crashed": "the worker process running this file crashed{where} ({detail})",
-    "memory": "the analysis ran out of memory ({detail}; the limit is {memory} MB: raise "
+    JobStatus.TIMEOUT: "analysis timed out after {timeout:g} s{where} (an infinite loop at "
+    "import or in forward?); raise `timeout` in [tool.fxls] if the model is just slow",
+    JobStatus.CRASHED: "the worker process running this file crashed{where} ({detail})",
+    JobStatus.MEMORY: "the analysis ran out of memory ({detail}; the limit is {memory} MB: raise "
     "`memory_limit_mb` in [tool.fxls] for a bigger model)",
-    "error": "fxls failed while analysing this file: {detail}",
-    "cancelled": "the analysis was cancelled",
+    JobStatus.ERROR: "fxls failed while analysing this file: {detail}",
+    JobStatus.CANCELLED: "the analysis was cancelled",
 }
 
 
@@ -83,7 +84,7 @@ def failure_report(
     message = template.format(timeout=request.settings.timeout, detail=detail or status,
                               where=where, memory=request.settings.memory_limit_mb)
     span = Span(path, line, line, text.indent_bytes(line), text.byte_length(line))
-    diagnostic = Diagnostic("FX102", CODES["FX102"].severity.value, message, span)
+    diagnostic = Diagnostic("FX102", CODES["FX102"].severity, message, span)
     return FileReport(request.path, [], [diagnostic])
 
 
@@ -92,7 +93,7 @@ def report_from_result(
 ) -> FileReport:
     """Turn a worker ``JobResult`` into the file's report. ``early`` is what the job sent
     before it ended (tracing's diagnostics): kept when the job then failed."""
-    if result.status == "ok" and isinstance(result.value, dict):
+    if result.status == JobStatus.OK and isinstance(result.value, dict):
         return _report_from_value(request, result.value, early)
     report = failure_report(
         request,
@@ -141,7 +142,7 @@ async def run_analysis(
         on_partial=on_partial, memory_limit_mb=request.settings.memory_limit_mb,
         sandbox=request.settings.job_policy(),
     )
-    if result.status == "cancelled":
+    if result.status == JobStatus.CANCELLED:
         return None
     return report_from_result(request, result, early)
 
@@ -181,7 +182,7 @@ async def analyze_many(
         async with slots:
             report = await run_analysis(client, request)
         if report is None:
-            report = failure_report(request, "cancelled", "")
+            report = failure_report(request, JobStatus.CANCELLED, "")
         if on_done is not None:
             on_done(report)
         return report

@@ -39,7 +39,7 @@ def refusal_diagnostics(path: str, root: str) -> list[Diagnostic]:
             continue
         message = _message(refusal.kind, refusal.target)
         found.setdefault((span.key(), message),
-                         Diagnostic("FX103", CODES["FX103"].severity.value, message, span, ""))
+                         Diagnostic("FX103", CODES["FX103"].severity, message, span, ""))
     return list(found.values())
 
 

@@ -56,7 +56,15 @@ from fxls.analysis.recorder import TraceRecorder
 from fxls.analysis.rules import diagnostic, to_span
 from fxls.analysis.user_rules import UserRule, find_user_rewrites, load_rule_files
 from fxls.codes import code_selected, parse_code_list
-from fxls.report import Diagnostic, FileReport, ModuleReport, NodeInfo, RelatedInfo, Span
+from fxls.report import (
+    Diagnostic,
+    FileReport,
+    ModuleReport,
+    NodeInfo,
+    RelatedInfo,
+    Span,
+    TraceStatus,
+)
 from fxls.settings import Settings
 from fxls.source_text import SourceText, source_text
 
@@ -310,7 +318,7 @@ def _not_built(
     name = module_report.name
     where = span
     if outcome.error is not None:
-        module_report.status = "failed"
+        module_report.status = TraceStatus.FAILED
         spans = fxcore.source.spans_of_traceback(outcome.error.__traceback__)
         where = next((s for s in reversed(spans) if s.file == file.filename), span)
     elif outcome.message.startswith("the `init` pragma"):
@@ -344,7 +352,7 @@ def _analyze_class(
     """Trace and check one class's instance; the traced state for ``_observe_class``."""
     name = cls.__name__
     span = class_span(cls, file.filename, file.source, file.definitions)
-    module_report = ModuleReport(name, "skipped", 0, to_span(span))
+    module_report = ModuleReport(name, TraceStatus.SKIPPED, 0, to_span(span))
     pragmas = file.pragmas.classes.get(name, ClassPragmas())
     instance_forward = isinstance(outcome, Built) and "forward" in vars(outcome.instance)
     if not has_forward(cls) and not instance_forward:  # (some set self.forward in __init__)
@@ -378,14 +386,14 @@ def _analyze_class(
                 instance, concrete, leaf_modules=file.leaf_names,
                 autowrap_functions=file.autowrap)
         except SystemExit as error:  # not an Exception: the recovering trace lets it through
-            module_report.status = "failed"
+            module_report.status = TraceStatus.FAILED
             return module_report, [_exit_diagnostic(error, name, span, file)], None
     found = [_issue_diagnostic(issue, name, span, file) for issue in trace.issues]
     gm = trace.graph_module
     if gm is None:
-        module_report.status = "failed"
+        module_report.status = TraceStatus.FAILED
         return module_report, found, None
-    module_report.status = "partial" if trace.issues else "traced"
+    module_report.status = TraceStatus.PARTIAL if trace.issues else TraceStatus.TRACED
     module_report.node_count = len(gm.graph.nodes)
     if file.settings.trace_mode == "both" and not trace.issues:
         found += _mode_difference(instance, concrete, gm, name, span, file)
@@ -732,7 +740,7 @@ def _graph_report(name: str, graph: Graph) -> ModuleReport:
     except Exception:
         code = None
     owner = graph.owning_module if isinstance(graph.owning_module, GraphModule) else None
-    return ModuleReport(name, "traced", len(graph.nodes), None,
+    return ModuleReport(name, TraceStatus.TRACED, len(graph.nodes), None,
                         [_node_info(n, owner, {}) for n in graph.nodes], code)
 
 

@@ -36,7 +36,7 @@ def diagnostic(code: str, message: str, span: SourceSpan | Span, module: str,
                **data: Any) -> Diagnostic:
     if isinstance(span, SourceSpan):
         span = to_span(span)
-    return Diagnostic(code, CODES[code].severity.value, message, span, module, data=data)
+    return Diagnostic(code, CODES[code].severity, message, span, module, data=data)
 
 
 def _contains(outer: SourceSpan, inner: SourceSpan) -> bool:

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 from fxls.source_text import source_text
 
@@ -15,19 +14,6 @@ class TextEdit:
     end_line: int
     end_col: int
     new_text: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "line": self.line,
-            "col": self.col,
-            "end_line": self.end_line,
-            "end_col": self.end_col,
-            "new_text": self.new_text,
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> TextEdit:
-        return cls(data["line"], data["col"], data["end_line"], data["end_col"], data["new_text"])
 
 
 @dataclass(slots=True)
@@ -43,7 +29,6 @@ class Fix:
     leaf_class: str | None = None
     #: what verification checks beyond "the diagnostic is gone and nothing new appeared"
     expect_same_outputs: bool = True
-    meta: dict[str, Any] = field(default_factory=dict)
 
 
 def apply_edits(text: str, edits: list[TextEdit]) -> str:

@@ -12,10 +12,9 @@ from __future__ import annotations
 
 from collections import Counter
 
+from fxls.codes import Severity
 from fxls.fixes.base import Fix
-from fxls.report import FileReport
-
-_STATUS_RANK = {"skipped": 0, "failed": 1, "partial": 2, "traced": 3}
+from fxls.report import FileReport, TraceStatus
 
 
 def fix_holds(before: FileReport, after: FileReport, fix: Fix) -> tuple[bool, str]:
@@ -26,7 +25,7 @@ def fix_holds(before: FileReport, after: FileReport, fix: Fix) -> tuple[bool, st
     count_after = Counter(d.code for d in after.diagnostics)
     if count_after[fix.code] >= count_before[fix.code]:
         return False, f"{fix.code} is still reported"
-    error_codes = {d.code for d in after.diagnostics if d.severity == "error"}
+    error_codes = {d.code for d in after.diagnostics if d.severity is Severity.ERROR}
     for code in error_codes:
         if code != fix.code and count_after[code] > count_before[code]:
             return False, f"the fix introduces {code}"
@@ -35,9 +34,9 @@ def fix_holds(before: FileReport, after: FileReport, fix: Fix) -> tuple[bool, st
         status = statuses_after.get(module.name)
         if status is None:
             return False, f"{module.name} is gone"
-        if status == "skipped" and module.name == fix.leaf_class:
+        if status is TraceStatus.SKIPPED and module.name == fix.leaf_class:
             continue  # marked as a leaf on purpose: it is no longer traced on its own
-        if _STATUS_RANK.get(status, 0) < _STATUS_RANK.get(module.status, 0):
+        if status.rank < module.status.rank:
             return False, f"{module.name} now traces {status}"
     signatures_after = {m.name: m.output_signature for m in after.modules}
     for module in before.modules if fix.expect_same_outputs else ():

@@ -7,7 +7,6 @@ as fast as hover and never offers a fix that was not re-traced.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import logging
 from collections.abc import Awaitable, Callable
@@ -15,6 +14,7 @@ from dataclasses import dataclass, field
 
 from lsprotocol import types
 
+from fxls.codes import Severity
 from fxls.fixes import Fix, apply_edits, fixes_for
 from fxls.fixes.base import TextEdit
 from fxls.fixes.verify import fix_holds
@@ -86,8 +86,8 @@ class FixCache:
         after = await analyze(apply_edits(text, edits))
         if after is None or self.text_hash != digest:
             return
-        errors_before = sum(d.severity == "error" for d in report.diagnostics)
-        errors_after = sum(d.severity == "error" for d in after.diagnostics)
+        errors_before = sum(d.severity is Severity.ERROR for d in report.diagnostics)
+        errors_after = sum(d.severity is Severity.ERROR for d in after.diagnostics)
         if errors_after <= errors_before and len(after.diagnostics) < len(report.diagnostics):
             self.fix_all = edits
 
@@ -157,11 +157,3 @@ def _workspace_edit(
         span = Span(converter.path, edit.line, edit.end_line, edit.col, edit.end_col)
         text_edits.append(types.TextEdit(range=converter.range(span), new_text=edit.new_text))
     return types.WorkspaceEdit(changes={uri: text_edits})
-
-
-async def wait_quietly(task: asyncio.Task[None] | None) -> None:
-    if task is not None:
-        try:
-            await task
-        except asyncio.CancelledError:
-            pass

@@ -42,7 +42,6 @@ def report_files(report: FileReport) -> set[str]:
         for node in module.nodes:
             if node.span is not None:
                 spans.append(node.span)
-            spans.extend(node.stack)
     return {_resolved(file) for file in {s.file for s in spans}}
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fxls.report import ModuleReport, NodeInfo
+from fxls.report import ModuleReport, NodeInfo, TraceStatus
 
 _OP_LABEL = {
     "placeholder": "placeholder (a forward input)",
@@ -53,7 +53,7 @@ def nodes_markdown(hits: list[tuple[ModuleReport, NodeInfo]]) -> str:
 
 #: what a status means, where the verdict alone does not say it
 _STATUS_NOTE = {
-    "partial": "The graph is partial: tracing recovered from the problems reported in "
+    TraceStatus.PARTIAL: "The graph is partial: tracing recovered from the problems reported in "
     "`forward`.",
 }
 

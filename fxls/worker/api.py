@@ -22,7 +22,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from fxls.worker.protocol import encode_status, write_all
+from fxls.worker.protocol import PARTIAL, encode_status, write_all
 
 #: the result pipe of the job this process runs; None outside a job
 _result_fd: int | None = None
@@ -38,7 +38,7 @@ def send_partial(value: Any) -> bool:
     if _result_fd is None:
         return False
     try:
-        frame = encode_status("partial", value=value)
+        frame = encode_status(PARTIAL, value=value)
     except (TypeError, ValueError):
         return False
     write_all(_result_fd, frame)

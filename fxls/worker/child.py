@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from fxls.worker import api, sandbox
-from fxls.worker.protocol import encode_status, read_all, write_all
+from fxls.worker.protocol import IMPORTS, JobStatus, encode_status, read_all, write_all
 
 _PR_SET_PDEATHSIG = 1
 _MEMORY_MESSAGES = ("can't allocate memory", "cannot allocate memory", "out of memory")
@@ -91,7 +91,7 @@ def _send_imports(result_w: int, loaded: set[str], packages: tuple[str, ...]) ->
     itself for later jobs): a frame ahead of the final one."""
     names = sorted(n for n in set(sys.modules) - loaded if n.partition(".")[0] in packages)
     if names:
-        write_all(result_w, encode_status("imports", value=names))
+        write_all(result_w, encode_status(IMPORTS, value=names))
 
 
 def run_target(target: str, params: Any) -> bytes:
@@ -101,10 +101,10 @@ def run_target(target: str, params: Any) -> bytes:
     except BaseException as exc:  # SystemExit and KeyboardInterrupt are job errors too
         return _failure(exc)
     try:
-        return encode_status("ok", value=value)
+        return encode_status(JobStatus.OK, value=value)
     except BaseException as exc:
         detail = f"the return value of {target} is not JSON-serialisable: {exc!r}"
-        status = "memory" if isinstance(exc, MemoryError) else "error"
+        status = JobStatus.MEMORY if isinstance(exc, MemoryError) else JobStatus.ERROR
         return encode_status(status, error=detail)
 
 
@@ -185,7 +185,7 @@ def _failure(exc: BaseException) -> bytes:
         text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     except BaseException:  # formatting itself can fail when memory is exhausted
         text = f"{type(exc).__name__}: {exc}"
-    status = "memory" if memory else "error"
+    status = JobStatus.MEMORY if memory else JobStatus.ERROR
     return encode_status(status, error=text)
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from fxls.worker.heartbeat import PONG, Heartbeat, why_silent
-from fxls.worker.protocol import HEADER, decode, encode
+from fxls.worker.protocol import HEADER, JobStatus, decode, encode
 from fxls.worker.sandbox import new_jobs_dir
 
 log = logging.getLogger(__name__)
@@ -32,7 +32,7 @@ _DELIVERY_ATTEMPTS = 3
 
 @dataclass
 class JobResult:
-    status: str  # "ok" | "timeout" | "crashed" | "memory" | "error" | "cancelled"
+    status: JobStatus
     value: Any = None  # the target's return value (plain JSON data) when ok
     error: str | None = None  # human-readable detail (traceback, signal, exit code, ...)
     output: str = ""  # captured stdout+stderr of the job (tail)
@@ -47,7 +47,8 @@ class _Pending:
     on_partial: Callable[[Any], None] | None = None
 
 
-_SUPERSEDED = {"status": "cancelled", "error": "superseded by a newer job with the same job_id"}
+_SUPERSEDED = {"status": JobStatus.CANCELLED,
+               "error": "superseded by a newer job with the same job_id"}
 
 
 class WorkerError(RuntimeError):
@@ -122,7 +123,7 @@ class WorkerClient:
     async def close(self) -> None:
         """Stop the worker; its running jobs are killed and their runs return "cancelled"."""
         self._closed = True
-        self._fail_pending({"status": "cancelled", "error": "the worker was closed"})
+        self._fail_pending({"status": JobStatus.CANCELLED, "error": "the worker was closed"})
         proc, self._proc = self._proc, None
         if proc is not None and proc.returncode is None:
             with contextlib.suppress(Exception):
@@ -142,7 +143,7 @@ class WorkerClient:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
         self._reader = self._watcher = None
-        self._fail_pending({"status": "cancelled", "error": "the worker was closed"})
+        self._fail_pending({"status": JobStatus.CANCELLED, "error": "the worker was closed"})
         _remove_dirs(self._jobs_dirs)
 
     def _alive(self) -> bool:
@@ -238,7 +239,7 @@ class WorkerClient:
                 f"the worker process died ({_describe_exit(code)})")
             if not self._closed:
                 log.warning("%s; the next job starts a new worker", detail)
-            self._fail_pending({"status": "crashed", "error": detail}, proc)
+            self._fail_pending({"status": JobStatus.CRASHED, "error": detail}, proc)
 
     async def _watch(self, proc: asyncio.subprocess.Process, heartbeat: Heartbeat) -> None:
         """Ping the worker; kill it once it stays silent too long (the reader then fails
@@ -284,7 +285,7 @@ class WorkerClient:
                 continue
             del self._pending[key]
             if not entry.future.done():
-                retry = outcome["status"] == "crashed" and not entry.started
+                retry = outcome["status"] == JobStatus.CRASHED and not entry.started
                 entry.future.set_result({**outcome, "retry": retry})
 
     # ----------------------------------------------------------------- jobs
@@ -337,7 +338,7 @@ class WorkerClient:
         try:
             await self.start()
         except (OSError, WorkerError) as exc:
-            return {"status": "crashed", "error": f"could not start the worker: {exc}"}
+            return {"status": JobStatus.CRASHED, "error": f"could not start the worker: {exc}"}
         proc = self._proc
         if key in self._superseded:
             return _SUPERSEDED
@@ -354,12 +355,12 @@ class WorkerClient:
             # the worker died before the job reached it: the job never ran
             self._pending.pop(key, None)
             self._forget(proc)
-            return {"status": "crashed", "error": "the worker process died", "retry": True}
+            return {"status": JobStatus.CRASHED, "error": "the worker process died", "retry": True}
         try:
             return await asyncio.wait_for(asyncio.shield(future), timeout + TIMEOUT_GUARD_S)
         except TimeoutError:
             await self._cancel(key)
-            return {"status": "timeout", "error": f"timed out after {timeout:g} s"}
+            return {"status": JobStatus.TIMEOUT, "error": f"timed out after {timeout:g} s"}
         except asyncio.CancelledError:
             await asyncio.shield(self._cancel(key))
             raise
@@ -437,9 +438,16 @@ def _describe_exit(code: int | None) -> str:
 
 def _job_result(message: dict[str, Any]) -> JobResult:
     return JobResult(
-        status=str(message.get("status", "crashed")),
+        status=_job_status(message.get("status")),
         value=message.get("value"),
         error=message.get("error"),
         output=message.get("output") or "",
         duration_ms=float(message.get("duration_ms") or 0.0),
     )
+
+
+def _job_status(value: Any) -> JobStatus:
+    try:
+        return JobStatus(value)
+    except ValueError:
+        return JobStatus.CRASHED

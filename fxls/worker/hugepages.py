@@ -11,15 +11,16 @@ from __future__ import annotations
 import ctypes
 import sys
 
-_MADV_HUGEPAGE = 14
-_MADV_COLLAPSE = 25  # Linux 6.1+: make huge pages of a range now, not someday
+_MADV_COLLAPSE = 25  # Linux 6.1+: make huge pages of what a range holds, now
 _HUGE = 2 << 20
 
 
 def collapse_anonymous_memory() -> int:
-    """Ask for huge pages over this process's private anonymous memory (the heap and large
-    allocations) and collapse what is there now. Returns the bytes asked for (0 where the
-    system does not support it: nothing changes then)."""
+    """Collapse this process's private anonymous memory (the heap and large allocations)
+    into huge pages. Only what is there now: the regions are not marked for huge pages
+    (``MADV_HUGEPAGE``), so later allocations, e.g. a job's, keep ordinary pages and never
+    wait for the kernel to compact memory. Returns the bytes collapsed (0 where the system
+    does not support it: nothing changes then)."""
     if not sys.platform.startswith("linux"):
         return 0
     try:
@@ -32,8 +33,6 @@ def collapse_anonymous_memory() -> int:
         return 0
     done = 0
     for start, end in (r for r in regions if r is not None):
-        if madvise(start, end - start, _MADV_HUGEPAGE) != 0:
-            continue
         if madvise(start, end - start, _MADV_COLLAPSE) == 0:
             done += end - start
     return done

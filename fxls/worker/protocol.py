@@ -11,9 +11,26 @@ import json
 import os
 import re
 import struct
+from enum import StrEnum
 from typing import Any
 
 HEADER = struct.Struct("!Q")
+
+
+class JobStatus(StrEnum):
+    """How a job ended (the ``status`` of its result)."""
+
+    OK = "ok"
+    ERROR = "error"  # the target raised
+    MEMORY = "memory"  # out of memory
+    TIMEOUT = "timeout"  # wall-clock or CPU time limit
+    CRASHED = "crashed"  # the job process (or the worker) died
+    CANCELLED = "cancelled"
+
+
+#: frames a job sends before its result: part of the result, modules it imported
+PARTIAL, IMPORTS = "partial", "imports"
+
 _STATUS = re.compile(rb'\{"status":"([a-z_]{1,20})"[,}]')
 
 

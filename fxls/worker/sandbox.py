@@ -40,7 +40,11 @@ _CLONE_NEWUSER = 0x10000000
 _CLONE_NEWPID = 0x20000000
 _CLONE_NEWNET = 0x40000000
 _CLONE_NEWNS = 0x00020000
-_MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_PRIVATE = 2, 4, 8, 1 << 14, 1 << 18
+_MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_BIND, _MS_REC, _MS_PRIVATE = 2, 4, 8, 4096, 1 << 14, 1 << 18
+#: the system's well-known Unix sockets of services that act outside the sandbox on request
+_SERVICE_SOCKETS = ("/run/dbus/system_bus_socket", "/var/run/dbus/system_bus_socket",
+                    "/run/docker.sock", "/var/run/docker.sock", "/run/podman/podman.sock",
+                    "/run/containerd/containerd.sock", "/run/snapd.socket")
 _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
 _JOBS_DIR_PREFIX = "fxls-jobs-"
@@ -283,15 +287,29 @@ def enter(forward: Iterable[signal.Signals] = (), cpu_limit_s: float | None = No
     if select.select([lifeline_r], [], [], 0)[0]:  # EOF: the relay died before the prctl
         os._exit(0)
     os.close(lifeline_r)
-    _own_proc()
+    _private_mounts(uid)
 
 
-def _own_proc() -> None:
-    """Mount a /proc of the job's PID namespace (in its own mount namespace): it lists the
-    job's processes only, not the worker's, the server's or their command lines."""
+def _private_mounts(uid: int) -> None:
+    """In the job's own mount namespace: a /proc of its PID namespace (it lists the job's
+    processes only, not the worker's, the server's or their command lines), and the user's
+    session services (D-Bus, systemd --user, X11...) and the system's service sockets out of
+    reach: Landlock (up to ABI 7) does not cover connecting to Unix sockets, and those
+    services would act outside the sandbox on the job's behalf."""
     libc = _libc()
-    if libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None) == 0:
-        libc.mount(b"proc", b"/proc", b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None)
+    if libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None) != 0:
+        return
+    libc.mount(b"proc", b"/proc", b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None)
+    jobs_dir = _config.jobs_dir if _config is not None else ""
+    runtime = os.environ.get("XDG_RUNTIME_DIR") or f"/run/user/{uid}"
+    for folder in (runtime, "/tmp/.X11-unix"):
+        inside = os.path.commonpath([os.path.abspath(folder), jobs_dir]) if jobs_dir else ""
+        if os.path.isdir(folder) and inside != os.path.abspath(folder):
+            libc.mount(b"tmpfs", os.fsencode(folder), b"tmpfs", _MS_NOSUID | _MS_NODEV,
+                       b"mode=0700")
+    for path in _SERVICE_SOCKETS:
+        if os.path.exists(path):
+            libc.mount(b"/dev/null", os.fsencode(path), None, _MS_BIND, None)
 
 
 def _map_ids(uid: int, gid: int) -> None:

@@ -31,7 +31,10 @@ from fxls.worker.child import (
 from fxls.worker.heartbeat import BUSY, PONG
 from fxls.worker.hugepages import collapse_anonymous_memory
 from fxls.worker.protocol import (
+    IMPORTS,
+    PARTIAL,
     FrameBuffer,
+    JobStatus,
     decode,
     encode,
     peek_status,
@@ -75,7 +78,7 @@ class Job:
     final: bytes | None = None
     output: bytearray = field(default_factory=bytearray)
     output_total: int = 0
-    killed_for: str | None = None
+    killed_for: JobStatus | None = None
     oom_kills: int | None = None
     #: the job was asked to print where it is running (it is about to time out)
     dumped: bool = False
@@ -168,7 +171,7 @@ class Worker:
         elif op == "cancel":
             job = self.jobs.get(message.get("id"))
             if job is not None:
-                self._kill(job, "cancelled")
+                self._kill(job, JobStatus.CANCELLED)
         elif op == "ping":
             self.send({"op": PONG})
         elif op == "shutdown":
@@ -189,7 +192,7 @@ class Worker:
                               "sandbox": message.get("sandbox")})
         child = self._hand_over(payload.encode("utf-8"))
         if child is None:
-            self.send(splice(status_body("crashed", error="could not start a job process"),
+            self.send(splice(status_body(JobStatus.CRASHED, error="could not start a job process"),
                              {"op": "result", "id": job_id}))
             return
         timeout = message.get("timeout")
@@ -249,11 +252,11 @@ class Worker:
             status = peek_status(body)
             if status is None or job.final is not None:
                 continue  # not our framing: the exit status will tell what happened
-            if status == "partial":
+            if status == PARTIAL:
                 if job.killed_for is None:
                     self.send(splice(body, {"op": "partial", "id": job.id}))
                 continue
-            if status == "imports":  # comes right before the final frame
+            if status == IMPORTS:  # comes right before the final frame
                 job.imports = _names(body)
                 continue
             job.final = body
@@ -277,14 +280,14 @@ class Worker:
                     except OSError:
                         pass
                     continue
-                self._kill(job, "timeout")
+                self._kill(job, JobStatus.TIMEOUT)
 
     def _poll_exits(self) -> None:
         for job in list(self.jobs.values()):
             if job.child.pidfd is None and _has_exited(job.child.pid):
                 self._finish(job)
 
-    def _kill(self, job: Job, reason: str) -> None:
+    def _kill(self, job: Job, reason: JobStatus) -> None:
         job.killed_for = reason
         _kill_child(job.child.pid)
 
@@ -313,24 +316,24 @@ class Worker:
         }))
 
     def _outcome(self, job: Job, status: int | None) -> bytes:
-        if job.killed_for == "timeout":
-            return status_body("timeout", error=f"timed out after {job.timeout:g} s")
-        if job.killed_for == "cancelled":
-            return status_body("cancelled", error="cancelled")
+        if job.killed_for is JobStatus.TIMEOUT:
+            return status_body(JobStatus.TIMEOUT, error=f"timed out after {job.timeout:g} s")
+        if job.killed_for is JobStatus.CANCELLED:
+            return status_body(JobStatus.CANCELLED, error="cancelled")
         if job.final is not None:
             return job.final
         if status is not None and os.WIFSIGNALED(status):
             signum = os.WTERMSIG(status)
             name = _signal_name(signum)
             if signum == getattr(signal, "SIGXCPU", None):
-                return status_body("timeout", error=f"CPU time limit exceeded ({name})")
+                return status_body(JobStatus.TIMEOUT, error=f"CPU time limit exceeded ({name})")
             if signum == signal.SIGKILL and _oom_grew(job.oom_kills):
-                return status_body("memory", error=f"killed by the OOM killer ({name})")
-            return status_body("crashed", error=f"killed by signal {name}")
+                return status_body(JobStatus.MEMORY, error=f"killed by the OOM killer ({name})")
+            return status_body(JobStatus.CRASHED, error=f"killed by signal {name}")
         if status is not None and os.WIFEXITED(status):
             code = os.WEXITSTATUS(status)
-            return status_body("crashed", error=f"exited with code {code}")
-        return status_body("crashed", error="the job process vanished")
+            return status_body(JobStatus.CRASHED, error=f"exited with code {code}")
+        return status_body(JobStatus.CRASHED, error="the job process vanished")
 
     def _learn_imports(self) -> None:
         """Import what jobs imported of ``learn_imports`` (library code, never the user's),

@@ -112,3 +112,15 @@ def make_dirs(params: dict[str, Any]) -> dict[str, str]:
         except OSError as exc:
             outcome[path] = type(exc).__name__
     return outcome
+
+
+def unix_connect(params: dict[str, Any]) -> dict[str, Any]:
+    """Connect to the Unix socket ``params["path"]``; list its folder."""
+    outcome: dict[str, Any] = {"listing": sorted(os.listdir(os.path.dirname(params["path"])))}
+    try:
+        with socket.socket(socket.AF_UNIX) as client:
+            client.connect(params["path"])
+        outcome["connect"] = "connected"
+    except OSError as exc:
+        outcome["connect"] = type(exc).__name__
+    return outcome

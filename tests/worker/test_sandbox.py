@@ -313,6 +313,26 @@ async def test_no_network_unless_allowed(client: WorkerClient) -> None:
 
 
 @needs_namespaces
+async def test_session_services_are_out_of_reach(tmp_path: Path) -> None:
+    """The user's runtime folder (D-Bus session bus, systemd --user...) is an empty folder for
+    the job: a service listening there cannot be asked to act outside the sandbox."""
+    runtime = tmp_path / "runtime"
+    runtime.mkdir()
+    bus = runtime / "bus"
+    with socket.socket(socket.AF_UNIX) as service:
+        service.bind(str(bus))
+        service.listen(1)
+        worker = WorkerClient(sys.executable, sandbox=True,
+                              env={**os.environ, "XDG_RUNTIME_DIR": str(runtime)})
+        await worker.start()
+        try:
+            result = await worker.run(f"{JOBS}:unix_connect", {"path": str(bus)}, timeout=20)
+        finally:
+            await worker.close()
+    assert result.value == {"listing": [], "connect": "FileNotFoundError"}, result
+
+
+@needs_namespaces
 async def test_a_cpu_limit_ends_a_job_that_is_pid_1() -> None:
     worker = WorkerClient(sys.executable, sandbox=True, cpu_limit_s=1)
     await worker.start()
