@@ -48,8 +48,7 @@ def _children(value: Any, spec: Any) -> list[Any] | None:
         return list(registered(value, spec))
     if kind is dict or kind is collections.OrderedDict:
         return [value[key] for key in spec.context]
-    sequence = kind in (list, tuple, collections.namedtuple)
-    if sequence or (isinstance(kind, type) and issubclass(kind, tuple)):
+    if kind in (list, tuple) or (isinstance(kind, type) and issubclass(kind, tuple)):
         return [value[i] for i in range(spec.num_children)]
     if kind is collections.namedtuple:  # pytree's spec type for every NamedTuple class
         return [value[i] for i in range(spec.num_children)]
