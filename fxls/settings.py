@@ -6,6 +6,7 @@ Resolution order (later wins): built-in defaults -> the nearest pyproject.toml's
 
 from __future__ import annotations
 
+import math
 import os
 import tomllib
 from dataclasses import asdict, dataclass, field, fields
@@ -13,6 +14,44 @@ from pathlib import Path
 from typing import Any
 
 DEFAULT_TIMEOUT_S = 30.0
+#: a trace needs at least this long (importing torch alone takes longer); and at most an hour
+TIMEOUT_RANGE_S = (1.0, 3600.0)
+MEMORY_RANGE_MB = (256, 1024 * 1024)
+TRACE_MODES = ("eval", "train", "both")
+
+
+def check_number(name: str, value: Any, low: float, high: float, *, integer: bool = False
+                 ) -> str | None:
+    """Why ``value`` is not a usable ``name`` (a finite number in [low, high]), or None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return f"`{name}` must be a number, not {value!r}"
+    if integer and not (isinstance(value, int) or float(value).is_integer()):
+        return f"`{name}` must be a whole number, not {value!r}"
+    if not math.isfinite(value) or not low <= value <= high:
+        return f"`{name}` must be between {low:g} and {high:g}, not {value!r}"
+    return None
+
+
+def _check_setting(name: str, value: Any) -> str | None:
+    """Why ``value`` cannot be the setting ``name``, or None if it can."""
+    if name == "timeout":
+        return check_number(name, value, *TIMEOUT_RANGE_S)
+    if name == "memory_limit_mb":
+        return check_number(name, value, *MEMORY_RANGE_MB, integer=True)
+    if name == "trace_mode":
+        if value not in TRACE_MODES:
+            return f"`trace_mode` must be one of {', '.join(TRACE_MODES)}, not {value!r}"
+        return None
+    default = getattr(Settings(), name)
+    if isinstance(default, bool):
+        return None if isinstance(value, bool) else f"`{name}` must be true or false"
+    if isinstance(default, list):
+        if isinstance(value, list) and all(isinstance(item, str) for item in value):
+            return None
+        return f"`{name}` must be a list of strings"
+    if isinstance(default, str) and not isinstance(value, str):
+        return f"`{name}` must be a string"
+    return None
 
 
 def default_memory_limit_mb() -> int:
@@ -56,18 +95,33 @@ class Settings:
     entry_points: list[str] = field(default_factory=list)
     #: the directory holding pyproject.toml (or the file's folder); put on sys.path
     root: str = ""
+    #: settings that were given bad values (the default was used instead), one line each
+    problems: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Settings:
-        known = {f.name for f in fields(cls)}
+        """Settings from ``data``; a bad value keeps the default and adds to ``problems``."""
+        known = {f.name for f in fields(cls)} - {"problems"}
         settings = cls()
+        settings.problems = list(data.get("problems") or [])
         for key, value in data.items():
             key = key.replace("-", "_")
-            if key in known and value is not None:
-                setattr(settings, key, value)
+            if key not in known or value is None:
+                continue
+            problem = _check_setting(key, value)
+            if problem is not None:
+                default = getattr(settings, key)
+                shown = "[]" if default == [] else repr(default)
+                settings.problems.append(f"{problem}; using {shown}")
+                continue
+            if key == "memory_limit_mb":
+                value = int(value)
+            elif key == "timeout":
+                value = float(value)
+            setattr(settings, key, value)
         return settings
 
     def job_policy(self) -> dict[str, Any]:

@@ -46,3 +46,20 @@ class ModuleContext:
 
 
 Rule = Callable[[ModuleContext], Iterable[Diagnostic]]
+
+
+def run_rule(rule: Callable[..., Iterable[Diagnostic]], ctx: ModuleContext, class_span: Any,
+             *args: Any) -> list[Diagnostic]:
+    """``rule(ctx, *args)``'s diagnostics. A rule that raises is a bug in fxls, not in the
+    user's model: it becomes one FX004 at the class naming the rule, and the other rules'
+    diagnostics are kept."""
+    try:
+        return list(rule(ctx, *args))
+    except Exception as error:
+        from fxls.analysis.rules import diagnostic
+
+        name = getattr(rule, "__name__", repr(rule))
+        return [diagnostic(
+            "FX004", f"fxls's check `{name}` failed on `{ctx.class_name}` "
+            f"({type(error).__name__}: {error}); this is a bug in fxls, the other checks ran",
+            class_span, ctx.class_name, rule=name)]

@@ -37,7 +37,7 @@ from fxcore.recovering import (
 from fxcore.source import SourceSpan
 from fxls.analysis import rewrites, rules
 from fxls.analysis.construction import Built, FileScope, NotBuilt, Outcome, build_all
-from fxls.analysis.context import ModuleContext
+from fxls.analysis.context import ModuleContext, run_rule
 from fxls.analysis.inputs import eval_pragma_args, infer_inputs, spatial_size
 from fxls.analysis.libraries import registrations
 from fxls.analysis.loading import (
@@ -168,6 +168,12 @@ def analyze_source(
     for problem in rule_problems:
         report.diagnostics.append(diagnostic(
             "FX004", f"fxls could not use a rewrite rule: {problem}", first_line_span, ""))
+    unknown = [f"`{name}`" for name in settings.autowrap_functions
+               if not _resolve_functions([name], file.namespace)]
+    if unknown:
+        report.diagnostics.append(diagnostic(
+            "FX004", f"fxls could not use `autowrap_functions` {', '.join(unknown)}: no such "
+            "function (write each as `package.module.function`)", first_line_span, ""))
     trace_started = perf_counter()
     outcomes, entry_problems = build_all(classes, FileScope(
         loaded.__name__, file.namespace, tree if isinstance(tree, ast.Module) else None,
@@ -404,10 +410,10 @@ def _analyze_class(
         file.filename, file.source, name, instance, trace, gm, example_inputs, concrete,
         file.settings, recorder.calls, file.is_reportable,
     )
-    found += rules.dead_code(ctx)
-    found += rules.inplace_on_inputs(ctx)
-    found += rules.baked_constants(ctx, recorder.created_tensors)
-    found += rules.trace_time_calls(ctx)
+    found += run_rule(rules.dead_code, ctx, span)
+    found += run_rule(rules.inplace_on_inputs, ctx, span)
+    found += run_rule(rules.baked_constants, ctx, span, recorder.created_tensors)
+    found += run_rule(rules.trace_time_calls, ctx, span)
     return module_report, found, _Traced(module_report, instance, ctx, span, bool(pragmas.args))
 
 
@@ -431,8 +437,8 @@ def _observe_class(
     ctx, module_report = traced.ctx, traced.module_report
     gm, example_inputs = ctx.graph_module, ctx.example_inputs
     assert gm is not None  # only traced classes get here
-    found = [*rewrites.find_rewrites(ctx, file.rewrite_candidates),
-             *find_user_rewrites(ctx, file.user_rules, file.tree)]
+    found = [*run_rule(rewrites.find_rewrites, ctx, traced.span, file.rewrite_candidates),
+             *run_rule(find_user_rewrites, ctx, traced.span, file.user_rules, file.tree)]
     backward: dict[str, str] = {}
     if example_inputs is not None and not ctx.trace.issues:
         training = file.settings.trace_mode == "train"
@@ -448,7 +454,7 @@ def _observe_class(
         if not seen.ok:
             ran, _ = run_eager(traced.instance, example_inputs, training)
             if ran:  # eager accepts these inputs: the graph is what is wrong
-                found += rules.graph_failed(ctx, traced.span, seen.error)
+                found += run_rule(rules.graph_failed, ctx, traced.span, traced.span, seen.error)
             else:
                 found.append(_inputs_failed(ctx, traced.span, example_inputs, seen.error))
         if seen.ok:
@@ -459,7 +465,8 @@ def _observe_class(
                 with _capturing_inputs(wanted):
                     ran, eager = run_eager(traced.instance, example_inputs, training)
                 if ran and file.settings.check_eager:
-                    found += rules.eager_mismatch(ctx, traced.span, eager, seen.output)
+                    found += run_rule(rules.eager_mismatch, ctx, traced.span, traced.span, eager,
+                                      seen.output)
     module_report.code = gm.code
     module_report.nodes = [_node_info(n, gm, backward) for n in gm.graph.nodes]
     return found

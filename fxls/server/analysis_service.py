@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -11,6 +12,16 @@ from fxls.report import FileReport
 from fxls.runner import LEARN_IMPORTS, WARM_IMPORTS, WARM_UP, AnalysisRequest, run_analysis
 
 log = logging.getLogger(__name__)
+
+
+class WorkerStartError(Exception):
+    """The worker could not be started (a bad ``fxls.python``, a broken environment)."""
+
+    def __init__(self, python: str, cause: BaseException) -> None:
+        detail = str(cause).strip().splitlines()[-1:] or [type(cause).__name__]
+        super().__init__(f"fxls could not start its worker with `{python}`: "
+                         f"{type(cause).__name__}: {detail[0]}")
+        self.python = python
 
 
 class AnalysisService:
@@ -28,7 +39,12 @@ class AnalysisService:
 
                 client = WorkerClient(self.python, warm_imports=WARM_IMPORTS, warm_up=WARM_UP,
                                       learn_imports=LEARN_IMPORTS, sandbox=True)
-                await client.start()
+                try:
+                    await client.start()
+                except Exception as error:
+                    with contextlib.suppress(Exception):
+                        await client.close()
+                    raise WorkerStartError(self.python, error) from error
                 self._client = client
             return self._client
 
@@ -40,7 +56,8 @@ class AnalysisService:
     ) -> FileReport | None:
         """The report for ``request``, or None when a newer request for ``key`` superseded it.
 
-        ``on_diagnostics`` gets tracing's diagnostics before the complete report.
+        ``on_diagnostics`` gets tracing's diagnostics before the complete report. Raises
+        :class:`WorkerStartError` when the worker cannot start.
         """
         client = await self._ensure_client()
         return await run_analysis(client, request, job_id=key, on_diagnostics=on_diagnostics)

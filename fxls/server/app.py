@@ -8,6 +8,7 @@ happens only on open/save (and, opt-in, after a pause in typing), never on hover
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import logging
 from pathlib import Path
@@ -20,8 +21,8 @@ from pygls.uris import to_fs_path
 from fxls import __version__
 from fxls.graph_render import RENDERERS, render_module
 from fxls.report import FileReport
-from fxls.runner import AnalysisRequest
-from fxls.server.analysis_service import AnalysisService
+from fxls.runner import AnalysisRequest, failure_report
+from fxls.server.analysis_service import AnalysisService, WorkerStartError
 from fxls.server.code_actions import FIX_ALL_KIND, FixCache, code_actions
 from fxls.server.config import ServerConfig
 from fxls.server.dependencies import depends_on, is_project_file
@@ -31,6 +32,7 @@ from fxls.server.hover import module_markdown, nodes_markdown
 from fxls.server.inlay import shape_hints
 from fxls.server.lsp_convert import RangeConverter, place_diagnostics
 from fxls.server.protocol import FxlsProtocol, serve_stdio
+from fxls.server.reporting import reported, tell
 from fxls.settings import load_settings
 
 log = logging.getLogger("fxls.server")
@@ -44,6 +46,8 @@ ANALYSIS_DONE = "fxls/analysisDone"
 VERIFY_WAIT_S = 10.0
 #: debounce before re-analysing the open documents that depend on a saved file
 DEPENDENTS_DELAY_S = 0.3
+#: how much longer than the trace timeout a request waits for an analysis in flight
+REQUEST_WAIT_SLACK_S = 5.0
 
 
 class FxlsServer(LanguageServer):
@@ -60,6 +64,14 @@ class FxlsServer(LanguageServer):
         self._debounce: dict[str, asyncio.TimerHandle] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._progress_ids = itertools.count(1)
+        #: messages already shown (a bad setting or a broken interpreter is said once)
+        self._said: set[str] = set()
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        """pygls' own errors (a failed send, a handler outside :func:`reported`): logged,
+        never a pop-up."""
+        log.error("%s: %s", getattr(source, "__name__", source), error)
+        tell(self, f"fxls: internal error: {error}")
 
     # -- helpers -------------------------------------------------------------------------
 
@@ -72,7 +84,38 @@ class FxlsServer(LanguageServer):
         state = self.states.get(uri)
         if state is None:
             state = self.states[uri] = DocumentState(uri, to_fs_path(uri) or uri)
+            state.settled = asyncio.Event()
+            state.settled.set()
         return state
+
+    async def answering_state(self, uri: str) -> DocumentState | None:
+        """The document's state to answer a request from, once it has a report.
+
+        While an analysis of the document is scheduled or running, and there is no report
+        yet or the editor's text is not the analysed one, wait for it (bounded by the trace
+        timeout): a client that asks right after a save gets the new report, not nothing.
+        """
+        state = self.states.get(uri)
+        if state is None:
+            return None
+        if not state.settled.is_set() and (
+            state.report is None or self.open_text(uri, state) != state.analysed_text
+        ):
+            try:
+                await asyncio.wait_for(state.settled.wait(),
+                                       self.config.trace_timeout + REQUEST_WAIT_SLACK_S)
+            except TimeoutError:
+                log.warning("answering %s from its last report: the analysis is late", uri)
+        if self.states.get(uri) is not state or state.report is None:
+            return None
+        return state
+
+    def say_once(self, message: str, kind: types.MessageType = types.MessageType.Warning
+                 ) -> None:
+        """Show ``message`` to the user, unless it was shown before."""
+        if message not in self._said:
+            self._said.add(message)
+            tell(self, message, show=True, kind=kind)
 
     def converter(self, state: DocumentState) -> RangeConverter:
         return RangeConverter(state.path, state.analysed_text, self.encoding)
@@ -93,6 +136,9 @@ class FxlsServer(LanguageServer):
         pending = self._debounce.pop(uri, None)
         if pending is not None:
             pending.cancel()
+        state = self.states.get(uri)
+        if state is not None:
+            state.settled.clear()
         if delay_s <= 0:
             self.spawn(self.analyze(uri))
             return
@@ -102,43 +148,59 @@ class FxlsServer(LanguageServer):
         )
 
     async def analyze(self, uri: str) -> None:
+        state = self.states.get(uri)
+        if state is None:
+            return  # closed (or never opened) since it was scheduled
+        state.generation += 1
+        generation = state.generation
         try:
-            state = self.states.get(uri)
-            if state is None:
-                return  # closed (or never opened) since it was scheduled
-            document = self.workspace.get_text_document(uri)
-            state.generation += 1
-            generation = state.generation
-            text, version = document.source, document.version
-            overrides = {
-                "timeout": self.config.trace_timeout,
-                "select": self.config.select or None,
-                "ignore": self.config.ignore or None,
-                "trace_mode": self.config.trace_mode or None,
-            }
-            settings = load_settings(state.path, overrides)
-            request = AnalysisRequest(state.path, text, settings)
+            await self._analyze(uri, state, generation)
+        except Exception as error:
+            log.exception("analysis of %s failed", uri)
+            tell(self, f"fxls: the analysis of {uri} failed: {error}")
+        finally:
+            if generation == state.generation and uri not in self._debounce:
+                state.settled.set()
 
-            def current() -> bool:
-                return generation == state.generation and self.states.get(uri) is state
+    async def _analyze(self, uri: str, state: DocumentState, generation: int) -> None:
+        document = self.workspace.get_text_document(uri)
+        text, version = document.source, document.version
+        overrides = {
+            "timeout": self.config.trace_timeout,
+            "select": self.config.select or None,
+            "ignore": self.config.ignore or None,
+            "trace_mode": self.config.trace_mode or None,
+        }
+        settings = load_settings(state.path, overrides)
+        for problem in settings.problems:
+            self.say_once(f"fxls: [tool.fxls] in {settings.root}: {problem}")
+        request = AnalysisRequest(state.path, text, settings)
 
-            def publish_early(report: FileReport) -> None:
-                # tracing's diagnostics now; the complete report (FX014, shapes for hover)
-                # publishes again when the job ends, and is what code actions use
-                if current():
-                    self.publish_report(uri, state, report, text, version, settings.root)
+        def current() -> bool:
+            return generation == state.generation and self.states.get(uri) is state
 
+        def publish_early(report: FileReport) -> None:
+            # tracing's diagnostics now; the complete report (FX014, shapes for hover)
+            # publishes again when the job ends, and is what code actions use
+            if current():
+                self.publish_report(uri, state, report, text, version, settings.root)
+
+        worker_started = True
+        try:
             async with self._progress(f"Tracing {Path(state.path).name}"):
                 report = await self.analysis.analyze(uri, request, publish_early)
-            if report is None or not current():
-                return  # superseded by a newer save (its result will publish) or closed
-            state.report, state.analysed_text, state.analysed_version = report, text, version
-            self.publish_report(uri, state, report, text, version, settings.root)
-            self.protocol.notify(ANALYSIS_DONE, {"uri": uri, "version": version})
-            self._refresh_views()
+        except WorkerStartError as error:
+            worker_started = False
+            self.say_once(str(error), types.MessageType.Error)
+            report = failure_report(request, "worker-start", str(error))
+        if report is None or not current():
+            return  # superseded by a newer save (its result will publish) or closed
+        state.report, state.analysed_text, state.analysed_version = report, text, version
+        self.publish_report(uri, state, report, text, version, settings.root)
+        self.protocol.notify(ANALYSIS_DONE, {"uri": uri, "version": version})
+        self._refresh_views()
+        if worker_started:
             self._start_fix_verification(state, request)
-        except Exception:
-            log.exception("analysis of %s failed", uri)
 
     def publish_report(
         self,
@@ -253,63 +315,76 @@ class _Progress:
 server = FxlsServer()
 
 
+def _apply_settings(ls: FxlsServer, raw: Any) -> None:
+    ls.config = ls.config.updated(raw or {})
+    for problem in ls.config.problems:
+        tell(ls, problem, show=True, kind=types.MessageType.Warning)
+
+
 @server.feature(types.INITIALIZE)
+@reported(user_facing=True)
 def on_initialize(ls: FxlsServer, params: types.InitializeParams) -> None:
-    ls.config = ls.config.updated(params.initialization_options or {})
+    _apply_settings(ls, params.initialization_options)
     ls.analysis.python = ls.config.python
 
 
 @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+@reported(user_facing=True)
 async def on_configuration(ls: FxlsServer, params: types.DidChangeConfigurationParams) -> None:
-    try:
-        ls.config = ls.config.updated(params.settings or {})
-        await ls.analysis.set_python(ls.config.python)
-        for uri in list(ls.states):
-            ls.schedule(uri)
-    except Exception:
-        log.exception("applying settings failed")
+    _apply_settings(ls, params.settings)
+    await ls.analysis.set_python(ls.config.python)
+    for uri in list(ls.states):
+        ls.schedule(uri)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+@reported(user_facing=True)
 def on_open(ls: FxlsServer, params: types.DidOpenTextDocumentParams) -> None:
     ls.state_for(params.text_document.uri)
     ls.schedule(params.text_document.uri)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+@reported()
 def on_change(ls: FxlsServer, params: types.DidChangeTextDocumentParams) -> None:
     if ls.config.trace_on_change:
         ls.schedule(params.text_document.uri, ls.config.trace_on_change_delay_ms / 1000)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
+@reported(user_facing=True)
 def on_save(ls: FxlsServer, params: types.DidSaveTextDocumentParams) -> None:
     if not ls.config.trace_on_save:
         return
     uri = params.text_document.uri
-    ls.schedule(uri)
-    try:
-        for dependent in ls.dependents_of(uri):
-            ls.schedule(dependent, DEPENDENTS_DELAY_S)
-    except Exception:
-        log.exception("finding the documents that depend on %s failed", uri)
+    if uri in ls.states:  # a file that is not open is never run (only its dependents are)
+        ls.schedule(uri)
+    for dependent in ls.dependents_of(uri):
+        ls.schedule(dependent, DEPENDENTS_DELAY_S)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+@reported()
 def on_close(ls: FxlsServer, params: types.DidCloseTextDocumentParams) -> None:
     uri = params.text_document.uri
-    ls.states.pop(uri, None)
     pending = ls._debounce.pop(uri, None)
     if pending is not None:
         pending.cancel()
+    state = ls.states.pop(uri, None)
+    if state is not None:
+        state.generation += 1  # an analysis still running may no longer publish
+        if state.verify_task is not None:
+            state.verify_task.cancel()
+        state.settled.set()
     # its own diagnostics and what it found in other files go; what other open documents
     # found in it stays (shown for a file that is not open)
     ls.republish(ls.board.withdraw(uri))
 
 
 @server.feature(types.TEXT_DOCUMENT_HOVER)
-def on_hover(ls: FxlsServer, params: types.HoverParams) -> types.Hover | None:
-    state = ls.states.get(params.text_document.uri)
+@reported()
+async def on_hover(ls: FxlsServer, params: types.HoverParams) -> types.Hover | None:
+    state = await ls.answering_state(params.text_document.uri)
     if state is None or state.report is None:
         return None
     converter = ls.converter(state)
@@ -326,9 +401,12 @@ def on_hover(ls: FxlsServer, params: types.HoverParams) -> types.Hover | None:
 
 
 @server.feature(types.TEXT_DOCUMENT_INLAY_HINT, types.InlayHintOptions())
-def on_inlay_hint(ls: FxlsServer, params: types.InlayHintParams) -> list[types.InlayHint]:
-    state = ls.states.get(params.text_document.uri)
-    if not ls.config.inlay_hints_shapes or state is None or state.report is None:
+@reported(default=[])
+async def on_inlay_hint(ls: FxlsServer, params: types.InlayHintParams) -> list[types.InlayHint]:
+    if not ls.config.inlay_hints_shapes:
+        return []
+    state = await ls.answering_state(params.text_document.uri)
+    if state is None or state.report is None:
         return []
     converter = ls.converter(state)
     first, last = params.range.start.line + 1, params.range.end.line + 1
@@ -347,8 +425,9 @@ def on_inlay_hint(ls: FxlsServer, params: types.InlayHintParams) -> list[types.I
 
 
 @server.feature(types.TEXT_DOCUMENT_CODE_LENS, types.CodeLensOptions(resolve_provider=False))
-def on_code_lens(ls: FxlsServer, params: types.CodeLensParams) -> list[types.CodeLens]:
-    state = ls.states.get(params.text_document.uri)
+@reported(default=[])
+async def on_code_lens(ls: FxlsServer, params: types.CodeLensParams) -> list[types.CodeLens]:
+    state = await ls.answering_state(params.text_document.uri)
     if state is None or state.report is None:
         return []
     converter = ls.converter(state)
@@ -374,27 +453,42 @@ def on_code_lens(ls: FxlsServer, params: types.CodeLensParams) -> list[types.Cod
         resolve_provider=False,
     ),
 )
+@reported(default=[])
 async def on_code_action(
     ls: FxlsServer, params: types.CodeActionParams
 ) -> list[types.CodeAction]:
-    state = ls.states.get(params.text_document.uri)
+    state = await ls.answering_state(params.text_document.uri)
     if state is None or state.report is None or state.fixes is None:
         return []
-    try:
-        document = ls.workspace.get_text_document(params.text_document.uri)
-        text = document.source
-    except Exception:
-        return []
+    text = ls.open_text(state.uri, state)
     task = state.verify_task
     if task is not None and not task.done() and text == state.analysed_text:
         # fixes for this very text are being verified: answer with them, not with nothing
-        try:
+        with contextlib.suppress(TimeoutError, asyncio.CancelledError):
             await asyncio.wait_for(asyncio.shield(task), timeout=VERIFY_WAIT_S)
-        except (TimeoutError, asyncio.CancelledError):
-            pass
-        except Exception:
-            log.exception("fix verification failed")
-    return code_actions(state.fixes, state.uri, text, params, ls.converter(state))
+    actions = code_actions(state.fixes, state.uri, text, params, ls.converter(state))
+    document = ls.workspace.text_documents.get(state.uri)
+    if document is not None and document.version is not None and _versioned_edits(ls):
+        for action in actions:
+            action.edit = _versioned(action.edit, document.version)
+    return actions
+
+
+def _versioned_edits(ls: FxlsServer) -> bool:
+    workspace = ls.client_capabilities.workspace
+    edit = workspace.workspace_edit if workspace is not None else None
+    return bool(edit and edit.document_changes)
+
+
+def _versioned(edit: types.WorkspaceEdit | None, version: int) -> types.WorkspaceEdit | None:
+    """``edit`` as ``documentChanges`` for ``version``: an editor refuses it for other text."""
+    if edit is None or not edit.changes:
+        return edit
+    return types.WorkspaceEdit(document_changes=[
+        types.TextDocumentEdit(types.OptionalVersionedTextDocumentIdentifier(uri, version),
+                               list(edits))
+        for uri, edits in edit.changes.items()
+    ])
 
 
 @server.command(SHOW_GRAPH)

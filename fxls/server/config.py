@@ -11,9 +11,11 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from fxls.settings import DEFAULT_TIMEOUT_S
+from fxls.settings import DEFAULT_TIMEOUT_S, TIMEOUT_RANGE_S, check_number
 
 TRACE_MODES = ("", "eval", "train", "both")
+#: the pause before an on-change trace (ms)
+CHANGE_DELAY_RANGE_MS = (0, 60_000)
 
 
 @dataclass(slots=True)
@@ -29,24 +31,51 @@ class ServerConfig:
     inlay_hints_shapes: bool = True
     #: ``eval`` or ``train``; empty: the project's ``[tool.fxls] trace_mode`` (default eval)
     trace_mode: str = ""
+    #: the settings of the last update that had bad values (their defaults were used)
+    problems: list[str] = field(default_factory=list)
 
     def updated(self, raw: Any) -> ServerConfig:
-        """A copy with the settings in ``raw`` applied; wrong types are ignored, not fatal."""
+        """A copy with the settings in ``raw`` applied. A bad value is not fatal: the
+        setting takes its default, and ``problems`` says which and why, one line each."""
         flat = _flatten(raw.get("fxls", raw) if isinstance(raw, dict) else {})
         config = ServerConfig(**{name: getattr(self, name) for name in self.__slots__})
+        config.problems = []
         for key, attribute, kind in _KEYS:
-            if key in flat and isinstance(flat[key], kind) and flat[key] is not None:
-                value = flat[key]
-                if kind is list:
-                    value = [str(v) for v in value]
-                if kind == (int, float):
-                    value = float(value)
-                setattr(config, attribute, value)
+            if key not in flat or flat[key] is None:
+                continue
+            value = flat[key]
+            problem = _problem(key, value, kind)
+            if problem is not None:
+                default = getattr(ServerConfig(), attribute)
+                setattr(config, attribute, default)
+                config.problems.append(f"fxls.{key}: {problem}; using the default {default!r}")
+                continue
+            if kind is list:
+                value = [str(v) for v in value]
+            elif kind == (int, float):
+                value = float(value)
+            elif kind is int:
+                value = int(value)
+            setattr(config, attribute, value)
         if not config.python:
             config.python = sys.executable
-        if config.trace_mode not in TRACE_MODES:
-            config.trace_mode = ""
         return config
+
+
+def _problem(key: str, value: Any, kind: Any) -> str | None:
+    if key == "trace.timeout":
+        return check_number("timeout", value, *TIMEOUT_RANGE_S)
+    if key == "trace.onChangeDelay":
+        return check_number("onChangeDelay", value, *CHANGE_DELAY_RANGE_MS, integer=True)
+    if key == "trace.mode" and value not in TRACE_MODES:
+        return f"must be one of {', '.join(repr(m) for m in TRACE_MODES)}, not {value!r}"
+    if kind is bool and not isinstance(value, bool):
+        return f"must be true or false, not {value!r}"
+    if kind is str and not isinstance(value, str):
+        return f"must be a string, not {value!r}"
+    if kind is list and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+        return f"must be a list of strings, not {value!r}"
+    return None
 
 
 _KEYS: list[tuple[str, str, Any]] = [

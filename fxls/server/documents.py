@@ -1,7 +1,7 @@
 """What the server knows about each open document: its latest report, and lookups in it.
 
 Lookups take Python positions (1-based line, UTF-8 byte column); the server converts the
-client's position once, with :mod:`fxls.positions`.
+client's position once, with :mod:`fxls.source_text`.
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ class DocumentState:
     #: verified quick fixes for ``analysed_text`` (an ``code_actions.FixCache``)
     fixes: Any = None
     verify_task: Any = None
+    #: set while no analysis of the document is scheduled or running (an ``asyncio.Event``)
+    settled: Any = None
 
 
 def _contains(span: Span, line: int, col: int) -> bool:

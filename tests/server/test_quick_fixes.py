@@ -99,7 +99,10 @@ def _apply(text: str, edit: types.WorkspaceEdit, uri: str) -> str:
     def offset(position: types.Position) -> int:
         return sum(len(line) for line in lines[: position.line]) + position.character
 
-    edits = sorted(edit.changes[uri], key=lambda e: offset(e.range.start), reverse=True)
+    # VS Code takes versioned documentChanges: the edit is for version 1, the opened text
+    (change,) = edit.document_changes
+    assert change.text_document.uri == uri and change.text_document.version == 1
+    edits = sorted(change.edits, key=lambda e: offset(e.range.start), reverse=True)
     for item in edits:
         start, end = offset(item.range.start), offset(item.range.end)
         text = text[:start] + item.new_text + text[end:]
