@@ -52,12 +52,14 @@ def serve_job(
     close: Iterable[int],
     warm_up: str | None = None,
     learn_imports: tuple[str, ...] = (),
+    job_dir: str = "",
 ) -> NoReturn:
-    """Run in the freshly forked child; never returns."""
+    """Run in the freshly forked child (``job_dir``: the name of its private folder, see
+    ``sandbox.enter``); never returns."""
     code = 0
     try:
         _detach(worker_pid, close)
-        sandbox.enter((DUMP_SIGNAL,), limits.cpu_s)  # may fork: the job runs in a new process
+        sandbox.enter(job_dir)
         raw = _receive_job(fds.job_r, warm_up)
         _redirect_output(fds.out_w)
         _report_where_on_fault()
@@ -212,7 +214,9 @@ def _detach(worker_pid: int, close: Iterable[int]) -> None:
         pass
     if not _set_parent_death_signal():
         threading.Thread(target=_watch_parent, args=(worker_pid,), daemon=True).start()
-    if os.getppid() != worker_pid:  # the worker died before the death signal was armed
+    # the worker died before the death signal was armed (PID 1 of a namespace sees no
+    # parent; there a dead worker shows as the job pipe's EOF)
+    if not sandbox.in_namespaces() and os.getppid() != worker_pid:
         os._exit(0)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     for signum in (signal.SIGTERM, signal.SIGCHLD, signal.SIGHUP):

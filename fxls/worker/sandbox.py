@@ -2,13 +2,14 @@
 
 With the sandbox on (``configure``, in the warm worker before it forks):
 
-- the idle child enters new user + PID + mount namespaces (``enter``): it forks once more,
-  the job process is PID 1 of its namespace (with a /proc of its own) and its parent stays
-  outside as a *relay* that mirrors its exit status to the worker. Every process the job
-  starts dies with it (the kernel kills a namespace whose first process ended); the job sees
-  no process outside, so it can signal neither the worker nor the server. Without
-  unprivileged user namespaces the job has its own process group and the worker, a child
-  subreaper, kills what the job left behind (``end_adopted``).
+- the worker forks each idle child straight into new user + PID + mount namespaces
+  (``fork_job_process``: ``clone`` with those flags): the job process is PID 1 of its
+  namespace, with a /proc of its own (``enter``), and the worker's own child, so the worker
+  sees its exit status and signals it directly. Every process the job starts dies with it
+  (the kernel kills a namespace whose first process ended); the job sees no process
+  outside, so it can signal neither the worker nor the server. Without unprivileged user
+  namespaces the job has its own process group and the worker, a child subreaper, kills
+  what the job left behind (``end_adopted``).
 - when the job arrives (``confine``, irreversible, before any user code): a network namespace
   of its own unless the job allows network; Landlock lets it write only to its private folder
   (and the folders the job allows), refuses TCP and signals to the outside; a Python-level
@@ -24,14 +25,13 @@ import ctypes
 import os
 import platform
 import resource
-import select
 import shutil
 import signal
 import sys
 import tempfile
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
-from typing import Any, NoReturn
+from typing import Any
 
 from fxls.worker import guard, landlock
 from fxls.worker.procfs import child_pids
@@ -45,8 +45,10 @@ _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_BIND, _MS_REC, _MS_PRIVATE = 2, 4, 8, 409
 _SERVICE_SOCKETS = ("/run/dbus/system_bus_socket", "/var/run/dbus/system_bus_socket",
                     "/run/docker.sock", "/var/run/docker.sock", "/run/podman/podman.sock",
                     "/run/containerd/containerd.sock", "/run/snapd.socket")
-_PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
+#: the clone system call's number, where its first argument is the flags and the others may
+#: be 0 (a fork: no new stack, no TLS); elsewhere the namespaces are not used
+_SYS_CLONE = {"x86_64": 56, "aarch64": 220, "riscv64": 220}.get(platform.machine())
 _JOBS_DIR_PREFIX = "fxls-jobs-"
 
 
@@ -110,8 +112,10 @@ class _Config:
 _config: _Config | None = None
 #: this job process's private folder (set by ``enter``)
 _job_dir: str | None = None
-#: the job process is PID 1 of its own namespaces (set by ``enter``)
+#: the job process is PID 1 of its own namespaces (set by ``fork_job_process``)
 _in_namespaces = False
+#: the worker's uid and gid (a process in a new user namespace sees 65534 until it maps them)
+_outer_ids = (0, 0)
 _support: Support | None = None
 
 
@@ -141,23 +145,40 @@ def _wanted(feature: str) -> bool:
 
 
 def _namespaces_work() -> bool:
-    try:
-        pid = os.fork()
-    except OSError:
+    """Whether a child can be cloned into new user + PID namespaces (PID 1 there) and give
+    itself a network namespace, as job processes are."""
+    if _SYS_CLONE is None:
         return False
+    pid = _clone(_CLONE_NEWUSER | _CLONE_NEWPID)
     if pid == 0:
-        code = 1
-        try:
-            if _unshare(_CLONE_NEWUSER | _CLONE_NEWPID | _CLONE_NEWNET):
-                inner = os.fork()
-                if inner == 0:
-                    os._exit(0 if os.getpid() == 1 else 1)
-                _, status = os.waitpid(inner, 0)
-                code = os.waitstatus_to_exitcode(status)
-        finally:
-            os._exit(code)
+        os._exit(0 if os.getpid() == 1 and _unshare(_CLONE_NEWNET) else 1)
+    if pid < 0:
+        return False
     _, status = os.waitpid(pid, 0)
     return os.waitstatus_to_exitcode(status) == 0
+
+
+def _clone(namespaces: int) -> int:
+    """``os.fork()`` whose child starts in new ``namespaces``: 0 in the child, its pid in the
+    parent, -1 if the kernel refused. As ``os.fork`` does, the interpreter is told before
+    and after (locks, at-fork hooks), and the GIL stays held across the call (``PyDLL``).
+    Unlike glibc's ``fork``, the raw call skips glibc's own at-fork handling, which matters
+    only in a multi-threaded parent: the worker's loop is single-threaded."""
+    api = ctypes.pythonapi
+    before, after_parent, after_child = (api.PyOS_BeforeFork, api.PyOS_AfterFork_Parent,
+                                         api.PyOS_AfterFork_Child)
+    syscall = ctypes.PyDLL(None, use_errno=True).syscall
+    syscall.restype = ctypes.c_long
+    flags = ctypes.c_long(namespaces | signal.SIGCHLD)
+    zero = ctypes.c_long(0)
+    assert _SYS_CLONE is not None
+    before()
+    pid = syscall(ctypes.c_long(_SYS_CLONE), flags, zero, zero, zero, zero)
+    if pid == 0:
+        after_child()
+        return 0
+    after_parent()
+    return pid if pid > 0 else -1
 
 
 def _unshare(flags: int) -> bool:
@@ -224,10 +245,10 @@ def _children() -> list[int]:
     return pids
 
 
-def job_ended(pid: int) -> None:
-    """Remove the private folder of the job process ``pid`` (the worker's child)."""
+def job_ended(name: str) -> None:
+    """Remove the private folder ``name`` of a job process that ended (``enter``)."""
     if _config is not None:
-        shutil.rmtree(os.path.join(_config.jobs_dir, str(pid)), ignore_errors=True)
+        shutil.rmtree(os.path.join(_config.jobs_dir, name), ignore_errors=True)
 
 
 def new_jobs_dir() -> str:
@@ -258,36 +279,37 @@ def remove_jobs_dir() -> None:
 
 
 # -------------------------------------------------------------- idle child
-def enter(forward: Iterable[signal.Signals] = (), cpu_limit_s: float | None = None) -> None:
-    """In the freshly forked idle child: make the job's private folder and, where the kernel
-    allows, move into new user + PID namespaces. Returns in the process that will run the
-    job; the process the worker forked may instead stay behind as the relay (never returns),
-    passing the ``forward`` signals on to the job. ``cpu_limit_s``: the job's CPU limit, so
-    that the relay reports a job the limit ended as SIGXCPU, as without namespaces."""
-    global _job_dir, _in_namespaces
+def fork_job_process() -> int:
+    """Fork a job process (``os.fork`` semantics). Where the kernel allows it, the child
+    starts in new user + PID + mount namespaces: PID 1 there, still the worker's child."""
+    global _in_namespaces, _outer_ids
+    if _config is not None and _config.support.namespaces:
+        _outer_ids = os.getuid(), os.getgid()
+        pid = _clone(_CLONE_NEWUSER | _CLONE_NEWPID | _CLONE_NEWNS)
+        if pid == 0:
+            _in_namespaces = True
+        if pid >= 0:
+            return pid
+    return os.fork()
+
+
+def in_namespaces() -> bool:
+    """This process is a job process PID 1 of its own namespaces."""
+    return _in_namespaces
+
+
+def enter(name: str) -> None:
+    """In the freshly forked idle child: make the job's private folder ``name`` (in the
+    worker's jobs folder; the worker removes it when the job ends) and, in namespaces, keep
+    the user's ids and mount a /proc of its own."""
+    global _job_dir
     if _config is None:
         return
-    _job_dir = os.path.join(_config.jobs_dir, str(os.getpid()))
+    if _in_namespaces:
+        _map_ids(*_outer_ids)  # first: an unmapped user can create no file
+        _private_mounts(_outer_ids[0])
+    _job_dir = os.path.join(_config.jobs_dir, name)
     os.mkdir(_job_dir, 0o700)
-    if not _config.support.namespaces:
-        return
-    uid, gid = os.getuid(), os.getgid()
-    if not _unshare(_CLONE_NEWUSER | _CLONE_NEWPID | _CLONE_NEWNS):
-        return
-    _map_ids(uid, gid)
-    lifeline_r, lifeline_w = os.pipe()
-    pid = os.fork()
-    if pid:
-        os.close(lifeline_r)
-        _relay(pid, lifeline_w, _job_dir, tuple(forward), cpu_limit_s)
-    os.close(lifeline_w)
-    _in_namespaces = True
-    os.setsid()  # leave the relay's process group: the job signals only its own processes
-    _libc().prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
-    if select.select([lifeline_r], [], [], 0)[0]:  # EOF: the relay died before the prctl
-        os._exit(0)
-    os.close(lifeline_r)
-    _private_mounts(uid)
 
 
 def _private_mounts(uid: int) -> None:
@@ -321,38 +343,6 @@ def _map_ids(uid: int, gid: int) -> None:
                 handle.write(text)
         except OSError:
             pass
-
-
-def _relay(pid: int, keep: int, job_dir: str, forward: tuple[signal.Signals, ...],
-           cpu_limit_s: float | None) -> NoReturn:
-    """Wait for the job (PID 1 of the namespace), clean up after it and exit as it did."""
-    try:
-        os.closerange(3, keep)
-        os.closerange(keep + 1, 1 << 16)
-        for signum in forward:
-            signal.signal(signum, lambda sig, _frame: _pass_on(pid, sig))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        _, status, usage = os.wait4(pid, 0)
-        shutil.rmtree(job_dir, ignore_errors=True)
-        if os.WIFSIGNALED(status):
-            signum = os.WTERMSIG(status)
-            used = usage.ru_utime + usage.ru_stime
-            if signum == signal.SIGKILL and cpu_limit_s and used >= int(cpu_limit_s + 0.999):
-                signum = signal.SIGXCPU  # PID 1 ignores SIGXCPU: its hard limit killed it
-            if signum not in (signal.SIGKILL, signal.SIGSTOP):  # these cannot be handled
-                signal.signal(signum, signal.SIG_DFL)
-                signal.pthread_sigmask(signal.SIG_UNBLOCK, [signum])
-            os.kill(os.getpid(), signum)
-        os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 70)
-    finally:
-        os._exit(70)
-
-
-def _pass_on(pid: int, signum: int) -> None:
-    try:
-        os.kill(pid, signum)
-    except OSError:
-        pass
 
 
 # --------------------------------------------------------------------- job

@@ -62,6 +62,8 @@ class Child:
     job_w: int  # -1 once closed (after the hand-over)
     result_r: int
     out_r: int
+    #: the name of its private folder in the jobs folder (``sandbox.enter``)
+    job_dir: str
     forked_at: float = field(default_factory=time.monotonic)
 
 
@@ -106,6 +108,7 @@ class Worker:
         self.jobs: dict[Any, Job] = {}
         self.idle: list[Child] = []
         self.running = True
+        self.forks = 0
 
     # ---------------------------------------------------------------- loop
     def serve(self, ready: dict[str, Any], prime: str | None = None) -> None:
@@ -295,7 +298,7 @@ class Worker:
         """The child exited: collect what it left, report, release its resources."""
         child = job.child
         _killpg(child.pid)  # leftovers of the job (its own subprocesses)
-        status = _reap(child.pid)
+        status, cpu_used = _reap_with_usage(child.pid)
         left = _drain(child.result_r)
         if left:
             self._take_frames(job, left)
@@ -305,7 +308,7 @@ class Worker:
         self._close_child(child)
         del self.jobs[job.id]
         if not job.reported:
-            self._report(job, self._outcome(job, status))
+            self._report(job, self._outcome(job, status, cpu_used))
         sandbox.end_adopted(self._own_pids())
 
     def _report(self, job: Job, body: bytes) -> None:
@@ -315,7 +318,7 @@ class Worker:
             "duration_ms": (time.monotonic() - job.started) * 1000.0,
         }))
 
-    def _outcome(self, job: Job, status: int | None) -> bytes:
+    def _outcome(self, job: Job, status: int | None, cpu_used: float = 0.0) -> bytes:
         if job.killed_for is JobStatus.TIMEOUT:
             return status_body(JobStatus.TIMEOUT, error=f"timed out after {job.timeout:g} s")
         if job.killed_for is JobStatus.CANCELLED:
@@ -325,6 +328,9 @@ class Worker:
         if status is not None and os.WIFSIGNALED(status):
             signum = os.WTERMSIG(status)
             name = _signal_name(signum)
+            if signum == signal.SIGKILL and self._cpu_limit_reached(cpu_used):
+                # PID 1 of a namespace ignores SIGXCPU: the hard limit a second later ended it
+                signum, name = signal.SIGXCPU, "SIGXCPU"
             if signum == getattr(signal, "SIGXCPU", None):
                 return status_body(JobStatus.TIMEOUT, error=f"CPU time limit exceeded ({name})")
             if signum == signal.SIGKILL and _oom_grew(job.oom_kills):
@@ -334,6 +340,10 @@ class Worker:
             code = os.WEXITSTATUS(status)
             return status_body(JobStatus.CRASHED, error=f"exited with code {code}")
         return status_body(JobStatus.CRASHED, error="the job process vanished")
+
+    def _cpu_limit_reached(self, cpu_used: float) -> bool:
+        limit = self.limits.cpu_s
+        return bool(limit) and cpu_used >= int(limit + 0.999)  # type: ignore[operator]
 
     def _learn_imports(self) -> None:
         """Import what jobs imported of ``learn_imports`` (library code, never the user's),
@@ -386,21 +396,24 @@ class Worker:
         result_r, result_w = os.pipe()
         out_r, out_w = os.pipe()
         private = [*self._private_fds(), job_w, result_r, out_r]
+        self.forks += 1
+        job_dir = f"{os.getpid()}-{self.forks}"
+        worker_pid = os.getpid()
         flush_output()
         try:
-            pid = os.fork()
+            pid = sandbox.fork_job_process()
         except OSError:
             for fd in (job_r, job_w, result_r, result_w, out_r, out_w):
                 os.close(fd)
             return None
         if pid == 0:
-            serve_job(ChildFds(job_r, result_w, out_w), self.limits, os.getppid(), private,
-                      self.warm_up, self.learn_imports)
+            serve_job(ChildFds(job_r, result_w, out_w), self.limits, worker_pid, private,
+                      self.warm_up, self.learn_imports, job_dir)
         for fd in (job_r, result_w, out_w):
             os.close(fd)
         os.set_blocking(result_r, False)
         os.set_blocking(out_r, False)
-        return Child(pid, _pidfd_open(pid), job_w, result_r, out_r)
+        return Child(pid, _pidfd_open(pid), job_w, result_r, out_r, job_dir)
 
     def _private_fds(self) -> list[int]:
         fds = [self.channel_in, self.channel_out, self.selector.fileno()]
@@ -420,7 +433,7 @@ class Worker:
 
     def _close_child(self, child: Child) -> None:
         """Close the worker's ends of a child's pipes (``job_w`` is closed at hand-over)."""
-        sandbox.job_ended(child.pid)
+        sandbox.job_ended(child.job_dir)
         fds = [child.result_r, child.out_r]
         if child.pidfd is not None:
             fds.append(child.pidfd)
@@ -523,6 +536,15 @@ def _reap(pid: int) -> int | None:
     except ChildProcessError:
         return None
     return status
+
+
+def _reap_with_usage(pid: int) -> tuple[int | None, float]:
+    """The exit status of ``pid`` and the CPU seconds it used (0.0 if it was reaped already)."""
+    try:
+        _, status, usage = os.wait4(pid, 0)
+    except ChildProcessError:
+        return None, 0.0
+    return status, usage.ru_utime + usage.ru_stime
 
 
 def _kill_child(pid: int) -> None:
