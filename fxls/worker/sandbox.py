@@ -116,6 +116,8 @@ _job_dir: str | None = None
 _in_namespaces = False
 #: the worker's uid and gid (a process in a new user namespace sees 65534 until it maps them)
 _outer_ids = (0, 0)
+#: the job process was cloned into a network namespace of its own (no network)
+_network_isolated = False
 _support: Support | None = None
 
 
@@ -279,15 +281,18 @@ def remove_jobs_dir() -> None:
 
 
 # -------------------------------------------------------------- idle child
-def fork_job_process() -> int:
+def fork_job_process(network: bool = False) -> int:
     """Fork a job process (``os.fork`` semantics). Where the kernel allows it, the child
-    starts in new user + PID + mount namespaces: PID 1 there, still the worker's child."""
-    global _in_namespaces, _outer_ids
+    starts in new user + PID + mount namespaces: PID 1 there, still the worker's child; and,
+    unless its job will be allowed the network, in a network namespace of its own (made
+    here, off the job's clock, rather than when the job arrives)."""
+    global _in_namespaces, _outer_ids, _network_isolated
     if _config is not None and _config.support.namespaces:
         _outer_ids = os.getuid(), os.getgid()
-        pid = _clone(_CLONE_NEWUSER | _CLONE_NEWPID | _CLONE_NEWNS)
+        flags = _CLONE_NEWUSER | _CLONE_NEWPID | _CLONE_NEWNS | (0 if network else _CLONE_NEWNET)
+        pid = _clone(flags)
         if pid == 0:
-            _in_namespaces = True
+            _in_namespaces, _network_isolated = True, not network
         if pid >= 0:
             return pid
     return os.fork()
@@ -355,8 +360,10 @@ def confine(policy_data: dict[str, Any] | None) -> None:
     tempfile.tempdir = _job_dir
     facts = _config.support
     if _in_namespaces:
-        if not policy.network:
+        if not policy.network and not _network_isolated:
             _unshare(_CLONE_NEWNET)
+        if policy.network and _network_isolated:
+            raise RuntimeError("a job allowed the network reached a process without it")
         _enforce_cpu_limit()
     writable = (_job_dir, *policy.write)
     if facts.landlock_abi:

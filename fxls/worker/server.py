@@ -109,6 +109,8 @@ class Worker:
         self.idle: list[Child] = []
         self.running = True
         self.forks = 0
+        #: whether the idle children are forked for jobs allowed the network (the last job's)
+        self.network = False
 
     # ---------------------------------------------------------------- loop
     def serve(self, ready: dict[str, Any], prime: str | None = None) -> None:
@@ -190,9 +192,15 @@ class Worker:
     # ---------------------------------------------------------------- jobs
     def _start_job(self, message: dict[str, Any]) -> None:
         job_id = message.get("id")
+        policy = message.get("sandbox")
         payload = json.dumps({"target": message["target"], "params": message.get("params"),
                               "memory_limit_mb": message.get("memory_limit_mb"),
-                              "sandbox": message.get("sandbox")})
+                              "sandbox": policy})
+        network = isinstance(policy, dict) and bool(policy.get("network"))
+        if network != self.network:  # a change of setting: fork children that fit it
+            self.network = network
+            while self.idle:
+                self._retire(self.idle[0])
         child = self._hand_over(payload.encode("utf-8"))
         if child is None:
             self.send(splice(status_body(JobStatus.CRASHED, error="could not start a job process"),
@@ -401,7 +409,7 @@ class Worker:
         worker_pid = os.getpid()
         flush_output()
         try:
-            pid = sandbox.fork_job_process()
+            pid = sandbox.fork_job_process(self.network)
         except OSError:
             for fd in (job_r, job_w, result_r, result_w, out_r, out_w):
                 os.close(fd)

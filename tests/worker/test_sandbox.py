@@ -310,6 +310,12 @@ async def test_no_network_unless_allowed(client: WorkerClient) -> None:
                                    sandbox={"network": True})
         assert allowed.value == {"python": "connected", "subprocess": "connected"}, allowed
         assert accepted(server) == 2
+        # idle processes are made for the policy of the last job: back to none, refused again
+        again = await client.run(f"{JOBS}:connect", {"port": port}, timeout=20)
+        assert again.value["python"] == "NetworkRefused", again
+        if SUPPORT.namespaces or SUPPORT.landlock_abi >= 4:
+            assert again.value["subprocess"] == "refused"
+            assert accepted(server) == 0
 
 
 @needs_namespaces
