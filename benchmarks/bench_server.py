@@ -42,6 +42,18 @@ def model_source(blocks: int) -> str:
     )
 
 
+def pss_mb(pid: int) -> float:
+    """Proportional memory of ``pid`` in MB: pages shared with its forks are divided among
+    them (a sum of RSS would count the warm heap once per idle job process)."""
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
@@ -116,8 +128,8 @@ async def measure(blocks: int, saves: int, soak: int = 0) -> dict[str, float]:
             await save(version, pause=0)
         soak_growth = rss_mb(server_pid) - before
     workers = child_pids(server_pid)
-    worker_mb = sum(rss_mb(p) for p in workers) + sum(
-        rss_mb(c) for p in workers for c in child_pids(p))
+    worker_mb = sum(pss_mb(p) for p in workers) + sum(
+        pss_mb(c) for p in workers for c in child_pids(p))
     result = {
         "save_median": statistics.median(latencies),
         "save_p95": percentile(latencies, 0.95),
@@ -151,7 +163,7 @@ def main() -> None:
               f"{args.saves} saves, 50 hovers per model.\n")
         print("| model | save->diagnostics median (ms) | p95 (ms) | save->complete report "
               "median (ms) | hover median (ms) | hover p95 (ms) | server RSS (MB) | "
-              "worker RSS (MB) |")
+              "worker processes PSS (MB) |")
         print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
         for label, r in rows:
             print(f"| {label} | {r['save_median']:.0f} | {r['save_p95']:.0f} | "
