@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import copy
+import traceback
 from typing import Any, NamedTuple
 
 import torch
+from torch._guards import detect_fake_mode
 
 from fxcore.interpreter import Interpreter
 from fxcore.node import Node, map_aggregate
@@ -50,11 +52,44 @@ def _extract_tensor_metadata(result: torch.Tensor) -> TensorMetadata:
 class ShapeProp(Interpreter):
     """``ShapeProp(gm).propagate(*inputs)`` fills ``node.meta['tensor_meta']`` and ``['type']``.
 
-    Inputs may be meta tensors: nothing is computed then, only shapes and dtypes.
+    As in torch.fx, ``fake_mode`` (or a fake mode active around the constructor) runs the
+    graph on fake tensors: a fake copy of the module, the inputs made fake, nothing
+    computed. Inputs may also be meta tensors, which likewise compute nothing. Unbacked
+    symbols of a ShapeEnv are not rebound (torch.fx's symbolic-shape machinery).
     """
 
+    def __init__(self, gm: torch.nn.Module, fake_mode: Any = None) -> None:
+        super().__init__(gm)
+        if fake_mode is None:
+            fake_mode = detect_fake_mode()
+        self.fake_mode = fake_mode
+        self.fake_module: torch.nn.Module | None = None
+        if fake_mode is not None:
+            from torch._subclasses.fake_tensor import FakeCopyMode
+
+            with FakeCopyMode(fake_mode):
+                self.fake_module = copy.deepcopy(self.module)
+        self.real_module = self.module
+
     def run_node(self, n: Node) -> Any:
-        result = super().run_node(n)
+        try:
+            if self.fake_module is not None:
+                self.module = self.fake_module
+            try:
+                if self.fake_mode is not None:
+                    from torch._dispatch.python import enable_python_dispatcher
+
+                    with self.fake_mode, enable_python_dispatcher():
+                        result = super().run_node(n)
+                else:
+                    result = super().run_node(n)
+            finally:
+                self.module = self.real_module
+        except Exception as error:
+            traceback.print_exc()
+            raise RuntimeError(
+                f"ShapeProp error for: node={n.format_node()} with meta={n.meta}"
+            ) from error
         found_tensor = False
 
         def extract(value: Any) -> Any:
@@ -71,12 +106,17 @@ class ShapeProp(Interpreter):
         return result
 
     def propagate(self, *args: Any) -> Any:
+        if self.fake_mode is not None:
+            args = tuple(
+                self.fake_mode.from_tensor(a) if isinstance(a, torch.Tensor) else a for a in args
+            )
+            return self.run(*args)
         on_meta = any(isinstance(a, torch.Tensor) and a.is_meta for a in args)
         if not on_meta:
             return self.run(*args)
-        real_module = self.module
-        self.module = copy.deepcopy(real_module).to("meta")
+        real_module = self.real_module
+        self.module = self.real_module = copy.deepcopy(real_module).to("meta")
         try:
             return self.run(*args)
         finally:
-            self.module = real_module
+            self.module = self.real_module = real_module
