@@ -259,21 +259,42 @@ def summarise(reference: dict[str, Outcome], fxcore: dict[str, Outcome]) -> None
     fxcore_passes = [
         k for k in in_scope if fxcore.get(k, Outcome("missing", "")).status == "passed"
     ]
-    rate = 100.0 * len(fxcore_passes) / len(in_scope) if in_scope else 0.0
-    print(
-        f"\nfxcore passes {len(fxcore_passes)} of the {len(in_scope)} in-scope tests "
-        f"torch.fx passes: {rate:.1f}%"
-    )
+    print()
+    for cls in (*TEST_CLASSES, None):
+        scope = [k for k in in_scope if cls is None or k.startswith(cls + "::")]
+        passes = [k for k in fxcore_passes if cls is None or k.startswith(cls + "::")]
+        rate = 100.0 * len(passes) / len(scope) if scope else 0.0
+        print(
+            f"{cls or 'Both classes'}: fxcore passes {len(passes)} of the {len(scope)} "
+            f"in-scope tests torch.fx passes: {rate:.1f}%"
+        )
     print("\nOut of scope (set aside):")
     for test_id, why in sorted(OUT_OF_SCOPE_TESTS.items()):
-        print(
-            f"  {test_id}: {why} [torch.fx: {reference.get(test_id, Outcome('absent', '')).status}]"
-        )
+        theirs = reference.get(test_id, Outcome("absent", "")).status
+        ours = fxcore.get(test_id, Outcome("absent", ""))
+        print(f"  {test_id}: {why} [torch.fx: {theirs}; fxcore: {ours.status}]")
+        if ours.status not in ("passed", "skipped", "absent"):
+            print(f"      fxcore: {ours.reason}")
     failing = sorted(k for k in in_scope if k not in fxcore_passes)
     print(f"\nFailing on fxcore ({len(failing)}):")
     for test_id in failing:
         outcome = fxcore.get(test_id, Outcome("missing", "not collected"))
         print(f"  {test_id}: [{outcome.status}] {outcome.reason}")
+    differing = sorted(
+        k
+        for k, v in reference.items()
+        if v.status != "passed" and fxcore.get(k, v).status not in (v.status, "passed")
+    )
+    if differing:
+        print(
+            f"\nNot passed by torch.fx either, but ending differently on fxcore ({len(differing)}):"
+        )
+        for test_id in differing:
+            ours = fxcore[test_id]
+            print(
+                f"  {test_id}: [torch.fx: {reference[test_id].status}; fxcore: {ours.status}] "
+                f"{ours.reason}"
+            )
     only_fxcore = sorted(
         k
         for k, v in fxcore.items()
