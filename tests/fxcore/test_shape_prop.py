@@ -112,3 +112,14 @@ def test_a_failing_node_is_a_shape_prop_error_naming_it(
         "ShapeProp error for: node=%add : [num_users=1] = "
         "call_function[target=operator.add](args = (%x, %y), kwargs = {})"
     )
+
+
+@LIBS
+def test_the_fake_mode_of_an_active_tracing_context_is_used(lib: ModuleType) -> None:
+    gm = lib.symbolic_trace(ConvHead())
+    fake_mode = FakeTensorMode()
+    with torch._guards.tracing(torch._guards.TracingContext(fake_mode)):
+        prop = shape_prop_class(lib)(gm)
+    assert prop.fake_mode is fake_mode
+    out = prop.propagate(torch.randn(1, 3, 6, 6))
+    assert isinstance(out, FakeTensor) and out.shape == (1, 2)
