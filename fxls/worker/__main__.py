@@ -51,6 +51,14 @@ def _single_threaded_torch() -> None:
     _single_threaded_torch.done = True  # type: ignore[attr-defined]
 
 
+def single_threaded_libraries() -> None:
+    """BLAS thread pools stay off unless the user asked for them (numpy's OpenBLAS starts one
+    when torch imports numpy): a single-threaded worker clones its job processes straight
+    into their namespaces (``sandbox.fork_job_process``); the jobs inherit the setting."""
+    for name in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(name, "1")
+
+
 def own_environment_only() -> None:
     """Imports come from the interpreter's own environment and PYTHONPATH only, never from
     the working directory (a workspace's ``numpy.py`` must not run here): the client starts
@@ -75,6 +83,7 @@ def main() -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     config: dict[str, Any] = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
     own_environment_only()
+    single_threaded_libraries()
     facts = _start_sandbox(config)
 
     from fxls.worker.child import Limits

@@ -31,7 +31,7 @@ import sys
 import tempfile
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from fxls.worker import guard, landlock
 from fxls.worker.procfs import child_pids
@@ -45,6 +45,7 @@ _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_BIND, _MS_REC, _MS_PRIVATE = 2, 4, 8, 409
 _SERVICE_SOCKETS = ("/run/dbus/system_bus_socket", "/var/run/dbus/system_bus_socket",
                     "/run/docker.sock", "/var/run/docker.sock", "/run/podman/podman.sock",
                     "/run/containerd/containerd.sock", "/run/snapd.socket")
+_PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
 #: the clone system call's number, where its first argument is the flags and the others may
 #: be 0 (a fork: no new stack, no TLS); elsewhere the namespaces are not used
@@ -285,17 +286,71 @@ def fork_job_process(network: bool = False) -> int:
     """Fork a job process (``os.fork`` semantics). Where the kernel allows it, the child
     starts in new user + PID + mount namespaces: PID 1 there, still the worker's child; and,
     unless its job will be allowed the network, in a network namespace of its own (made
-    here, off the job's clock, rather than when the job arrives)."""
+    here, off the job's clock, rather than when the job arrives).
+
+    The clone skips the C library's at-fork handlers, which only a multi-threaded process
+    needs (a BLAS thread pool that must be stopped before a fork, locks other threads may
+    hold): a worker with more than one thread forks with ``os.fork`` and the child forks once
+    more into the namespaces, staying behind as a relay (``_relay``)."""
     global _in_namespaces, _outer_ids, _network_isolated
-    if _config is not None and _config.support.namespaces:
-        _outer_ids = os.getuid(), os.getgid()
-        flags = _CLONE_NEWUSER | _CLONE_NEWPID | _CLONE_NEWNS | (0 if network else _CLONE_NEWNET)
-        pid = _clone(flags)
-        if pid == 0:
-            _in_namespaces, _network_isolated = True, not network
-        if pid >= 0:
-            return pid
-    return os.fork()
+    if _config is None or not _config.support.namespaces:
+        return os.fork()
+    _outer_ids = os.getuid(), os.getgid()
+    flags = _CLONE_NEWUSER | _CLONE_NEWPID | _CLONE_NEWNS | (0 if network else _CLONE_NEWNET)
+    pid = _clone(flags) if _wanted("CLONE") and _single_threaded() else -1
+    if pid < 0:
+        pid = os.fork()
+        if pid == 0 and _unshare(flags):
+            _split_off_relay()
+        elif pid == 0:
+            return 0  # no namespaces for this job: the subreaper and the guard remain
+    if pid == 0:
+        _in_namespaces, _network_isolated = True, not network
+    return pid
+
+
+def _single_threaded() -> bool:
+    try:
+        return len(os.listdir("/proc/self/task")) == 1
+    except OSError:
+        return False
+
+
+def _split_off_relay() -> None:
+    """After ``unshare``: fork the job (PID 1 of the new namespaces) and stay behind as its
+    relay; returns in the job."""
+    pid = os.fork()
+    if pid:
+        _relay(pid)
+    os.setsid()  # leave the relay's process group: the job signals only its own processes
+
+
+def _relay(pid: int) -> NoReturn:
+    """Wait for the job, pass the signals the worker sends it on, and exit as it did (the
+    worker reads the job's CPU time from this process's: it includes the reaped job's)."""
+    try:
+        _libc().prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        os.closerange(3, 1 << 16)
+        for signum in (signal.SIGUSR1, signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, lambda sig, _frame: _pass_on(pid, sig))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        _, status = os.waitpid(pid, 0)
+        if os.WIFSIGNALED(status):
+            signum = os.WTERMSIG(status)
+            if signum not in (signal.SIGKILL, signal.SIGSTOP):  # these cannot be handled
+                signal.signal(signum, signal.SIG_DFL)
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, [signum])
+            os.kill(os.getpid(), signum)
+        os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 70)
+    finally:
+        os._exit(70)
+
+
+def _pass_on(pid: int, signum: int) -> None:
+    try:
+        os.kill(pid, signum)
+    except OSError:
+        pass
 
 
 def in_namespaces() -> bool:

@@ -4,7 +4,9 @@ that shadows a library the worker imports. What survives is checked in /proc, wh
 written on the file system.
 
 Each case runs with the kernel's namespaces (where unprivileged user namespaces are allowed,
-as on the CI machines) and, forced with ``FXLS_SANDBOX_NAMESPACES=0``, without them.
+as on the CI machines), once with job processes cloned straight into them and once the way
+a multi-threaded worker makes them (``FXLS_SANDBOX_CLONE=0``: a fork, then a fork into the
+namespaces behind a relay), and, forced with ``FXLS_SANDBOX_NAMESPACES=0``, without them.
 """
 
 from __future__ import annotations
@@ -34,13 +36,16 @@ SUPPORT = sandbox.support()
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux sandbox")
 needs_namespaces = pytest.mark.skipif(not SUPPORT.namespaces, reason="no user namespaces")
 needs_landlock = pytest.mark.skipif(not SUPPORT.landlock_abi, reason="no Landlock")
-MODES = [pytest.param("namespaces", marks=needs_namespaces), "fallback"]
+MODES = [pytest.param("namespaces", marks=needs_namespaces),
+         pytest.param("relay", marks=needs_namespaces), "fallback"]
 
 
 def mode_env(mode: str) -> dict[str, str]:
     env = dict(os.environ)
     if mode == "fallback":
         env["FXLS_SANDBOX_NAMESPACES"] = "0"
+    if mode == "relay":
+        env["FXLS_SANDBOX_CLONE"] = "0"
     return env
 
 
@@ -390,3 +395,18 @@ def test_the_server_entry_point_ignores_the_working_directory(tmp_path: Path) ->
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("fxls ")
     assert not marker.exists()
+
+
+def test_a_process_with_threads_is_not_single_threaded() -> None:
+    """A worker with a second thread (a BLAS pool numpy started) forks with the C library's
+    at-fork handlers, not with a bare clone."""
+    import threading
+
+    release = threading.Event()
+    thread = threading.Thread(target=release.wait)
+    thread.start()
+    try:
+        assert not sandbox._single_threaded()
+    finally:
+        release.set()
+        thread.join()
