@@ -56,7 +56,13 @@ class ShapeProp(Interpreter):
     graph on fake tensors: a fake copy of the module, the inputs made fake, nothing
     computed. Inputs may also be meta tensors, which likewise compute nothing. Unbacked
     symbols of a ShapeEnv are not rebound (torch.fx's symbolic-shape machinery).
+
+    A node that fails prints its traceback and raises ``RuntimeError("ShapeProp error for:
+    node=...")`` from the error, as torch.fx does; a subclass that reports errors itself sets
+    ``wrap_node_errors = False`` to get the error as raised.
     """
+
+    wrap_node_errors = True
 
     def __init__(self, gm: torch.nn.Module, fake_mode: Any = None) -> None:
         super().__init__(gm)
@@ -86,6 +92,8 @@ class ShapeProp(Interpreter):
             finally:
                 self.module = self.real_module
         except Exception as error:
+            if not self.wrap_node_errors:
+                raise
             traceback.print_exc()
             raise RuntimeError(
                 f"ShapeProp error for: node={n.format_node()} with meta={n.meta}"

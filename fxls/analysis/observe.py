@@ -26,6 +26,8 @@ class Observation:
 
 
 class _Observer(ShapeProp):
+    wrap_node_errors = False  # the error as the user's code raised it, not ShapeProp's wrapper
+
     def __init__(self, module: GraphModule, record_backward: bool) -> None:
         super().__init__(module)
         self.record_backward = record_backward

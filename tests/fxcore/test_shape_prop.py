@@ -123,3 +123,12 @@ def test_the_fake_mode_of_an_active_tracing_context_is_used(lib: ModuleType) -> 
     assert prop.fake_mode is fake_mode
     out = prop.propagate(torch.randn(1, 3, 6, 6))
     assert isinstance(out, FakeTensor) and out.shape == (1, 2)
+
+
+def test_a_subclass_can_take_node_errors_as_raised(capsys: pytest.CaptureFixture[str]) -> None:
+    class Quiet(fxcore.passes.shape_prop.ShapeProp):
+        wrap_node_errors = False
+
+    with pytest.raises(RuntimeError, match=r"^The size of tensor a \(2\)"):
+        Quiet(failing_graph_module(fxcore)).propagate(torch.ones(2), torch.ones(3))
+    assert capsys.readouterr().err == ""
