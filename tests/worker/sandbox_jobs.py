@@ -124,3 +124,14 @@ def unix_connect(params: dict[str, Any]) -> dict[str, Any]:
     except OSError as exc:
         outcome["connect"] = type(exc).__name__
     return outcome
+
+
+def end_by_signal(params: dict[str, Any]) -> str:
+    """End this job process by a signal it raises itself (``raise``, ``abort``): works in a
+    process cloned without the C library's fork (its cached thread id is the parent's)."""
+    import signal
+
+    if params["how"] == "abort":
+        os.abort()
+    signal.raise_signal(signal.SIGTERM)
+    return "still running"

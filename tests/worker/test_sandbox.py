@@ -397,6 +397,31 @@ def test_the_server_entry_point_ignores_the_working_directory(tmp_path: Path) ->
     assert not marker.exists()
 
 
+async def test_a_job_that_aborts_is_a_crash(client: WorkerClient) -> None:
+    """``os.abort()`` (a C library's assertion, say) ends the job as a crash in every mode;
+    as PID 1 of its namespace the job ignores its own SIGABRT, and the C library then ends
+    it with SIGSEGV."""
+    result = await client.run(f"{JOBS}:end_by_signal", {"how": "abort"}, timeout=20)
+    assert result.status == "crashed", result
+    assert result.error in ("killed by signal SIGABRT", "killed by signal SIGSEGV"), result
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_job_that_raises_sigterm(mode: str) -> None:
+    """Without namespaces the job ends by it; PID 1 of a namespace ignores a signal it sends
+    itself whose action is the default, so there it goes on (docs/security.md)."""
+    worker = WorkerClient(sys.executable, sandbox=True, env=mode_env(mode))
+    await worker.start()
+    try:
+        result = await worker.run(f"{JOBS}:end_by_signal", {"how": "raise"}, timeout=20)
+    finally:
+        await worker.close()
+    if mode == "fallback":
+        assert (result.status, result.error) == ("crashed", "killed by signal SIGTERM"), result
+    else:
+        assert (result.status, result.value) == ("ok", "still running"), result
+
+
 def test_a_process_with_threads_is_not_single_threaded() -> None:
     """A worker with a second thread (a BLAS pool numpy started) forks with the C library's
     at-fork handlers, not with a bare clone."""
