@@ -24,7 +24,7 @@ from typing import Any
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
-from fxls.worker.procfs import child_pids, rss_mb
+from fxls.worker.procfs import child_pids, pss_mb, rss_mb
 
 
 def model_source(blocks: int) -> str:
@@ -40,18 +40,6 @@ def model_source(blocks: int) -> str:
         f"        self.blocks = nn.ModuleList(Block() for _ in range({blocks}))\n\n"
         f"    def forward(self, x):\n        x = self.inp(x)\n{body}\n        return x\n"
     )
-
-
-def pss_mb(pid: int) -> float:
-    """Proportional memory of ``pid`` in MB: pages shared with its forks are divided among
-    them (a sum of RSS would count the warm heap once per idle job process)."""
-    try:
-        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-            if line.startswith("Pss:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
 
 
 def percentile(values: list[float], q: float) -> float:
