@@ -79,18 +79,13 @@ class ShapeProp(Interpreter):
 
     def run_node(self, n: Node) -> Any:
         try:
-            if self.fake_module is not None:
-                self.module = self.fake_module
-            try:
-                if self.fake_mode is not None:
-                    from torch._dispatch.python import enable_python_dispatcher
+            if self.fake_mode is None:
+                result = super().run_node(n)
+            else:
+                from torch._dispatch.python import enable_python_dispatcher
 
-                    with self.fake_mode, enable_python_dispatcher():
-                        result = super().run_node(n)
-                else:
+                with self.fake_mode, enable_python_dispatcher():
                     result = super().run_node(n)
-            finally:
-                self.module = self.real_module
         except Exception as error:
             if not self.wrap_node_errors:
                 raise
@@ -114,17 +109,21 @@ class ShapeProp(Interpreter):
         return result
 
     def propagate(self, *args: Any) -> Any:
-        if self.fake_mode is not None:
+        if self.fake_module is not None:
+            assert self.fake_mode is not None
             args = tuple(
                 self.fake_mode.from_tensor(a) if isinstance(a, torch.Tensor) else a for a in args
             )
-            return self.run(*args)
-        on_meta = any(isinstance(a, torch.Tensor) and a.is_meta for a in args)
-        if not on_meta:
-            return self.run(*args)
-        real_module = self.real_module
-        self.module = self.real_module = copy.deepcopy(real_module).to("meta")
+            return self._run_on(self.fake_module, args)
+        if any(isinstance(a, torch.Tensor) and a.is_meta for a in args):
+            return self._run_on(copy.deepcopy(self.module).to("meta"), args)
+        return self.run(*args)
+
+    def _run_on(self, module: torch.nn.Module, args: tuple[Any, ...]) -> Any:
+        """Run the graph with ``module`` standing in for the real one (fake or meta)."""
+        real_module = self.module
+        self.module = module
         try:
             return self.run(*args)
         finally:
-            self.module = self.real_module = real_module
+            self.module = real_module
