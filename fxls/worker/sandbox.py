@@ -22,6 +22,7 @@ With the sandbox on (``configure``, in the warm worker before it forks):
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import platform
 import resource
@@ -166,22 +167,26 @@ def _clone(namespaces: int) -> int:
     parent, -1 if the kernel refused. As ``os.fork`` does, the interpreter is told before
     and after (locks, at-fork hooks), and the GIL stays held across the call (``PyDLL``).
     Unlike glibc's ``fork``, the raw call skips glibc's own at-fork handling, which matters
-    only in a multi-threaded parent: the worker's loop is single-threaded."""
-    api = ctypes.pythonapi
-    before, after_parent, after_child = (api.PyOS_BeforeFork, api.PyOS_AfterFork_Parent,
-                                         api.PyOS_AfterFork_Child)
-    syscall = ctypes.PyDLL(None, use_errno=True).syscall
-    syscall.restype = ctypes.c_long
-    flags = ctypes.c_long(namespaces | signal.SIGCHLD)
+    only in a multi-threaded parent (``fork_job_process`` checks)."""
+    before, after_parent, after_child, syscall = _clone_calls()
     zero = ctypes.c_long(0)
-    assert _SYS_CLONE is not None
     before()
-    pid = syscall(ctypes.c_long(_SYS_CLONE), flags, zero, zero, zero, zero)
+    pid = syscall(ctypes.c_long(_SYS_CLONE), ctypes.c_long(namespaces | signal.SIGCHLD),
+                  zero, zero, zero, zero)
     if pid == 0:
         after_child()
         return 0
     after_parent()
     return pid if pid > 0 else -1
+
+
+@functools.cache
+def _clone_calls() -> tuple[Any, Any, Any, Any]:
+    """The C functions ``_clone`` calls, looked up once per process."""
+    api = ctypes.pythonapi
+    syscall = ctypes.PyDLL(None, use_errno=True).syscall
+    syscall.restype = ctypes.c_long
+    return api.PyOS_BeforeFork, api.PyOS_AfterFork_Parent, api.PyOS_AfterFork_Child, syscall
 
 
 def _unshare(flags: int) -> bool:
@@ -300,10 +305,10 @@ def fork_job_process(network: bool = False) -> int:
     pid = _clone(flags) if _wanted("CLONE") and _single_threaded() else -1
     if pid < 0:
         pid = os.fork()
-        if pid == 0 and _unshare(flags):
+        if pid == 0:
+            if not _unshare(flags):
+                return 0  # no namespaces for this job: the subreaper and the guard remain
             _split_off_relay()
-        elif pid == 0:
-            return 0  # no namespaces for this job: the subreaper and the guard remain
     if pid == 0:
         _in_namespaces, _network_isolated = True, not network
     return pid

@@ -306,7 +306,7 @@ class Worker:
         """The child exited: collect what it left, report, release its resources."""
         child = job.child
         _killpg(child.pid)  # leftovers of the job (its own subprocesses)
-        status, cpu_used = _reap_with_usage(child.pid)
+        status, cpu_used = _reap(child.pid)
         left = _drain(child.result_r)
         if left:
             self._take_frames(job, left)
@@ -405,8 +405,8 @@ class Worker:
         out_r, out_w = os.pipe()
         private = [*self._private_fds(), job_w, result_r, out_r]
         self.forks += 1
-        job_dir = f"{os.getpid()}-{self.forks}"
         worker_pid = os.getpid()
+        job_dir = f"{worker_pid}-{self.forks}"
         flush_output()
         try:
             pid = sandbox.fork_job_process(self.network)
@@ -538,16 +538,9 @@ def _has_exited(pid: int) -> bool:
     return info is not None
 
 
-def _reap(pid: int) -> int | None:
-    try:
-        _, status = os.waitpid(pid, 0)
-    except ChildProcessError:
-        return None
-    return status
-
-
-def _reap_with_usage(pid: int) -> tuple[int | None, float]:
-    """The exit status of ``pid`` and the CPU seconds it used (0.0 if it was reaped already)."""
+def _reap(pid: int) -> tuple[int | None, float]:
+    """Wait for ``pid``: its exit status and the CPU seconds it used (None, 0.0 if it was
+    reaped already)."""
     try:
         _, status, usage = os.wait4(pid, 0)
     except ChildProcessError:
