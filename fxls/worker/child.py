@@ -212,7 +212,7 @@ def _detach(worker_pid: int, close: Iterable[int]) -> None:
         os.setpgid(0, 0)
     except OSError:
         pass
-    if not _set_parent_death_signal():
+    if not set_parent_death_signal():
         threading.Thread(target=_watch_parent, args=(worker_pid,), daemon=True).start()
     # the worker died before the death signal was armed (PID 1 of a namespace sees no
     # parent; there a dead worker shows as the job pipe's EOF)
@@ -228,7 +228,7 @@ def _detach(worker_pid: int, close: Iterable[int]) -> None:
             pass
 
 
-def _set_parent_death_signal() -> bool:
+def set_parent_death_signal() -> bool:
     if not sys.platform.startswith("linux"):
         return False
     try:

@@ -84,6 +84,8 @@ class WorkerClient:
         self.warm_imports = tuple(warm_imports)
         self.learn_imports = tuple(learn_imports)
         self.warm_up = warm_up
+        #: the worker's zygote, which forks the job processes (None: the worker forks them)
+        self.zygote_pid: int | None = None
         self.prime = prime
         self.env = env
         self.memory_limit_mb = memory_limit_mb
@@ -186,6 +188,7 @@ class WorkerClient:
                 f"{proc.returncode}; see its stderr"
             ) from exc
         self.import_errors = dict(ready.get("import_errors") or {})
+        self.zygote_pid = ready.get("zygote")
         self._note_sandbox(ready.get("sandbox"))
         self._proc = proc
         heartbeat = Heartbeat(self.unresponsive_after_s)

@@ -41,6 +41,7 @@ _CLONE_NEWUSER = 0x10000000
 _CLONE_NEWPID = 0x20000000
 _CLONE_NEWNET = 0x40000000
 _CLONE_NEWNS = 0x00020000
+_CLONE_PARENT = 0x00008000
 _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_BIND, _MS_REC, _MS_PRIVATE = 2, 4, 8, 4096, 1 << 14, 1 << 18
 #: the system's well-known Unix sockets of services that act outside the sandbox on request
 _SERVICE_SOCKETS = ("/run/dbus/system_bus_socket", "/var/run/dbus/system_bus_socket",
@@ -287,11 +288,15 @@ def remove_jobs_dir() -> None:
 
 
 # -------------------------------------------------------------- idle child
-def fork_job_process(network: bool = False) -> int:
+def fork_job_process(network: bool = False, sibling: bool = False) -> int:
     """Fork a job process (``os.fork`` semantics). Where the kernel allows it, the child
     starts in new user + PID + mount namespaces: PID 1 there, still the worker's child; and,
     unless its job will be allowed the network, in a network namespace of its own (made
     here, off the job's clock, rather than when the job arrives).
+
+    ``sibling``: the child becomes the caller's parent's child (``CLONE_PARENT``), as the
+    zygote makes them for the worker; the caller must be single-threaded. -1 if the kernel
+    refused.
 
     The clone skips the C library's at-fork handlers, which only a multi-threaded process
     needs (a BLAS thread pool that must be stopped before a fork, locks other threads may
@@ -299,19 +304,30 @@ def fork_job_process(network: bool = False) -> int:
     more into the namespaces, staying behind as a relay (``_relay``)."""
     global _in_namespaces, _outer_ids, _network_isolated
     if _config is None or not _config.support.namespaces:
-        return os.fork()
+        return _clone(_CLONE_PARENT) if sibling else os.fork()
     _outer_ids = os.getuid(), os.getgid()
     flags = _CLONE_NEWUSER | _CLONE_NEWPID | _CLONE_NEWNS | (0 if network else _CLONE_NEWNET)
-    pid = _clone(flags) if _wanted("CLONE") and _single_threaded() else -1
-    if pid < 0:
-        pid = os.fork()
-        if pid == 0:
-            if not _unshare(flags):
-                return 0  # no namespaces for this job: the subreaper and the guard remain
-            _split_off_relay()
+    if sibling:
+        pid = _clone(flags | _CLONE_PARENT)
+    else:
+        pid = _clone(flags) if _wanted("CLONE") and _single_threaded() else -1
+        if pid < 0:
+            pid = os.fork()
+            if pid == 0:
+                if not _unshare(flags):
+                    return 0  # no namespaces for this job: the subreaper and the guard remain
+                _split_off_relay()
     if pid == 0:
         _in_namespaces, _network_isolated = True, not network
     return pid
+
+
+def can_fork_siblings() -> bool:
+    """Whether a zygote can fork job processes here (``fork_job_process(sibling=True)``):
+    the raw clone is known for this machine and wanted, and the caller is single-threaded
+    (a zygote forked from a multi-threaded process would inherit locks held by threads it
+    does not have)."""
+    return _SYS_CLONE is not None and _wanted("CLONE") and _single_threaded()
 
 
 def _single_threaded() -> bool:

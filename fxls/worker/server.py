@@ -42,6 +42,7 @@ from fxls.worker.protocol import (
     status_body,
     write_all,
 )
+from fxls.worker.zygote import Announcement, Zygote
 
 #: time a timed-out job gets to print its stack before it is killed
 _DUMP_GRACE_S = 0.3
@@ -111,6 +112,9 @@ class Worker:
         self.forks = 0
         #: whether the idle children are forked for jobs allowed the network (the last job's)
         self.network = False
+        #: forks the job processes where it can (``zygote``); else the worker forks them
+        self.zygote: Zygote | None = None
+        self.zygotes_started = 0
 
     # ---------------------------------------------------------------- loop
     def serve(self, ready: dict[str, Any], prime: str | None = None) -> None:
@@ -121,8 +125,10 @@ class Worker:
             if prime:
                 run_warm_up(prime)
             collapse_anonymous_memory()  # cheaper forks
+            self._start_zygote()
             self._ensure_idle()
-            self.send(ready)
+            self._settle_zygote()  # the first jobs find their processes ready
+            self.send({**ready, "zygote": self.zygote.pid if self.zygote is not None else None})
             while self.running:
                 for key, _ in self.selector.select(self._select_timeout()):
                     self._dispatch_event(*key.data)
@@ -156,6 +162,8 @@ class Worker:
             self._finish(obj)
         elif kind == "idle-exit":
             self._idle_died(obj)
+        elif kind == "zygote":
+            self._take_announcements()
 
     # ------------------------------------------------------------- channel
     def _read_channel(self) -> None:
@@ -228,6 +236,8 @@ class Worker:
         """Give the job to an idle child (forking one if needed); None if that keeps failing."""
         for _ in range(3):
             self._ensure_idle()
+            if not self.idle:
+                self._wait_for_child()
             if not self.idle:
                 return None
             child = self.idle.pop(0)  # the oldest: the most likely to have warmed up
@@ -317,6 +327,7 @@ class Worker:
         del self.jobs[job.id]
         if not job.reported:
             self._report(job, self._outcome(job, status, cpu_used))
+        self._settle_zygote()  # its job processes on their way are not strays
         sandbox.end_adopted(self._own_pids())
 
     def _report(self, job: Job, body: bytes) -> None:
@@ -370,13 +381,21 @@ class Worker:
         gc.collect()
         gc.freeze()
         collapse_anonymous_memory()
+        self._settle_zygote()
         while self.idle:
             self._retire(self.idle[0])
+        if self.zygote is not None:  # a new one, with the modules
+            self._stop_zygote()
+            self._start_zygote()
         self._ensure_idle()
 
     # ------------------------------------------------------- idle children
     def _ensure_idle(self) -> None:
-        while len(self.idle) < IDLE_CHILDREN and self.running:
+        while len(self.idle) + self._coming() < IDLE_CHILDREN and self.running:
+            if self.zygote is not None:
+                if self.zygote.request(self.network):
+                    continue
+                self._stop_zygote()  # gone: the worker forks from now on
             child = self._fork()
             if child is None:
                 return
@@ -398,6 +417,68 @@ class Worker:
         self._retire(child)
         if time.monotonic() - child.forked_at > 1.0:  # no fork storm if children die at once
             self._ensure_idle()
+
+    # -------------------------------------------------------------- zygote
+    def _start_zygote(self) -> None:
+        """Fork the zygote now (right after the collapse into huge pages, which it keeps),
+        unless this worker cannot or must not (``FXLS_WORKER_ZYGOTE=0``)."""
+        if os.environ.get("FXLS_WORKER_ZYGOTE", "1") == "0" or not sandbox.can_fork_siblings():
+            return
+        worker_pid = os.getpid()
+
+        def serve(job_r: int, result_w: int, out_w: int, close: list[int], job_dir: str) -> Any:
+            serve_job(ChildFds(job_r, result_w, out_w), self.limits, worker_pid, close,
+                      self.warm_up, self.learn_imports, job_dir)  # the zygote has no other fds
+
+        flush_output()
+        self.zygotes_started += 1
+        self.zygote = Zygote.start(serve, self.zygotes_started)
+        if self.zygote is not None:
+            self.selector.register(self.zygote.fileno(), selectors.EVENT_READ, ("zygote", None))
+
+    def _stop_zygote(self) -> None:
+        if self.zygote is not None:
+            self._unregister(self.zygote.fileno())
+            self.zygote.stop()
+            self.zygote = None
+
+    def _coming(self) -> int:
+        """Job processes asked of the zygote and not announced yet."""
+        return self.zygote.pending if self.zygote is not None else 0
+
+    def _take_announcements(self, wait: bool = False) -> None:
+        """Adopt the job processes the zygote announced (waiting for one if ``wait``); a
+        zygote that is gone is replaced by the worker's own forks."""
+        while self.zygote is not None:
+            try:
+                announcement = self.zygote.receive(wait=wait)
+            except (EOFError, OSError):
+                self._stop_zygote()
+                return
+            if announcement is None:
+                return
+            self._adopt(announcement)
+            wait = False
+
+    def _wait_for_child(self) -> None:
+        while not self.idle and self.zygote is not None and self.zygote.pending:
+            self._take_announcements(wait=True)
+
+    def _settle_zygote(self) -> None:
+        if self.zygote is not None:
+            for announcement in self.zygote.settle():
+                self._adopt(announcement)
+
+    def _adopt(self, announcement: Announcement) -> None:
+        for fd in (announcement.result_r, announcement.out_r):
+            os.set_blocking(fd, False)
+        child = Child(announcement.pid, _pidfd_open(announcement.pid), announcement.job_w,
+                      announcement.result_r, announcement.out_r, announcement.job_dir)
+        self.idle.append(child)
+        if child.pidfd is not None:
+            self.selector.register(child.pidfd, selectors.EVENT_READ, ("idle-exit", child))
+        if announcement.network != self.network or not self.running:
+            self._retire(child)  # asked for before the setting changed
 
     def _fork(self) -> Child | None:
         job_r, job_w = os.pipe()
@@ -425,6 +506,8 @@ class Worker:
 
     def _private_fds(self) -> list[int]:
         fds = [self.channel_in, self.channel_out, self.selector.fileno()]
+        if self.zygote is not None:
+            fds.append(self.zygote.fileno())
         for child in [*(job.child for job in self.jobs.values()), *self.idle]:
             fds += [child.job_w, child.result_r, child.out_r]
             if child.pidfd is not None:
@@ -437,7 +520,9 @@ class Worker:
         self._close_child(child)
 
     def _own_pids(self) -> list[int]:
-        return [child.pid for child in self.idle] + [job.child.pid for job in self.jobs.values()]
+        zygote = [self.zygote.pid] if self.zygote is not None else []
+        return [*zygote, *(child.pid for child in self.idle),
+                *(job.child.pid for job in self.jobs.values())]
 
     def _close_child(self, child: Child) -> None:
         """Close the worker's ends of a child's pipes (``job_w`` is closed at hand-over)."""
@@ -461,6 +546,8 @@ class Worker:
     def shutdown(self) -> None:
         """Kill every child (they must not outlive the worker) and release everything."""
         self.running = False
+        self._settle_zygote()
+        self._stop_zygote()
         while self.idle:
             self._retire(self.idle[0])
         for job in list(self.jobs.values()):

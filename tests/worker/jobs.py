@@ -179,3 +179,7 @@ def stop_worker(params: dict[str, Any]) -> str:
     os.kill(os.getppid(), signal.SIGSTOP)
     time.sleep(float(params.get("then_sleep", 60)))
     return "the worker was stopped"
+
+
+def network_namespace(params: dict[str, Any]) -> str:
+    return os.readlink("/proc/self/ns/net")

@@ -1,0 +1,190 @@
+"""The zygote: a copy of the warm worker, made once, that does nothing but fork job processes.
+
+Why not fork from the worker itself: a fork copies the parent's page tables, and a process
+exiting walks its own; both cost in proportion to the 4 KB pages mapped. The worker's warm
+heap is collapsed into 2 MB pages for that reason (``hugepages``), but every page the worker
+writes afterwards (its loop runs Python: reference counts, allocations) splits the 2 MB
+page around it, in the parent of all later forks; after a few jobs most of the heap is
+mapped page by page again and each job process costs milliseconds more to fork and to tear
+down. The worker also copies each page it writes again after every fork (~500 copy-on-write
+faults per job). The zygote is forked right after the collapse and runs a loop that writes
+almost nothing, so its heap stays in 2 MB pages and it pays no copies; the worker, which
+no longer forks, keeps the pages it writes as its own.
+
+The job processes are the worker's children all the same (``CLONE_PARENT``): it reaps them,
+reads their CPU time, and gets their pidfds. The zygote makes a job process's three pipes,
+forks it, and passes the worker's ends back with the new pid over a Unix socket
+(``SCM_RIGHTS``); it never waits for its job processes and never touches a job.
+"""
+
+from __future__ import annotations
+
+import array
+import os
+import select
+import signal
+import socket
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import NoReturn
+
+from fxls.worker import sandbox
+from fxls.worker.child import set_parent_death_signal
+
+#: a request: one byte, whether the job process may use the network
+_WITH_NETWORK, _WITHOUT_NETWORK = b"N", b"n"
+#: an announcement: pid (-1: the fork failed), serial number, network allowed
+_ANNOUNCEMENT = struct.Struct("=iI?")
+_FDS = 3
+#: how long the worker waits for an announcement it needs now (a fork takes ~1 ms)
+_WAIT_S = 5.0
+
+#: in the new job process: ``(job_r, result_w, out_w, fds to close, job_dir)``
+ServeJob = Callable[[int, int, int, list[int], str], NoReturn]
+
+
+@dataclass
+class Announcement:
+    """A job process the zygote forked, with the worker's ends of its pipes."""
+
+    pid: int
+    job_dir: str
+    network: bool
+    job_w: int
+    result_r: int
+    out_r: int
+
+
+class Zygote:
+    """The worker's handle on its zygote process."""
+
+    def __init__(self, pid: int, channel: socket.socket, generation: int) -> None:
+        self.pid = pid
+        self.channel = channel
+        self.generation = generation
+        #: requests sent whose announcement has not arrived yet
+        self.pending = 0
+
+    @classmethod
+    def start(cls, serve_job: ServeJob, generation: int) -> Zygote | None:
+        """Fork the zygote from the calling (single-threaded) worker; None if that fails.
+        ``serve_job`` runs in each job process the zygote forks and never returns."""
+        worker_end, zygote_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            pid = os.fork()
+        except OSError:
+            worker_end.close()
+            zygote_end.close()
+            return None
+        if pid == 0:
+            try:
+                _serve(zygote_end.detach(), os.getppid(), generation, serve_job)
+            finally:
+                os._exit(70)
+        zygote_end.close()
+        return cls(pid, worker_end, generation)
+
+    def fileno(self) -> int:
+        return self.channel.fileno()
+
+    def request(self, network: bool) -> bool:
+        """Ask for one more job process; False if the zygote is gone."""
+        try:
+            self.channel.send(_WITH_NETWORK if network else _WITHOUT_NETWORK)
+        except OSError:
+            return False
+        self.pending += 1
+        return True
+
+    def receive(self, wait: bool = False) -> Announcement | None:
+        """The next announcement (waiting up to a few seconds if ``wait``); None if there
+        is none (yet), or if the fork failed. Raises EOFError if the zygote is gone."""
+        if not select.select([self.channel], [], [], _WAIT_S if wait else 0)[0]:
+            if wait:
+                raise EOFError("the zygote does not answer")
+            return None
+        data, ancillary, _, _ = self.channel.recvmsg(
+            _ANNOUNCEMENT.size, socket.CMSG_SPACE(_FDS * array.array("i").itemsize))
+        if not data:
+            raise EOFError("the zygote is gone")
+        self.pending = max(0, self.pending - 1)
+        fds = _received_fds(ancillary)
+        pid, serial, network = _ANNOUNCEMENT.unpack(data)
+        if pid < 0 or len(fds) != _FDS:
+            for fd in fds:
+                os.close(fd)
+            return None
+        job_dir = job_dir_name(os.getpid(), self.generation, serial)
+        return Announcement(pid, job_dir, network, *fds)
+
+    def settle(self) -> list[Announcement]:
+        """Every announcement still due (the job processes forked but not yet known to the
+        worker, which must not take them for strays)."""
+        announced = []
+        while self.pending:
+            try:
+                announcement = self.receive(wait=True)
+            except (EOFError, OSError):
+                self.pending = 0
+                break
+            if announcement is not None:
+                announced.append(announcement)
+        return announced
+
+    def stop(self) -> None:
+        """End the zygote (job processes it forked are not affected) and reap it."""
+        self.channel.close()
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+        except (OSError, ChildProcessError):
+            pass
+
+
+def job_dir_name(worker_pid: int, generation: int, serial: int) -> str:
+    return f"{worker_pid}-{generation}.{serial}"
+
+
+def _received_fds(ancillary: list[tuple[int, int, bytes]]) -> list[int]:
+    fds = array.array("i")
+    for level, kind, data in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
+    return list(fds)
+
+
+def _serve(channel: int, worker_pid: int, generation: int, serve_job: ServeJob) -> NoReturn:
+    """The zygote's loop: a request in, a job process out. Deliberately little Python runs
+    here (every object it touches costs a page split and a copy, see the module's doc)."""
+    set_parent_death_signal()
+    if os.getppid() != worker_pid:
+        os._exit(0)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    os.closerange(3, channel)
+    os.closerange(channel + 1, 1 << 16)
+    announce = socket.socket(fileno=channel)
+    serial = 0
+    while True:
+        request = announce.recv(1)
+        if not request:
+            os._exit(0)
+        serial += 1
+        network = request == _WITH_NETWORK
+        job_r, job_w = os.pipe()
+        result_r, result_w = os.pipe()
+        out_r, out_w = os.pipe()
+        pid = sandbox.fork_job_process(network, sibling=True)
+        if pid == 0:
+            announce.detach()
+            serve_job(job_r, result_w, out_w, [channel, job_w, result_r, out_r],
+                      job_dir_name(worker_pid, generation, serial))
+        fds = [job_w, result_r, out_r] if pid > 0 else []
+        try:
+            announce.sendmsg([_ANNOUNCEMENT.pack(pid, serial, network)],
+                             [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))]
+                             if fds else [])
+        except OSError:
+            os._exit(0)  # the worker is gone
+        for fd in (job_r, job_w, result_r, result_w, out_r, out_w):
+            os.close(fd)
