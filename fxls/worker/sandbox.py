@@ -121,6 +121,8 @@ _in_namespaces = False
 _outer_ids = (0, 0)
 #: the job process was cloned into a network namespace of its own (no network)
 _network_isolated = False
+#: this process (the zygote) is in an empty network namespace that its job processes share
+_siblings_share_isolation = False
 _support: Support | None = None
 
 
@@ -306,8 +308,11 @@ def fork_job_process(network: bool = False, sibling: bool = False) -> int:
     if _config is None or not _config.support.namespaces:
         return _clone(_CLONE_PARENT) if sibling else os.fork()
     _outer_ids = os.getuid(), os.getgid()
-    flags = _CLONE_NEWUSER | _CLONE_NEWPID | _CLONE_NEWNS | (0 if network else _CLONE_NEWNET)
+    own_network = not network and not (sibling and _siblings_share_isolation)
+    flags = _CLONE_NEWUSER | _CLONE_NEWPID | _CLONE_NEWNS | (_CLONE_NEWNET if own_network else 0)
     if sibling:
+        if network and _siblings_share_isolation:
+            return -1  # this zygote has no network to give
         pid = _clone(flags | _CLONE_PARENT)
     else:
         pid = _clone(flags) if _wanted("CLONE") and _single_threaded() else -1
@@ -320,6 +325,30 @@ def fork_job_process(network: bool = False, sibling: bool = False) -> int:
     if pid == 0:
         _in_namespaces, _network_isolated = True, not network
     return pid
+
+
+def zygote_isolates_network() -> bool:
+    """Whether a zygote started now moves into an empty network namespace that the job
+    processes it forks share (``isolate_network_for_siblings``): jobs allowed the network
+    are forked by the worker then. Only where Landlock can scope abstract Unix sockets (ABI
+    6): they belong to the network namespace, and jobs that share one could talk over them."""
+    support = _config.support if _config is not None else None
+    return support is not None and support.namespaces and support.landlock_abi >= 6
+
+
+def isolate_network_for_siblings() -> bool:
+    """In the zygote: move into a user namespace and an empty network namespace of its own,
+    which the job processes it forks (no network) share. A network namespace per job cost
+    ~1.4 ms of CPU (made at the clone, torn down by a kernel worker), and a shared one
+    isolates as well: no interface is up, the jobs have no capability in it to change that,
+    and Landlock keeps each job's abstract Unix sockets to itself. False if that failed."""
+    global _siblings_share_isolation
+    uid, gid = os.getuid(), os.getgid()
+    if not zygote_isolates_network() or not _unshare(_CLONE_NEWUSER | _CLONE_NEWNET):
+        return False
+    _map_ids(uid, gid)
+    _siblings_share_isolation = (os.getuid(), os.getgid()) == (uid, gid)
+    return _siblings_share_isolation
 
 
 def can_fork_siblings() -> bool:

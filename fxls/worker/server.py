@@ -392,7 +392,7 @@ class Worker:
     # ------------------------------------------------------- idle children
     def _ensure_idle(self) -> None:
         while len(self.idle) + self._coming() < IDLE_CHILDREN and self.running:
-            if self.zygote is not None:
+            if self.zygote is not None and not (self.network and sandbox.zygote_isolates_network()):
                 if self.zygote.request(self.network):
                     continue
                 self._stop_zygote()  # gone: the worker forks from now on

@@ -163,6 +163,8 @@ def _serve(channel: int, worker_pid: int, generation: int, serve_job: ServeJob) 
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     os.closerange(3, channel)
     os.closerange(channel + 1, 1 << 16)
+    if sandbox.zygote_isolates_network() and not sandbox.isolate_network_for_siblings():
+        os._exit(0)  # the worker forks the job processes itself
     announce = socket.socket(fileno=channel)
     serial = 0
     while True:

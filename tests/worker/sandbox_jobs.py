@@ -135,3 +135,49 @@ def end_by_signal(params: dict[str, Any]) -> str:
         os.abort()
     signal.raise_signal(signal.SIGTERM)
     return "still running"
+
+
+_BRING_UP_LOOPBACK = """
+import fcntl, socket, struct
+sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+try:
+    fcntl.ioctl(sock, 0x8914, struct.pack("16sH14x", b"lo", 0x1))  # SIOCSIFFLAGS: IFF_UP
+    print("up")
+except OSError as exc:
+    print(type(exc).__name__)
+"""
+
+
+def bring_up_loopback(params: dict[str, Any]) -> str:
+    """Try to bring the loopback interface up, from a subprocess (no Python-level guard)."""
+    done = subprocess.run([sys.executable, "-c", _BRING_UP_LOOPBACK], capture_output=True,
+                          text=True, timeout=10)
+    return done.stdout.strip() or done.stderr.strip()
+
+
+_ABSTRACT = """
+import socket, sys
+name = b"\\0" + sys.argv[2].encode()
+sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+try:
+    if sys.argv[1] == "listen":
+        sock.bind(name)
+        sock.listen(1)
+        sock.settimeout(float(sys.argv[3]))
+        sock.accept()
+        print("accepted")
+    else:
+        sock.connect(name)
+        print("connected")
+except OSError as exc:
+    print(type(exc).__name__)
+"""
+
+
+def abstract_socket(params: dict[str, Any]) -> str:
+    """Listen on (``listen``: and wait ``seconds`` for a caller) or connect to the abstract
+    Unix socket ``name``, from a subprocess."""
+    done = subprocess.run(
+        [sys.executable, "-c", _ABSTRACT, params["role"], params["name"],
+         str(params.get("seconds", 1))], capture_output=True, text=True, timeout=30)
+    return done.stdout.strip() or done.stderr.strip()

@@ -435,3 +435,37 @@ def test_a_process_with_threads_is_not_single_threaded() -> None:
     finally:
         release.set()
         thread.join()
+
+
+@needs_namespaces
+async def test_a_job_cannot_bring_up_an_interface_in_the_shared_network_namespace() -> None:
+    """Jobs without network share the zygote's empty network namespace: they have no
+    capability there, so none of them can bring the loopback up for the others."""
+    worker = WorkerClient(sys.executable, sandbox=True)
+    await worker.start()
+    try:
+        result = await worker.run(f"{JOBS}:bring_up_loopback", {}, timeout=30)
+        assert result.status == "ok" and result.value == "PermissionError", result
+    finally:
+        await worker.close()
+
+
+@pytest.mark.skipif(SUPPORT.landlock_abi < 6, reason="Landlock scopes need ABI 6")
+async def test_two_jobs_cannot_talk_over_an_abstract_socket() -> None:
+    """Abstract Unix sockets belong to the network namespace, which jobs share; Landlock's
+    scope keeps each job to its own."""
+    worker = WorkerClient(sys.executable, sandbox=True)
+    await worker.start()
+    name = f"fxls-test-{uuid.uuid4().hex}"
+    try:
+        listening = asyncio.create_task(worker.run(
+            f"{JOBS}:abstract_socket", {"role": "listen", "name": name, "seconds": 3},
+            timeout=30))
+        await asyncio.sleep(1.0)
+        caller = await worker.run(f"{JOBS}:abstract_socket",
+                                  {"role": "connect", "name": name}, timeout=30)
+        listener_saw = await listening
+        assert caller.value == "PermissionError", caller
+        assert listener_saw.value == "TimeoutError", listener_saw
+    finally:
+        await worker.close()

@@ -15,9 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from fxls.worker import sandbox
 from fxls.worker.client import WorkerClient
 from fxls.worker.server import IDLE_CHILDREN
 from tests.worker.test_worker import JOBS, children_of, wait_gone
+
+SUPPORT = sandbox.support()
 
 MODES = ["sandbox", "plain"]
 
@@ -106,5 +109,20 @@ async def test_job_processes_asked_for_before_a_change_of_network_policy_are_not
             result = await worker.run(f"{JOBS}:network_namespace", {}, timeout=30,
                                       sandbox={"network": network})
             assert result.status == "ok" and (result.value == own) is network
+    finally:
+        await worker.close()
+
+
+@pytest.mark.skipif(not SUPPORT.namespaces or SUPPORT.landlock_abi < 6,
+                    reason="shared only where Landlock scopes abstract sockets (ABI 6)")
+async def test_job_processes_without_network_share_the_zygotes_empty_network_namespace() -> None:
+    """One network namespace for all of them (made once, not per job), not the worker's."""
+    worker = await start(sandbox=True)
+    try:
+        assert worker.zygote_pid is not None
+        seen = {(await worker.run(f"{JOBS}:network_namespace", {}, timeout=30)).value
+                for _ in range(3)}
+        assert len(seen) == 1 and seen != {os.readlink("/proc/self/ns/net")}
+        assert seen == {os.readlink(f"/proc/{worker.zygote_pid}/ns/net")}
     finally:
         await worker.close()
