@@ -194,7 +194,13 @@ async def project_phase(
     (same client, same semaphore); the worker's start is not timed."""
     from fxls.cli import _read_requests
     from fxls.files import collect_python_files
-    from fxls.runner import LEARN_IMPORTS, WARM_IMPORTS, WARM_UP, run_analysis
+    from fxls.runner import (
+        LEARN_IMPORTS,
+        WARM_IMPORTS,
+        WARM_UP,
+        longest_first,
+        run_analysis,
+    )
     from fxls.worker.client import WorkerClient
 
     requests = _read_requests(collect_python_files([str(package)]), {})
@@ -220,7 +226,8 @@ async def project_phase(
                 assert client.pid is not None
                 worker_cpu = cpu_ms(client.pid)
                 start = time.perf_counter()
-                reports = await asyncio.gather(*(one(r) for r in requests))
+                reports = await asyncio.gather(
+                    *(one(requests[i]) for i in longest_first(requests)))
                 wall = (time.perf_counter() - start) * 1000
                 times[jobs].append(wall)
                 parent[jobs].append((cpu_ms(client.pid) - worker_cpu) / len(requests))

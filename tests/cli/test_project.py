@@ -78,3 +78,12 @@ def test_a_package_folder_is_checked_file_by_file(project: Path) -> None:
 
 def test_one_job_and_two_jobs_give_the_same_output(project: Path) -> None:
     assert _check_json(project, 1) == _check_json(project, 2)
+
+
+def test_the_longest_files_start_first() -> None:
+    from fxls.runner import AnalysisRequest, longest_first
+    from fxls.settings import Settings
+
+    sizes = [10, 300, 0, 120]
+    requests = [AnalysisRequest(f"f{i}.py", "x" * n, Settings()) for i, n in enumerate(sizes)]
+    assert longest_first(requests) == [1, 3, 0, 2]
