@@ -346,6 +346,8 @@ def main() -> int:
             print(f"{name}: 1 job {statistics.median(one):.0f} ms, 2 jobs "
                   f"{statistics.median(two):.0f} ms, speedup {_ratio_median(one, two):.2f}x")
     speedup = _ratio_median(phase[1], phase[2])
+    print("project phase, run by run (1 job / 2 jobs, ms): " + ", ".join(
+        f"{a:.0f}/{b:.0f}" for a, b in zip(phase[1], phase[2], strict=True)))
     print(f"\njobs running at once in the project phase (their time summed / wall time): "
           f"{statistics.median(overlap[1]):.2f} with --jobs 1, "
           f"{statistics.median(overlap[2]):.2f} with --jobs 2")
