@@ -344,11 +344,14 @@ def isolate_network_for_siblings() -> bool:
     and Landlock keeps each job's abstract Unix sockets to itself. False if that failed."""
     global _siblings_share_isolation
     uid, gid = os.getuid(), os.getgid()
-    if not zygote_isolates_network() or not _unshare(_CLONE_NEWUSER | _CLONE_NEWNET):
+    if not zygote_isolates_network() or not _unshare(_CLONE_NEWUSER | _CLONE_NEWNET
+                                                     | _CLONE_NEWNS):
         return False
     _map_ids(uid, gid)
-    _siblings_share_isolation = (os.getuid(), os.getgid()) == (uid, gid)
-    return _siblings_share_isolation
+    if (os.getuid(), os.getgid()) != (uid, gid) or not _hide_services(uid):
+        return False
+    _siblings_share_isolation = True
+    return True
 
 
 def can_fork_siblings() -> bool:
@@ -428,10 +431,18 @@ def _private_mounts(uid: int) -> None:
     session services (D-Bus, systemd --user, X11...) and the system's service sockets out of
     reach: Landlock (up to ABI 7) does not cover connecting to Unix sockets, and those
     services would act outside the sandbox on the job's behalf."""
+    if _siblings_share_isolation or _hide_services(uid):  # the zygote's mounts are copied
+        _libc().mount(b"proc", b"/proc", b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None)
+
+
+def _hide_services(uid: int) -> bool:
+    """In a mount namespace of this process's own: its mounts private, the session services'
+    sockets out of reach (``_private_mounts``). Done once by the zygote for all its jobs
+    (their mount namespaces are copies of its, in which these mounts are locked: a job cannot
+    unmount them), else by each job. False if the mounts cannot be made private."""
     libc = _libc()
     if libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None) != 0:
-        return
-    libc.mount(b"proc", b"/proc", b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None)
+        return False
     jobs_dir = _config.jobs_dir if _config is not None else ""
     runtime = os.environ.get("XDG_RUNTIME_DIR") or f"/run/user/{uid}"
     for folder in (runtime, "/tmp/.X11-unix"):
@@ -442,6 +453,7 @@ def _private_mounts(uid: int) -> None:
     for path in _SERVICE_SOCKETS:
         if os.path.exists(path):
             libc.mount(b"/dev/null", os.fsencode(path), None, _MS_BIND, None)
+    return True
 
 
 def _map_ids(uid: int, gid: int) -> None:
@@ -449,10 +461,15 @@ def _map_ids(uid: int, gid: int) -> None:
     for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"),
                        ("gid_map", f"{gid} {gid} 1")):
         try:
-            with open(f"/proc/self/{name}", "w") as handle:
-                handle.write(text)
+            fd = os.open(f"/proc/self/{name}", os.O_WRONLY)
+        except OSError:
+            continue
+        try:
+            os.write(fd, text.encode())
         except OSError:
             pass
+        finally:
+            os.close(fd)
 
 
 # --------------------------------------------------------------------- job
