@@ -115,6 +115,8 @@ class Worker:
         #: forks the job processes where it can (``zygote``); else the worker forks them
         self.zygote: Zygote | None = None
         self.zygotes_started = 0
+        #: a job ended: what it left behind is to be killed (``_end_strays``)
+        self.strays_due = False
 
     # ---------------------------------------------------------------- loop
     def serve(self, ready: dict[str, Any], prime: str | None = None) -> None:
@@ -327,8 +329,16 @@ class Worker:
         del self.jobs[job.id]
         if not job.reported:
             self._report(job, self._outcome(job, status, cpu_used))
-        self._settle_zygote()  # its job processes on their way are not strays
-        sandbox.end_adopted(self._own_pids())
+        self.strays_due = True
+        self._end_strays()
+
+    def _end_strays(self) -> None:
+        """Kill what ended jobs left behind (``sandbox.end_adopted``), once the zygote has
+        announced every job process on its way: those are the worker's children too, and
+        must not be taken for strays. Not waited for: the zygote's next announcement does it."""
+        if self.strays_due and not self._coming():
+            self.strays_due = False
+            sandbox.end_adopted(self._own_pids())
 
     def _report(self, job: Job, body: bytes) -> None:
         """Send the job's result: ``body`` (``encode_status``) with the worker's members."""
@@ -441,6 +451,7 @@ class Worker:
             self._unregister(self.zygote.fileno())
             self.zygote.stop()
             self.zygote = None
+            self._end_strays()
 
     def _coming(self) -> int:
         """Job processes asked of the zygote and not announced yet."""
@@ -456,9 +467,10 @@ class Worker:
                 self._stop_zygote()
                 return
             if announcement is None:
-                return
+                break
             self._adopt(announcement)
             wait = False
+        self._end_strays()
 
     def _wait_for_child(self) -> None:
         while not self.idle and self.zygote is not None and self.zygote.pending:
