@@ -359,7 +359,8 @@ def can_fork_siblings() -> bool:
     the raw clone is known for this machine and wanted, and the caller is single-threaded
     (a zygote forked from a multi-threaded process would inherit locks held by threads it
     does not have)."""
-    return _SYS_CLONE is not None and _wanted("CLONE") and _single_threaded()
+    return (sys.platform.startswith("linux") and _SYS_CLONE is not None and _wanted("CLONE")
+            and _single_threaded())
 
 
 def _single_threaded() -> bool:
