@@ -16,6 +16,9 @@ frames) and the average number of jobs running at once.
 
 Speedups are medians of per-run ratios (jobs 1 / jobs 2). The outputs of ``--jobs 1`` and
 ``--jobs 2`` are compared too: they must be identical.
+
+``--package DIR`` measures a package that exists instead, e.g. torchvision's models where pip
+installed them (``--pythonpath`` for the worker: the model zoo's ``site`` folder).
 """
 
 from __future__ import annotations
@@ -168,12 +171,19 @@ def write_package(root: Path, files: int) -> Path:
     return package
 
 
-def run_command(package: Path, jobs: int) -> tuple[float, str]:
+def worker_env(pythonpath: str | None) -> dict[str, str] | None:
+    if not pythonpath:
+        return None
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(
+        p for p in (pythonpath, os.environ.get("PYTHONPATH")) if p)}
+
+
+def run_command(package: Path, jobs: int, env: dict[str, str] | None = None) -> tuple[float, str]:
     """Wall time (ms) and JSON output of ``fxls check --jobs N --format json``."""
     command = [sys.executable, "-m", "fxls", "check", "--jobs", str(jobs), "--format", "json",
                "--no-progress", str(package)]
     start = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, cwd=package.parent,
+    done = subprocess.run(command, capture_output=True, text=True, cwd=package.parent, env=env,
                           check=False)
     elapsed = (time.perf_counter() - start) * 1000
     if done.returncode not in (0, 1):
@@ -188,7 +198,8 @@ def cpu_ms(pid: int) -> float:
 
 
 async def project_phase(
-    package: Path, jobs_list: list[int], repeat: int, before_each: Callable[[], object]
+    package: Path, jobs_list: list[int], repeat: int, before_each: Callable[[], object],
+    env: dict[str, str] | None = None,
 ) -> tuple[dict[int, list[float]], dict[int, list[float]], dict[int, list[float]]]:
     """The files through one warm worker, ``jobs`` at a time, as ``analyze_many`` runs them
     (same client, same semaphore); the worker's start is not timed."""
@@ -211,7 +222,7 @@ async def project_phase(
     parent: dict[int, list[float]] = {jobs: [] for jobs in jobs_list}
     # as ``runner.analyze_many`` makes it
     client = WorkerClient(sys.executable, warm_imports=WARM_IMPORTS, learn_imports=LEARN_IMPORTS,
-                          sandbox=True, prime=WARM_UP)
+                          sandbox=True, prime=WARM_UP, env=env)
     await client.start()
     try:
         for _ in range(repeat):
@@ -296,6 +307,8 @@ def main() -> int:
     parser.add_argument("--files", type=int, default=30)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--markdown", action="store_true")
+    parser.add_argument("--package", type=Path, help="a package folder to check instead")
+    parser.add_argument("--pythonpath", help="PYTHONPATH for the checks (with --package)")
     parser.add_argument(
         "--wait-idle", type=float, default=0.0, metavar="SHARE",
         help="before each pair of runs, wait (up to 2 min) until this share of the CPUs is "
@@ -308,8 +321,9 @@ def main() -> int:
         if options.wait_idle:
             idle_before.append(wait_for_idle(options.wait_idle, 120.0))
 
+    env = worker_env(options.pythonpath)
     with tempfile.TemporaryDirectory(prefix="fxls-bench-project-") as folder:
-        package = write_package(Path(folder), options.files)
+        package = options.package or write_package(Path(folder), options.files)
         count = len(list(package.rglob("*.py")))
         command: dict[int, list[float]] = {1: [], 2: []}
         outputs: dict[int, set[str]] = {1: set(), 2: set()}
@@ -317,17 +331,17 @@ def main() -> int:
         for _ in range(options.repeat):
             before_each()
             for jobs in (1, 2):
-                elapsed, output = run_command(package, jobs)
+                elapsed, output = run_command(package, jobs, env)
                 command[jobs].append(elapsed)
                 outputs[jobs].add(output)
             scaling.append(machine_scaling())
         phase, overlap, parent = asyncio.run(
-            project_phase(package, [1, 2], options.repeat, before_each))
+            project_phase(package, [1, 2], options.repeat, before_each, env))
         scaling.append(machine_scaling())
 
     identical = len(outputs[1] | outputs[2]) == 1
     rows = [
-        (f"`fxls check --jobs N pkg/` ({count} files), wall time",
+        (f"`fxls check --jobs N {package.name}/` ({count} files), wall time",
          command[1], command[2]),
         ("project phase: the files through one warm worker", phase[1], phase[2]),
     ]
