@@ -112,9 +112,12 @@ class Worker:
         self.forks = 0
         #: whether the idle children are forked for jobs allowed the network (the last job's)
         self.network = False
-        #: forks the job processes where it can (``zygote``); else the worker forks them
-        self.zygote: Zygote | None = None
+        #: fork the job processes where they can (``zygote``), one for jobs without network
+        #: (key False) and, once such a job comes, one for jobs allowed it (key True; the
+        #: first one's network namespace has none); else the worker forks them
+        self.zygotes: dict[bool, Zygote] = {}
         self.zygotes_started = 0
+        self.zygotes_tried: dict[bool, bool] = {}
         #: a job ended: what it left behind is to be killed (``_end_strays``)
         self.strays_due = False
 
@@ -127,10 +130,11 @@ class Worker:
             if prime:
                 run_warm_up(prime)
             collapse_anonymous_memory()  # cheaper forks
-            self._start_zygote()
+            self._start_zygote(network=False)
             self._ensure_idle()
-            self._settle_zygote()  # the first jobs find their processes ready
-            self.send({**ready, "zygote": self.zygote.pid if self.zygote is not None else None})
+            self._settle_zygotes()  # the first jobs find their processes ready
+            first = self.zygotes.get(False)
+            self.send({**ready, "zygote": first.pid if first is not None else None})
             while self.running:
                 for key, _ in self.selector.select(self._select_timeout()):
                     self._dispatch_event(*key.data)
@@ -165,7 +169,7 @@ class Worker:
         elif kind == "idle-exit":
             self._idle_died(obj)
         elif kind == "zygote":
-            self._take_announcements()
+            self._take_announcements(obj)
 
     # ------------------------------------------------------------- channel
     def _read_channel(self) -> None:
@@ -336,7 +340,7 @@ class Worker:
         """Kill what ended jobs left behind (``sandbox.end_adopted``), once the zygote has
         announced every job process on its way: those are the worker's children too, and
         must not be taken for strays. Not waited for: the zygote's next announcement does it."""
-        if self.strays_due and not self._coming():
+        if self.strays_due and not any(z.pending for z in self.zygotes.values()):
             self.strays_due = False
             sandbox.end_adopted(self._own_pids())
 
@@ -391,21 +395,22 @@ class Worker:
         gc.collect()
         gc.freeze()
         collapse_anonymous_memory()
-        self._settle_zygote()
+        self._settle_zygotes()
         while self.idle:
             self._retire(self.idle[0])
-        if self.zygote is not None:  # a new one, with the modules
-            self._stop_zygote()
-            self._start_zygote()
+        for network in list(self.zygotes):  # new ones, with the modules
+            self._stop_zygote(self.zygotes[network])
+            self._start_zygote(network)
         self._ensure_idle()
 
     # ------------------------------------------------------- idle children
     def _ensure_idle(self) -> None:
         while len(self.idle) + self._coming() < IDLE_CHILDREN and self.running:
-            if self.zygote is not None and not (self.network and sandbox.zygote_isolates_network()):
-                if self.zygote.request(self.network):
+            zygote = self._zygote()
+            if zygote is not None:
+                if zygote.request(self.network):
                     continue
-                self._stop_zygote()  # gone: the worker forks from now on
+                self._stop_zygote(zygote)  # gone: the worker forks these from now on
             child = self._fork()
             if child is None:
                 return
@@ -429,9 +434,18 @@ class Worker:
             self._ensure_idle()
 
     # -------------------------------------------------------------- zygote
-    def _start_zygote(self) -> None:
-        """Fork the zygote now (right after the collapse into huge pages, which it keeps),
-        unless this worker cannot or must not (``FXLS_WORKER_ZYGOTE=0``)."""
+    def _zygote(self) -> Zygote | None:
+        """The zygote that forks the job processes of the current network policy, started
+        now if it is the second one and never tried; None: the worker forks them."""
+        network = self.network and sandbox.zygote_isolates_network()
+        if network not in self.zygotes and network and not self.zygotes_tried.get(network):
+            self._start_zygote(network)
+        return self.zygotes.get(network)
+
+    def _start_zygote(self, network: bool) -> None:
+        """Fork a zygote now (the first one right after the collapse into huge pages, which it
+        keeps), unless this worker cannot or must not (``FXLS_WORKER_ZYGOTE=0``)."""
+        self.zygotes_tried[network] = True
         if os.environ.get("FXLS_WORKER_ZYGOTE", "1") == "0" or not sandbox.can_fork_siblings():
             return
         worker_pid = os.getpid()
@@ -442,29 +456,32 @@ class Worker:
 
         flush_output()
         self.zygotes_started += 1
-        self.zygote = Zygote.start(serve, self.zygotes_started)
-        if self.zygote is not None:
-            self.selector.register(self.zygote.fileno(), selectors.EVENT_READ, ("zygote", None))
+        zygote = Zygote.start(serve, self.zygotes_started, isolate=not network)
+        if zygote is not None:
+            self.zygotes[network] = zygote
+            self.selector.register(zygote.fileno(), selectors.EVENT_READ, ("zygote", zygote))
 
-    def _stop_zygote(self) -> None:
-        if self.zygote is not None:
-            self._unregister(self.zygote.fileno())
-            self.zygote.stop()
-            self.zygote = None
-            self._end_strays()
+    def _stop_zygote(self, zygote: Zygote) -> None:
+        for network, known in list(self.zygotes.items()):
+            if known is zygote:
+                del self.zygotes[network]
+                self._unregister(zygote.fileno())
+                zygote.stop()
+                self._end_strays()
 
     def _coming(self) -> int:
-        """Job processes asked of the zygote and not announced yet."""
-        return self.zygote.pending if self.zygote is not None else 0
+        """Job processes of the current policy asked of a zygote and not announced yet."""
+        zygote = self.zygotes.get(self.network and sandbox.zygote_isolates_network())
+        return zygote.pending if zygote is not None else 0
 
-    def _take_announcements(self, wait: bool = False) -> None:
-        """Adopt the job processes the zygote announced (waiting for one if ``wait``); a
+    def _take_announcements(self, zygote: Zygote, wait: bool = False) -> None:
+        """Adopt the job processes ``zygote`` announced (waiting for one if ``wait``); a
         zygote that is gone is replaced by the worker's own forks."""
-        while self.zygote is not None:
+        while zygote in self.zygotes.values():
             try:
-                announcement = self.zygote.receive(wait=wait)
+                announcement = zygote.receive(wait=wait)
             except (EOFError, OSError):
-                self._stop_zygote()
+                self._stop_zygote(zygote)
                 return
             if announcement is None:
                 break
@@ -473,12 +490,14 @@ class Worker:
         self._end_strays()
 
     def _wait_for_child(self) -> None:
-        while not self.idle and self.zygote is not None and self.zygote.pending:
-            self._take_announcements(wait=True)
+        zygote = self._zygote()
+        while not self.idle and zygote is not None and zygote.pending:
+            self._take_announcements(zygote, wait=True)
+            zygote = self._zygote()
 
-    def _settle_zygote(self) -> None:
-        if self.zygote is not None:
-            for announcement in self.zygote.settle():
+    def _settle_zygotes(self) -> None:
+        for zygote in list(self.zygotes.values()):
+            for announcement in zygote.settle():
                 self._adopt(announcement)
 
     def _adopt(self, announcement: Announcement) -> None:
@@ -518,8 +537,7 @@ class Worker:
 
     def _private_fds(self) -> list[int]:
         fds = [self.channel_in, self.channel_out, self.selector.fileno()]
-        if self.zygote is not None:
-            fds.append(self.zygote.fileno())
+        fds += [zygote.fileno() for zygote in self.zygotes.values()]
         for child in [*(job.child for job in self.jobs.values()), *self.idle]:
             fds += [child.job_w, child.result_r, child.out_r]
             if child.pidfd is not None:
@@ -532,8 +550,8 @@ class Worker:
         self._close_child(child)
 
     def _own_pids(self) -> list[int]:
-        zygote = [self.zygote.pid] if self.zygote is not None else []
-        return [*zygote, *(child.pid for child in self.idle),
+        return [*(zygote.pid for zygote in self.zygotes.values()),
+                *(child.pid for child in self.idle),
                 *(job.child.pid for job in self.jobs.values())]
 
     def _close_child(self, child: Child) -> None:
@@ -558,8 +576,9 @@ class Worker:
     def shutdown(self) -> None:
         """Kill every child (they must not outlive the worker) and release everything."""
         self.running = False
-        self._settle_zygote()
-        self._stop_zygote()
+        self._settle_zygotes()
+        for zygote in list(self.zygotes.values()):
+            self._stop_zygote(zygote)
         while self.idle:
             self._retire(self.idle[0])
         for job in list(self.jobs.values()):

@@ -67,9 +67,12 @@ class Zygote:
         self.pending = 0
 
     @classmethod
-    def start(cls, serve_job: ServeJob, generation: int) -> Zygote | None:
+    def start(cls, serve_job: ServeJob, generation: int, isolate: bool = True) -> Zygote | None:
         """Fork the zygote from the calling (single-threaded) worker; None if that fails.
-        ``serve_job`` runs in each job process the zygote forks and never returns."""
+        ``serve_job`` runs in each job process the zygote forks and never returns.
+        ``isolate``: the zygote moves into an empty network namespace its job processes
+        share (``sandbox.isolate_network_for_siblings``); it then serves jobs without
+        network only."""
         worker_end, zygote_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             pid = os.fork()
@@ -79,7 +82,7 @@ class Zygote:
             return None
         if pid == 0:
             try:
-                _serve(zygote_end.detach(), os.getppid(), generation, serve_job)
+                _serve(zygote_end.detach(), os.getppid(), generation, serve_job, isolate)
             finally:
                 os._exit(70)
         zygote_end.close()
@@ -154,7 +157,8 @@ def _received_fds(ancillary: list[tuple[int, int, bytes]]) -> list[int]:
     return list(fds)
 
 
-def _serve(channel: int, worker_pid: int, generation: int, serve_job: ServeJob) -> NoReturn:
+def _serve(channel: int, worker_pid: int, generation: int, serve_job: ServeJob,
+           isolate: bool) -> NoReturn:
     """The zygote's loop: a request in, a job process out. Deliberately little Python runs
     here (every object it touches costs a page split and a copy, see the module's doc)."""
     set_parent_death_signal()
@@ -163,7 +167,7 @@ def _serve(channel: int, worker_pid: int, generation: int, serve_job: ServeJob) 
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     os.closerange(3, channel)
     os.closerange(channel + 1, 1 << 16)
-    if sandbox.zygote_isolates_network() and not sandbox.isolate_network_for_siblings():
+    if isolate and sandbox.zygote_isolates_network() and not sandbox.isolate_network_for_siblings():
         os._exit(0)  # the worker forks the job processes itself
     announce = socket.socket(fileno=channel)
     serial = 0

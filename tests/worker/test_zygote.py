@@ -57,17 +57,21 @@ async def test_the_zygote_forks_job_processes_that_are_the_workers_children(mode
     assert wait_gone(worker.zygote_pid)
 
 
-async def test_the_worker_no_longer_copies_its_pages_for_every_job() -> None:
+@pytest.mark.parametrize("network", [False, True])
+async def test_the_worker_no_longer_copies_its_pages_for_every_job(network: bool) -> None:
     """With the worker forking, each job cost it ~500 copy-on-write faults (the pages its
-    loop writes, shared again with every new child); with the zygote, a handful."""
+    loop writes, shared again with every new child); with a zygote, a handful. Jobs allowed
+    the network get a zygote of their own (the first one's network namespace has none)."""
     worker = await start(sandbox=True)
+    policy = {"network": network}
     try:
         assert worker.pid is not None
         for _ in range(3):  # the loop's own first touches
-            await worker.run(f"{JOBS}:echo", {}, timeout=30)
+            await worker.run(f"{JOBS}:echo", {}, timeout=30, sandbox=policy)
         before = minor_faults(worker.pid)
         for _ in range(20):
-            assert (await worker.run(f"{JOBS}:echo", {}, timeout=30)).status == "ok"
+            result = await worker.run(f"{JOBS}:echo", {}, timeout=30, sandbox=policy)
+            assert result.status == "ok"
         assert (minor_faults(worker.pid) - before) / 20 < 100
     finally:
         await worker.close()
