@@ -330,7 +330,7 @@ def fork_job_process(network: bool = False, sibling: bool = False) -> int:
 def zygote_isolates_network() -> bool:
     """Whether a zygote started now moves into an empty network namespace that the job
     processes it forks share (``isolate_network_for_siblings``): jobs allowed the network
-    are forked by the worker then. Only where Landlock can scope abstract Unix sockets (ABI
+    come from another zygote then. Only where Landlock can scope abstract Unix sockets (ABI
     6): they belong to the network namespace, and jobs that share one could talk over them."""
     support = _config.support if _config is not None else None
     return support is not None and support.namespaces and support.landlock_abi >= 6
