@@ -42,7 +42,7 @@ from fxls.worker.protocol import (
     status_body,
     write_all,
 )
-from fxls.worker.zygote import Announcement, Zygote
+from fxls.worker.zygote import Announcement, ForkFailed, Zygote
 
 #: time a timed-out job gets to print its stack before it is killed
 _DUMP_GRACE_S = 0.3
@@ -244,6 +244,7 @@ class Worker:
             self._ensure_idle()
             if not self.idle:
                 self._wait_for_child()
+                self._ensure_idle()  # if the zygote failed, the worker forks one itself
             if not self.idle:
                 return None
             child = self.idle.pop(0)  # the oldest: the most likely to have warmed up
@@ -480,7 +481,7 @@ class Worker:
         while zygote in self.zygotes.values():
             try:
                 announcement = zygote.receive(wait=wait)
-            except (EOFError, OSError):
+            except (ForkFailed, EOFError, OSError):  # the worker's forks have fallbacks
                 self._stop_zygote(zygote)
                 return
             if announcement is None:
@@ -496,9 +497,10 @@ class Worker:
             zygote = self._zygote()
 
     def _settle_zygotes(self) -> None:
+        """Adopt every job process a zygote is forking now (they are not strays)."""
         for zygote in list(self.zygotes.values()):
-            for announcement in zygote.settle():
-                self._adopt(announcement)
+            while zygote in self.zygotes.values() and zygote.pending:
+                self._take_announcements(zygote, wait=True)
 
     def _adopt(self, announcement: Announcement) -> None:
         for fd in (announcement.result_r, announcement.out_r):

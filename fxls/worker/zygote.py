@@ -44,6 +44,10 @@ _WAIT_S = 5.0
 ServeJob = Callable[[int, int, int, list[int], str], NoReturn]
 
 
+class ForkFailed(Exception):
+    """The zygote could not fork a job process (the kernel refused the clone)."""
+
+
 @dataclass
 class Announcement:
     """A job process the zygote forked, with the worker's ends of its pipes."""
@@ -102,7 +106,8 @@ class Zygote:
 
     def receive(self, wait: bool = False) -> Announcement | None:
         """The next announcement (waiting up to a few seconds if ``wait``); None if there
-        is none (yet), or if the fork failed. Raises EOFError if the zygote is gone."""
+        is none yet. Raises ForkFailed if the zygote could not fork the job process, EOFError
+        if the zygote is gone."""
         if not select.select([self.channel], [], [], _WAIT_S if wait else 0)[0]:
             if wait:
                 raise EOFError("the zygote does not answer")
@@ -117,23 +122,9 @@ class Zygote:
         if pid < 0 or len(fds) != _FDS:
             for fd in fds:
                 os.close(fd)
-            return None
+            raise ForkFailed(f"the zygote could not fork a job process (pid {pid})")
         job_dir = job_dir_name(os.getpid(), self.generation, serial)
         return Announcement(pid, job_dir, network, *fds)
-
-    def settle(self) -> list[Announcement]:
-        """Every announcement still due (the job processes forked but not yet known to the
-        worker, which must not take them for strays)."""
-        announced = []
-        while self.pending:
-            try:
-                announcement = self.receive(wait=True)
-            except (EOFError, OSError):
-                self.pending = 0
-                break
-            if announcement is not None:
-                announced.append(announcement)
-        return announced
 
     def stop(self) -> None:
         """End the zygote (job processes it forked are not affected) and reap it."""

@@ -130,3 +130,25 @@ async def test_job_processes_without_network_share_the_zygotes_empty_network_nam
         assert seen == {os.readlink(f"/proc/{worker.zygote_pid}/ns/net")}
     finally:
         await worker.close()
+
+
+def test_a_fork_the_zygote_could_not_make_is_not_taken_for_a_job_process() -> None:
+    """The announcement of a failed clone (pid -1, no pipes) raises ForkFailed: the worker
+    stops that zygote and forks the job processes itself, with its own fallbacks."""
+    import socket
+
+    from fxls.worker.zygote import _ANNOUNCEMENT, ForkFailed, Zygote
+
+    worker_end, zygote_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    zygote = Zygote(os.getpid(), worker_end, generation=1)
+    try:
+        assert zygote.request(network=False) and zygote.pending == 1
+        assert zygote_end.recv(1) == b"n"
+        assert zygote.receive() is None  # nothing announced yet
+        zygote_end.send(_ANNOUNCEMENT.pack(-1, 1, False))
+        with pytest.raises(ForkFailed):
+            zygote.receive(wait=True)
+        assert zygote.pending == 0
+    finally:
+        worker_end.close()
+        zygote_end.close()
