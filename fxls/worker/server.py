@@ -9,6 +9,7 @@ threaded process is unsafe.
 
 from __future__ import annotations
 
+import functools
 import gc
 import json
 import os
@@ -17,7 +18,7 @@ import signal
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 from fxls.worker import sandbox
 from fxls.worker.child import (
@@ -117,7 +118,7 @@ class Worker:
         #: first one's network namespace has none); else the worker forks them
         self.zygotes: dict[bool, Zygote] = {}
         self.zygotes_started = 0
-        self.zygotes_tried: dict[bool, bool] = {}
+        self.zygotes_tried: set[bool] = set()
         #: a job ended: what it left behind is to be killed (``_end_strays``)
         self.strays_due = False
 
@@ -435,28 +436,29 @@ class Worker:
             self._ensure_idle()
 
     # -------------------------------------------------------------- zygote
+    def _zygote_key(self) -> bool:
+        """Which zygote forks the job processes of the current network policy: the second
+        one (True) for jobs allowed the network where the first one has none."""
+        return self.network and sandbox.zygote_isolates_network()
+
     def _zygote(self) -> Zygote | None:
-        """The zygote that forks the job processes of the current network policy, started
-        now if it is the second one and never tried; None: the worker forks them."""
-        network = self.network and sandbox.zygote_isolates_network()
-        if network not in self.zygotes and network and not self.zygotes_tried.get(network):
-            self._start_zygote(network)
-        return self.zygotes.get(network)
+        """The zygote for the current policy, started now if it is the second one and never
+        tried; None: the worker forks the job processes."""
+        key = self._zygote_key()
+        if key and key not in self.zygotes_tried:
+            self._start_zygote(key)
+        return self.zygotes.get(key)
 
     def _start_zygote(self, network: bool) -> None:
         """Fork a zygote now (the first one right after the collapse into huge pages, which it
         keeps), unless this worker cannot or must not (``FXLS_WORKER_ZYGOTE=0``)."""
-        self.zygotes_tried[network] = True
+        self.zygotes_tried.add(network)
         if os.environ.get("FXLS_WORKER_ZYGOTE", "1") == "0" or not sandbox.can_fork_siblings():
             return
-        worker_pid = os.getpid()
-
-        def serve(job_r: int, result_w: int, out_w: int, close: list[int], job_dir: str) -> Any:
-            serve_job(ChildFds(job_r, result_w, out_w), self.limits, worker_pid, close,
-                      self.warm_up, self.learn_imports, job_dir)  # the zygote has no other fds
-
         flush_output()
         self.zygotes_started += 1
+        # the zygote has no fds of the worker's: a job process closes only the ones it names
+        serve = functools.partial(self._serve_job, os.getpid())
         zygote = Zygote.start(serve, self.zygotes_started, isolate=not network)
         if zygote is not None:
             self.zygotes[network] = zygote
@@ -472,7 +474,7 @@ class Worker:
 
     def _coming(self) -> int:
         """Job processes of the current policy asked of a zygote and not announced yet."""
-        zygote = self.zygotes.get(self.network and sandbox.zygote_isolates_network())
+        zygote = self.zygotes.get(self._zygote_key())
         return zygote.pending if zygote is not None else 0
 
     def _take_announcements(self, zygote: Zygote, wait: bool = False) -> None:
@@ -507,11 +509,13 @@ class Worker:
             os.set_blocking(fd, False)
         child = Child(announcement.pid, _pidfd_open(announcement.pid), announcement.job_w,
                       announcement.result_r, announcement.out_r, announcement.job_dir)
+        if announcement.network != self.network or not self.running:
+            _close_job_w(child)  # asked for before the setting changed: never used
+            self._discard(child)
+            return
         self.idle.append(child)
         if child.pidfd is not None:
             self.selector.register(child.pidfd, selectors.EVENT_READ, ("idle-exit", child))
-        if announcement.network != self.network or not self.running:
-            self._retire(child)  # asked for before the setting changed
 
     def _fork(self) -> Child | None:
         job_r, job_w = os.pipe()
@@ -529,13 +533,18 @@ class Worker:
                 os.close(fd)
             return None
         if pid == 0:
-            serve_job(ChildFds(job_r, result_w, out_w), self.limits, worker_pid, private,
-                      self.warm_up, self.learn_imports, job_dir)
+            self._serve_job(worker_pid, job_r, result_w, out_w, private, job_dir)
         for fd in (job_r, result_w, out_w):
             os.close(fd)
         os.set_blocking(result_r, False)
         os.set_blocking(out_r, False)
         return Child(pid, _pidfd_open(pid), job_w, result_r, out_r, job_dir)
+
+    def _serve_job(self, worker_pid: int, job_r: int, result_w: int, out_w: int,
+                   close: list[int], job_dir: str) -> NoReturn:
+        """In a new job process (forked by the worker or its zygote): serve one job."""
+        serve_job(ChildFds(job_r, result_w, out_w), self.limits, worker_pid, close,
+                  self.warm_up, self.learn_imports, job_dir)
 
     def _private_fds(self) -> list[int]:
         fds = [self.channel_in, self.channel_out, self.selector.fileno()]
