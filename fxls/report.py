@@ -196,6 +196,76 @@ class ModuleReport:
 
 
 @dataclass(slots=True)
+class PassGraphRun:
+    """One pass run on one graph: what it changed, or the problem it had."""
+
+    graph: str
+    added: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    rewired: list[str] = field(default_factory=list)
+    #: the first problem (a diagnostic's message), None when the pass ran cleanly
+    problem: str | None = None
+    #: the nodes the pass created or changed, each spanning the pass line that did it
+    nodes: list[NodeInfo] = field(default_factory=list)
+    #: the graph's code before and after the pass (the before/after view)
+    before: str | None = None
+    after: str | None = None
+
+    def summary(self) -> str:
+        """``Net: +1 -2, 1 rewired`` (or ``Net: no change`` / ``Net: <problem>``)."""
+        if self.problem is not None:
+            return f"{self.graph}: {self.problem}"
+        parts = [f"+{len(self.added)} -{len(self.removed)}"]
+        if self.rewired:
+            parts.append(f"{len(self.rewired)} rewired")
+        if not (self.added or self.removed or self.rewired):
+            parts = ["no change"]
+        return f"{self.graph}: {', '.join(parts)}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"graph": self.graph, "added": list(self.added), "removed": list(self.removed),
+                "rewired": list(self.rewired), "problem": self.problem,
+                "nodes": [n.to_dict() for n in self.nodes], "before": self.before,
+                "after": self.after}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> PassGraphRun:
+        return cls(data["graph"], list(data.get("added", [])), list(data.get("removed", [])),
+                   list(data.get("rewired", [])), data.get("problem"),
+                   [NodeInfo.from_dict(n) for n in data.get("nodes", [])],
+                   data.get("before"), data.get("after"))
+
+
+@dataclass(slots=True)
+class PassReport:
+    """A pass of the file (a function, Transformer, PassBase, PassManager) and its runs."""
+
+    name: str
+    kind: str
+    span: Span | None = None
+    runs: list[PassGraphRun] = field(default_factory=list)
+    #: which graphs it ran on: ``models`` (the file's), ``pass_models``, ``representative``
+    #: or ``import`` (the file ran it itself)
+    graphs_from: str = "models"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "kind": self.kind,
+                "span": self.span.to_dict() if self.span is not None else None,
+                "runs": [r.to_dict() for r in self.runs], "graphs_from": self.graphs_from}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> PassReport:
+        return cls(data["name"], data["kind"],
+                   Span.from_dict(data["span"]) if data.get("span") else None,
+                   [PassGraphRun.from_dict(r) for r in data.get("runs", [])],
+                   data.get("graphs_from", "models"))
+
+    @property
+    def has_problem(self) -> bool:
+        return any(run.problem is not None for run in self.runs)
+
+
+@dataclass(slots=True)
 class FileReport:
     path: str
     modules: list[ModuleReport] = field(default_factory=list)
@@ -203,6 +273,8 @@ class FileReport:
     timings_ms: dict[str, float] = field(default_factory=dict)
     #: graphs built by passes at module level (bound to globals), for hover on pass code
     graphs: list[ModuleReport] = field(default_factory=list)
+    #: the file's FX passes and what each did to each graph it ran on
+    passes: list[PassReport] = field(default_factory=list)
 
     def to_dict(self, partial: dict[str, Any] | None = None) -> dict[str, Any]:
         """Plain data. ``partial`` is a report sent ahead of this one (as plain data): the
@@ -216,6 +288,7 @@ class FileReport:
             "diagnostics": diagnostics,
             "timings_ms": dict(self.timings_ms),
             "graphs": [g.to_dict() for g in self.graphs],
+            "passes": [p.to_dict() for p in self.passes],
         }
         if partial is not None:
             sent = {_diagnostic_key(d): (i, d) for i, d in enumerate(partial["diagnostics"])}
@@ -248,6 +321,7 @@ class FileReport:
             diagnostics,
             data.get("timings_ms", {}),
             [ModuleReport.from_dict(g) for g in data.get("graphs", [])],
+            [PassReport.from_dict(p) for p in data.get("passes", [])],
         )
 
 

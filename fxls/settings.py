@@ -93,6 +93,9 @@ class Settings:
     #: callables that build models, ``"pkg.models:build_net"`` or
     #: ``"pkg.models:build_net(depth=2)"``; tried first for the classes they build
     entry_points: list[str] = field(default_factory=list)
+    #: models a file of passes with no model of its own runs its passes on,
+    #: ``"pkg.models:resnet18()"``; by default a few representative graphs
+    pass_models: list[str] = field(default_factory=list)
     #: the directory holding pyproject.toml (or the file's folder); put on sys.path
     root: str = ""
     #: settings that were given bad values (the default was used instead), one line each

@@ -51,6 +51,14 @@ from fxls.analysis.named_args import named_arguments
 from fxls.analysis.network import refusal_diagnostics
 from fxls.analysis.observe import observe, run_eager, signature
 from fxls.analysis.packages import ModuleLocation, locate_module
+from fxls.analysis.passes import (
+    PassAnalysis,
+    Subject,
+    compare_outputs,
+    project_subjects,
+    representative_subjects,
+)
+from fxls.analysis.passes.runner import PassResults
 from fxls.analysis.pragmas import ClassPragmas, FilePragmas, parse_pragmas
 from fxls.analysis.recorder import TraceRecorder
 from fxls.analysis.rules import diagnostic, to_span
@@ -138,8 +146,11 @@ def analyze_source(
                  parse_pragmas(source, tree), own_folders=_own_folders(settings.root, location,
                                                                        filename))
     report = FileReport(path)
-    loaded = execute_file(Path(filename), source, tree if isinstance(tree, ast.Module) else None,
-                          location, (settings.root,) if settings.root else ())
+    passes = PassAnalysis(filename, file.is_reportable)
+    with passes.log.active():  # passes the file runs at import are checked too
+        loaded = execute_file(Path(filename), source,
+                              tree if isinstance(tree, ast.Module) else None,
+                              location, (settings.root,) if settings.root else ())
     report.timings_ms["import"] = (perf_counter() - started) * 1000
     for failure in loaded.failures:
         item = diagnostic("FX100", failure.message, failure.span, "")
@@ -190,9 +201,11 @@ def analyze_source(
         if done is not None:
             traced.append(done)
     graphs = _module_graphs(file.namespace)
-    for _, graph in graphs:
-        report.diagnostics.extend(_lint_graph(graph, file))
+    report.diagnostics.extend(passes.import_time(file.namespace))
     report.timings_ms["trace"] = (perf_counter() - trace_started) * 1000
+    passes_started = perf_counter()
+    pass_results = _run_passes(passes, tree, file, traced, report)
+    report.timings_ms["passes"] = (perf_counter() - passes_started) * 1000
     if on_diagnostics is not None:
         report.timings_ms["diagnostics"] = (perf_counter() - started) * 1000
         on_diagnostics(_finish(replace(report, diagnostics=list(report.diagnostics)), file))
@@ -208,9 +221,40 @@ def analyze_source(
                          _observe_class(done, file, harvested))
     for name, graph in graphs:
         report.graphs.append(_graph_report(name, graph))
+    report.diagnostics.extend(compare_outputs(pass_results.outcomes))
     report.timings_ms["observe"] = (perf_counter() - observe_started) * 1000
     report.timings_ms["total"] = (perf_counter() - started) * 1000
     return _finish(report, file)
+
+
+def _run_passes(passes: PassAnalysis, tree: ast.AST | None, file: _File,
+                traced: list[_Traced], report: FileReport) -> PassResults:
+    """Run the file's passes on its root models (else the project's ``pass_models``, else
+    the representative graphs)."""
+    specs = passes.find(tree, file.namespace)
+    if not specs:
+        return PassResults()
+    subjects = [Subject(t.module_report.name, t.ctx.graph_module, t.instance,
+                        partial(_inputs_of, t))
+                for t in traced if t.module_report.via is None
+                and t.module_report.status is TraceStatus.TRACED and t.ctx.graph_module]
+    graphs_from = "models"
+    if not subjects and file.settings.pass_models:
+        subjects, problems = project_subjects(file.settings.pass_models)
+        graphs_from = "pass_models"
+        first_line = SourceSpan(file.filename, 1, 1, 0, file.text.byte_length(1))
+        report.diagnostics.extend(diagnostic("FX004", f"fxls could not use {problem}",
+                                             first_line, "") for problem in problems)
+    if not subjects:
+        subjects, graphs_from = representative_subjects(), "representative"
+    results = passes.run(specs, subjects, graphs_from)
+    report.passes = results.reports
+    report.diagnostics.extend(results.diagnostics)
+    return results
+
+
+def _inputs_of(traced: _Traced) -> tuple[Any, ...] | None:
+    return traced.ctx.example_inputs
 
 
 def _own_folders(project_root: str, location: ModuleLocation, filename: str) -> tuple[str, ...]:
@@ -731,7 +775,7 @@ def _node_info(node: Node, gm: GraphModule | None, backward: dict[str, str]) -> 
 
 
 def _module_graphs(namespace: dict[str, Any]) -> list[tuple[str, Graph]]:
-    """Graphs bound to module globals (built by passes at import), each once."""
+    """fxcore graphs bound to module globals (built by passes at import), each once."""
     found: dict[int, tuple[str, Graph]] = {}
     for name, value in namespace.items():
         graph = value.graph if isinstance(value, GraphModule) else value
@@ -749,50 +793,3 @@ def _graph_report(name: str, graph: Graph) -> ModuleReport:
     owner = graph.owning_module if isinstance(graph.owning_module, GraphModule) else None
     return ModuleReport(name, TraceStatus.TRACED, len(graph.nodes), None,
                         [_node_info(n, owner, {}) for n in graph.nodes], code)
-
-
-def _lint_graph(graph: Graph, file: _File) -> list[Diagnostic]:
-    from fxcore.graph import _LEGAL_OPS
-
-    found = []
-    seen: set[Node] = set()
-    names: set[str] = set()
-
-    def where(node: Node) -> SourceSpan:
-        span = node.meta.get("source")
-        if span is not None and file.is_reportable(span.file):
-            return span
-        return SourceSpan(file.filename, 1, 1, 0, 0)
-
-    for node in graph.nodes:
-        if node.op not in _LEGAL_OPS:
-            found.append(diagnostic("FX006", f"node `{node.name}` has the unknown opcode "
-                                    f"`{node.op}`", where(node), ""))
-        for arg in node.all_input_nodes:
-            if arg.graph is not graph:
-                found.append(diagnostic(
-                    "FX006", f"node `{node.name}` uses `{arg.name}`, a node of another graph "
-                    "(copy nodes with node_copy and an arg_transform)", where(node), ""))
-            elif arg not in seen:
-                found.append(diagnostic(
-                    "FX005", f"node `{node.name}` uses `{arg.name}` before it is defined: "
-                    "the graph is not in topological order", where(node), "",
-                    node=node.name, input=arg.name))
-        if node.name in names:
-            found.append(diagnostic("FX006", f"the name `{node.name}` is defined twice",
-                                    where(node), ""))
-        names.add(node.name)
-        seen.add(node)
-    owner = graph.owning_module
-    if owner is not None:
-        for node in graph.nodes:
-            if node.op in ("get_attr", "call_module") and isinstance(node.target, str):
-                current: Any = owner
-                for atom in node.target.split("."):
-                    current = getattr(current, atom, None)
-                    if current is None:
-                        found.append(diagnostic(
-                            "FX006", f"node `{node.name}` refers to `{node.target}`, which the "
-                            "owning module does not have", where(node), ""))
-                        break
-    return found

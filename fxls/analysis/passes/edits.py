@@ -1,0 +1,330 @@
+"""Which line of a pass created, rewired, moved, retargeted or erased each graph node.
+
+Passes are written against ``torch.fx`` (or fxcore) and must run unchanged, so the log
+instruments the graph classes themselves while it is active: every mutation method of
+``Graph``/``Node``/``GraphModule`` of both implementations is wrapped to note the event and
+the innermost frame of the user's own files that caused it (the pass's line). Nodes made by a
+tracer (``symbolic_trace`` inside a module-to-module pass) are the model's, not the pass's:
+the tracer's ``trace`` is wrapped too and edits under it are not pass edits.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from fxcore.source import SourceSpan, span_of_frame
+
+_MAX_DEPTH = 80
+
+
+class EditKind(StrEnum):
+    CREATE = "create"
+    COPY = "copy"  # node_copy / graph_copy: a node carried over from another graph
+    REWIRE = "rewire"
+    MOVE = "move"
+    RETARGET = "retarget"
+    ERASE = "erase"
+
+
+@dataclass(slots=True)
+class Edit:
+    kind: EditKind
+    node: Any
+    graph: Any
+    span: SourceSpan
+    #: the file's function that made the edit (``negate_after_relu``), or ``<module>``
+    pass_name: str
+    seq: int
+    #: for a creation: ("before" | "after", the anchor node's name) under
+    #: ``inserting_before/after(anchor)``, else None
+    placement: tuple[str, str] | None = None
+
+
+@dataclass(slots=True)
+class GraphState:
+    """Per graph: its edits, and the first one since its module's last recompile."""
+
+    edits: list[Edit] = field(default_factory=list)
+    first_stale: Edit | None = None
+
+
+class EditLog:
+    """The edits of passes, per node and per graph, while ``active()``."""
+
+    def __init__(self, is_pass_file: Callable[[str], bool]) -> None:
+        self.is_pass_file = is_pass_file
+        self.edits: list[Edit] = []
+        self.by_node: dict[Any, list[Edit]] = {}
+        self.graphs: dict[int, GraphState] = {}
+        self._graph_refs: dict[int, Any] = {}  # keeps ids stable while the log lives
+        self._tracing = 0
+        self._building = 0  # inside create_node / node_copy: the parts are one creation
+        self._paused = 0
+        self._copying = 0
+        #: (graph module, its graph's state) when a GraphModule was called stale
+        self.stale_calls: list[tuple[Any, Edit, SourceSpan | None]] = []
+
+    # -- queries -----------------------------------------------------------------------
+    def node_edits(self, node: Any) -> list[Edit]:
+        return self.by_node.get(node, [])
+
+    def created_by_pass(self, node: Any) -> Edit | None:
+        edits = self.by_node.get(node)
+        if edits and edits[0].kind in (EditKind.CREATE, EditKind.COPY):
+            return edits[0]
+        return None
+
+    def last_edit(self, node: Any) -> Edit | None:
+        edits = self.by_node.get(node)
+        return edits[-1] if edits else None
+
+    def graph_state(self, graph: Any) -> GraphState | None:
+        return self.graphs.get(id(graph))
+
+    def mark(self) -> int:
+        return len(self.edits)
+
+    def since(self, mark: int) -> list[Edit]:
+        return self.edits[mark:]
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        self._paused += 1
+        try:
+            yield
+        finally:
+            self._paused -= 1
+
+    # -- recording ---------------------------------------------------------------------
+    def _where(self) -> tuple[SourceSpan, str] | None:
+        """The innermost frame of a pass file on the stack, and its outermost function."""
+        frame: types.FrameType | None = sys._getframe(2)
+        span: SourceSpan | None = None
+        owner = "<module>"
+        depth = 0
+        while frame is not None and depth < _MAX_DEPTH:
+            code = frame.f_code
+            if self.is_pass_file(code.co_filename):
+                if span is None:
+                    span = span_of_frame(frame)
+                if code.co_name != "<module>":
+                    owner = code.co_qualname
+            frame = frame.f_back
+            depth += 1
+        return None if span is None else (span, owner)
+
+    def _record(self, kind: EditKind, node: Any, graph: Any,
+                placement: tuple[str, str] | None = None) -> None:
+        if self._paused or self._tracing:
+            return
+        where = self._where()
+        if where is None:
+            return
+        span, owner = where
+        edit = Edit(kind, node, graph, span, owner, len(self.edits), placement)
+        self.edits.append(edit)
+        self.by_node.setdefault(node, []).append(edit)
+        key = id(graph)
+        self._graph_refs[key] = graph
+        state = self.graphs.setdefault(key, GraphState())
+        state.edits.append(edit)
+        if state.first_stale is None:
+            state.first_stale = edit
+
+    def _recompiled(self, graph: Any) -> None:
+        state = self.graphs.get(id(graph))
+        if state is not None:
+            state.first_stale = None
+
+    def stale_edit(self, graph_module: Any) -> Edit | None:
+        """The first edit of ``graph_module``'s graph since its last recompile, if any."""
+        state = self.graphs.get(id(getattr(graph_module, "graph", None)))
+        return state.first_stale if state is not None else None
+
+    # -- instrumentation ---------------------------------------------------------------
+    @contextmanager
+    def active(self) -> Iterator[EditLog]:
+        patches = [*_torch_fx_patches(self), *_fxcore_patches(self)]
+        saved = []
+        for owner, name, make in patches:
+            original = owner.__dict__.get(name)
+            inherited = getattr(owner, name)
+            saved.append((owner, name, original))
+            setattr(owner, name, make(inherited))
+        try:
+            yield self
+        finally:
+            for owner, name, original in reversed(saved):
+                if original is None:
+                    delattr(owner, name)
+                else:
+                    setattr(owner, name, original)
+
+
+_Patch = tuple[type, str, Callable[[Any], Any]]
+
+
+def _creating(log: EditLog, kind: EditKind) -> Callable[[Any], Any]:
+    def make(original: Any) -> Any:
+        def create_node(graph: Any, *args: Any, **kwargs: Any) -> Any:
+            placement = _placement(graph) if not log._building else None
+            log._building += 1
+            try:
+                node = original(graph, *args, **kwargs)
+            finally:
+                log._building -= 1
+            if not log._building:
+                log._record(EditKind.COPY if log._copying else kind, node, graph, placement)
+            return node
+
+        return create_node
+
+    return make
+
+
+def _placement(graph: Any) -> tuple[str, str] | None:
+    """Where ``graph`` inserts now: under ``inserting_before(n)`` its insert function is
+    ``n.prepend``, under ``inserting_after(n)`` ``n.append`` (torch.fx and fxcore alike)."""
+    insert = graph.__dict__.get("_insert")
+    anchor = getattr(insert, "__self__", None)
+    name = getattr(getattr(insert, "__func__", None), "__name__", "")
+    if anchor is None or not hasattr(anchor, "op") or anchor.op == "root":
+        return None
+    if name in ("prepend", "_prepend"):
+        return ("before", anchor.name)
+    if name == "append":
+        return ("after", anchor.name)
+    return None
+
+
+def _copying(log: EditLog) -> Callable[[Any], Any]:
+    def make(original: Any) -> Any:
+        def node_copy(graph: Any, *args: Any, **kwargs: Any) -> Any:
+            log._copying += 1
+            try:
+                return original(graph, *args, **kwargs)
+            finally:
+                log._copying -= 1
+
+        return node_copy
+
+    return make
+
+
+def _on_node(log: EditLog, kind: EditKind) -> Callable[[Any], Any]:
+    def make(original: Any) -> Any:
+        def edit(node: Any, *args: Any, **kwargs: Any) -> Any:
+            result = original(node, *args, **kwargs)
+            if not log._building:
+                log._record(kind, node, node.graph)
+            return result
+
+        return edit
+
+    return make
+
+
+def _moving(log: EditLog) -> Callable[[Any], Any]:
+    """``anchor.prepend(x)`` moves ``x`` (an insertion of a new node is part of creating it)."""
+
+    def make(original: Any) -> Any:
+        def prepend(anchor: Any, moved: Any) -> Any:
+            result = original(anchor, moved)
+            if not log._building:
+                log._record(EditKind.MOVE, moved, moved.graph)
+            return result
+
+        return prepend
+
+    return make
+
+
+def _erasing(log: EditLog) -> Callable[[Any], Any]:
+    def make(original: Any) -> Any:
+        def erase_node(graph: Any, node: Any) -> Any:
+            result = original(graph, node)
+            log._record(EditKind.ERASE, node, graph)
+            return result
+
+        return erase_node
+
+    return make
+
+
+def _retargeting(log: EditLog) -> Callable[[Any], Any]:
+    def make(original: Any) -> Any:
+        def __setattr__(node: Any, name: str, value: Any) -> None:
+            original(node, name, value)
+            if name in ("target", "op") and not log._building and hasattr(node, "graph"):
+                log._record(EditKind.RETARGET, node, node.graph)
+
+        return __setattr__
+
+    return make
+
+
+def _recompiling(log: EditLog) -> Callable[[Any], Any]:
+    def make(original: Any) -> Any:
+        def recompile(module: Any, *args: Any, **kwargs: Any) -> Any:
+            result = original(module, *args, **kwargs)
+            log._recompiled(module.graph)
+            return result
+
+        return recompile
+
+    return make
+
+
+def _tracing(log: EditLog) -> Callable[[Any], Any]:
+    def make(original: Any) -> Any:
+        def trace(tracer: Any, *args: Any, **kwargs: Any) -> Any:
+            log._tracing += 1
+            try:
+                return original(tracer, *args, **kwargs)
+            finally:
+                log._tracing -= 1
+
+        return trace
+
+    return make
+
+
+def _torch_fx_patches(log: EditLog) -> list[_Patch]:
+    import torch.fx
+
+    node, graph = torch.fx.Node, torch.fx.Graph
+    return [
+        (graph, "create_node", _creating(log, EditKind.CREATE)),
+        (graph, "node_copy", _copying(log)),
+        (graph, "erase_node", _erasing(log)),
+        (node, "_update_args_kwargs", _on_node(log, EditKind.REWIRE)),
+        (node, "_replace_input_with", _on_node(log, EditKind.REWIRE)),
+        (node, "_prepend", _moving(log)),
+        (node, "__setattr__", _retargeting(log)),
+        (torch.fx.GraphModule, "recompile", _recompiling(log)),
+        (torch.fx.Tracer, "trace", _tracing(log)),
+    ]
+
+
+def _fxcore_patches(log: EditLog) -> list[_Patch]:
+    from fxcore._symbolic_trace import Tracer
+    from fxcore.graph import Graph
+    from fxcore.graph_module import GraphModule
+    from fxcore.node import Node
+
+    return [
+        (Graph, "create_node", _creating(log, EditKind.CREATE)),
+        (Graph, "node_copy", _copying(log)),
+        (Graph, "erase_node", _erasing(log)),
+        (Node, "_set_inputs", _on_node(log, EditKind.REWIRE)),
+        (Node, "prepend", _moving(log)),
+        (Node, "__setattr__", _retargeting(log)),
+        (GraphModule, "recompile", _recompiling(log)),
+        (Tracer, "trace", _tracing(log)),
+    ]
