@@ -10,6 +10,9 @@ the tracer's ``trace`` is wrapped too and edits under it are not pass edits.
 
 from __future__ import annotations
 
+import ast
+import functools
+import linecache
 import sys
 import types
 from collections.abc import Callable, Iterator
@@ -127,6 +130,7 @@ class EditLog:
         if where is None:
             return
         span, owner = where
+        span = _assignments(span.file).get(_key(span), span)
         edit = Edit(kind, node, graph, span, owner, len(self.edits), placement)
         self.edits.append(edit)
         self.by_node.setdefault(node, []).append(edit)
@@ -165,6 +169,31 @@ class EditLog:
                     delattr(owner, name)
                 else:
                     setattr(owner, name, original)
+
+
+def _key(span: SourceSpan) -> tuple[int, int, int, int]:
+    return (span.line, span.col, span.end_line, span.end_col)
+
+
+@functools.cache
+def _assignments(filename: str) -> dict[tuple[int, int, int, int], SourceSpan]:
+    """Attribute targets of assignments -> the whole statement: Python's position of a
+    ``node.args = (...)`` store covers only ``node.args``; the editor shows the statement."""
+    try:
+        tree = ast.parse("".join(linecache.getlines(filename)))
+    except (SyntaxError, ValueError):
+        return {}
+    found = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            whole = SourceSpan(filename, node.lineno, node.end_lineno or node.lineno,
+                               node.col_offset, node.end_col_offset or node.col_offset)
+            for target in targets:
+                if isinstance(target, ast.Attribute):
+                    found[(target.lineno, target.col_offset, target.end_lineno or 0,
+                           target.end_col_offset or 0)] = whole
+    return found
 
 
 _Patch = tuple[type, str, Callable[[Any], Any]]
