@@ -70,6 +70,13 @@ negate_after_relu(traced)
             node.target = torch.sigmoid
     return gm
 ''',
+    "stale_call.py": HEADER + '''def sigmoid_and_check(gm: fx.GraphModule) -> None:
+    for node in gm.graph.nodes:
+        if node.target is torch.relu:
+            node.target = torch.sigmoid
+    out = gm(torch.randn(2, 8))
+    assert out.shape == (2, 8)
+''',
     "foreign_node.py": HEADER + '''def rebuild(gm: fx.GraphModule) -> fx.GraphModule:
     graph = fx.Graph()
     env = {}
@@ -227,6 +234,13 @@ def test_fx007_at_the_return_of_a_stale_graph_module(results):
     text = CASES["no_recompile.py"]
     assert ranges(results["no_recompile.py"], "FX007") == [lsp_range(text, "return gm")]
     assert codes(results["no_recompile.py"]) == ["FX007"]
+
+
+def test_fx007_at_a_call_of_a_stale_graph_module(results):
+    text = CASES["stale_call.py"]
+    assert ranges(results["stale_call.py"], "FX007") == [lsp_range(text, "gm(torch.randn(2, 8))")]
+    (item,) = results["stale_call.py"]["diagnostics"]
+    assert item["module"] == "sigmoid_and_check"
 
 
 def test_fx006_a_node_of_the_old_graph_handed_to_the_new_output(results):

@@ -19,7 +19,13 @@ from fxcore.source import SourceSpan
 from fxls.analysis.passes.checks import Where, lint_graph, unused_nodes
 from fxls.analysis.passes.discovery import PassSpec, find_passes
 from fxls.analysis.passes.edits import EditKind, EditLog
-from fxls.analysis.passes.runner import PassResults, Subject, compare_outputs, run_passes
+from fxls.analysis.passes.runner import (
+    PassResults,
+    Subject,
+    compare_outputs,
+    run_passes,
+    stale_calls,
+)
 from fxls.analysis.rules import diagnostic, to_span
 from fxls.report import Diagnostic, RelatedInfo
 
@@ -53,6 +59,7 @@ class PassAnalysis:
                        if e.graph is graph and e.kind is EditKind.CREATE}
             found.extend(unused_nodes(graph, created, self.log, where))
         found.extend(self._stale_globals(namespace))
+        found.extend(stale_calls(self.log, 0, "a graph built at import"))
         return found
 
     def _stale_globals(self, namespace: dict[str, Any]) -> list[Diagnostic]:

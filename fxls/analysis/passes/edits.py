@@ -57,6 +57,13 @@ class GraphState:
     first_stale: Edit | None = None
 
 
+@dataclass(slots=True)
+class StaleCall:
+    span: SourceSpan
+    first_change: Edit
+    pass_name: str
+
+
 class EditLog:
     """The edits of passes, per node and per graph, while ``active()``."""
 
@@ -70,8 +77,8 @@ class EditLog:
         self._building = 0  # inside create_node / node_copy: the parts are one creation
         self._paused = 0
         self._copying = 0
-        #: (graph module, its graph's state) when a GraphModule was called stale
-        self.stale_calls: list[tuple[Any, Edit, SourceSpan | None]] = []
+        #: GraphModules called while stale: the call's span and the first stale edit
+        self.stale_calls: list[StaleCall] = []
 
     # -- queries -----------------------------------------------------------------------
     def node_edits(self, node: Any) -> list[Edit]:
@@ -310,6 +317,23 @@ def _recompiling(log: EditLog) -> Callable[[Any], Any]:
     return make
 
 
+def _calling(log: EditLog) -> Callable[[Any], Any]:
+    """A call of a GraphModule whose graph changed since its last recompile runs old code."""
+
+    def make(original: Any) -> Any:
+        def __call__(wrapped: Any, module: Any, *args: Any, **kwargs: Any) -> Any:
+            stale = None if log._paused or log._tracing else log.stale_edit(module)
+            if stale is not None:
+                where = log._where()
+                if where is not None:
+                    log.stale_calls.append(StaleCall(where[0], stale, where[1]))
+            return original(wrapped, module, *args, **kwargs)
+
+        return __call__
+
+    return make
+
+
 def _tracing(log: EditLog) -> Callable[[Any], Any]:
     def make(original: Any) -> Any:
         def trace(tracer: Any, *args: Any, **kwargs: Any) -> Any:
@@ -338,6 +362,7 @@ def _torch_fx_patches(log: EditLog) -> list[_Patch]:
         (node, "__setattr__", _retargeting(log)),
         (torch.fx.GraphModule, "recompile", _recompiling(log)),
         (torch.fx.Tracer, "trace", _tracing(log)),
+        (torch.fx.graph_module._WrappedCall, "__call__", _calling(log)),
     ]
 
 

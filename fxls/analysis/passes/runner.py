@@ -93,7 +93,7 @@ def _run_one(spec: PassSpec, subject: Subject, log: EditLog,
         return None, [], None
     before = _snapshot(fresh.graph)
     before_code = _code_of(fresh.graph)
-    mark = log.mark()
+    mark, calls_mark = log.mark(), len(log.stale_calls)
     run = PassGraphRun(subject.label, before=before_code)
     try:
         result = _call(spec, fresh, instance, inputs)
@@ -119,6 +119,7 @@ def _run_one(spec: PassSpec, subject: Subject, log: EditLog,
     if graph is not None:
         found.extend(unused_nodes(graph, set(run.added), log, where))
     found.extend(_stale_result(result, spec, log, where))
+    found.extend(stale_calls(log, calls_mark, subject.label))
     if found:
         run.problem = found[0].message
     outcome = Outcome(spec, subject, result) if not found else None
@@ -185,6 +186,21 @@ def _stale_result(result: Any, spec: PassSpec, log: EditLog, where: Where) -> li
     if returned is not None:
         item.data["recompile"] = returned
     return [item]
+
+
+def stale_calls(log: EditLog, start: int, graph_label: str) -> list[Diagnostic]:
+    """FX007 at each call of a GraphModule whose graph changed since its last recompile."""
+    found = []
+    for call in log.stale_calls[start:]:
+        item = diagnostic(
+            "FX007", "this calls a GraphModule whose graph changed after its last "
+            "`recompile()`: it runs the old code (call `recompile()` first; in the graph of "
+            f"`{graph_label}`)", call.span, call.pass_name, graph=graph_label)
+        item.data["pass"] = call.pass_name
+        item.related.append(RelatedInfo(to_span(call.first_change.span),
+                                        "the first change since the last recompile()"))
+        found.append(item)
+    return found
 
 
 def _last_return(spec: PassSpec) -> ast.Return | None:
