@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from fxls.fixes import buffers, conversions, pragmas, statements
+import dataclasses
+
+from fxls.fixes import buffers, conversions, passes, pragmas, statements
 from fxls.fixes.base import Fix
-from fxls.fixes.source_map import locate
+from fxls.fixes.source_map import Located, locate
 from fxls.report import Diagnostic
 
 
@@ -15,6 +17,10 @@ def fixes_for(source: str, diagnostic: Diagnostic) -> list[Fix]:
         return []
     code = diagnostic.code
     fixes: list[Fix] = []
+    data = diagnostic.data
+    pass_name = data.get("pass")
+    if isinstance(pass_name, str) and pass_name:
+        return _pass_fixes(located, diagnostic, pass_name)
     if code == "FX010":
         fixes += statements.remove_dead_computation(located)
     elif code == "FX011":
@@ -24,7 +30,6 @@ def fixes_for(source: str, diagnostic: Diagnostic) -> list[Fix]:
     elif code == "FX013":
         fixes += statements.remove_trace_time_call(located)
     elif code == "FX020":
-        data = diagnostic.data
         fixes += buffers.apply_rewrite(located, data.get("replacement"), data.get("rule"))
     elif code == "FX101" and diagnostic.module:
         fixes += pragmas.init_stub(located, diagnostic.module)
@@ -36,6 +41,20 @@ def fixes_for(source: str, diagnostic: Diagnostic) -> list[Fix]:
             fixes += conversions.keep_symbolic(located)
         fixes += _structural_fixes(located, diagnostic)
     return fixes
+
+
+def _pass_fixes(located: Located, diagnostic: Diagnostic, pass_name: str) -> list[Fix]:
+    """Problems in FX pass code (``data["pass"]``): fixes of the pass, not of a model."""
+    code, data, line = diagnostic.code, diagnostic.data, diagnostic.span.line
+    if code == "FX005" and isinstance(data.get("inserting_before"), str):
+        return passes.insert_after_anchor(located, pass_name, line)
+    if code == "FX007" and isinstance(data.get("recompile"), str):
+        return passes.recompile_before_return(located, data["recompile"])
+    if code == "FX010":
+        removals = statements.remove_dead_computation(located)  # the pass's own line
+        return [*passes.eliminate_dead_code(located, pass_name, line),
+                *(dataclasses.replace(fix, safe=False) for fix in removals)]
+    return []
 
 
 def _structural_fixes(located, diagnostic: Diagnostic) -> list[Fix]:
