@@ -167,13 +167,22 @@ def _last_return(function: _Function) -> ast.Return | None:
 
 def _graph_owner(function: _Function, last: ast.Return | None) -> str | None:
     """The name of the GraphModule (or Graph) the pass hands back: the name its last
-    ``return`` returns, else its first parameter (after ``self``/``cls`` of a method)."""
-    if last is not None and isinstance(last.value, ast.Name):
-        return last.value.id
+    ``return`` returns when the pass uses it as one (``traced`` of a module-to-module pass),
+    else its first parameter (after ``self``/``cls`` of a method)."""
     params = [*function.args.posonlyargs, *function.args.args]
     if params and params[0].arg in ("self", "cls"):
         params = params[1:]
+    if last is not None and isinstance(last.value, ast.Name):
+        returned = last.value.id
+        if _attributes_of(function, returned) & (_GRAPH_METHODS | {"graph", "recompile"}):
+            return returned
     return params[0].arg if params else None
+
+
+def _attributes_of(function: _Function, name: str) -> set[str]:
+    """The attributes ``function`` reads of the name ``name`` (``gm.graph``: graph)."""
+    return {n.attr for n in _own_nodes(function) if isinstance(n, ast.Attribute)
+            and isinstance(n.value, ast.Name) and n.value.id == name}
 
 
 def _is_graph(function: _Function, name: str, last: ast.Return | None) -> bool:
@@ -188,8 +197,7 @@ def _is_graph(function: _Function, name: str, last: ast.Return | None) -> bool:
             return True
         if text.rsplit(".", 1)[-1] == "GraphModule":
             return False
-    uses = {n.attr for n in _own_nodes(function) if isinstance(n, ast.Attribute)
-            and isinstance(n.value, ast.Name) and n.value.id == name}
+    uses = _attributes_of(function, name)
     return "graph" not in uses and bool(uses & _GRAPH_METHODS)
 
 

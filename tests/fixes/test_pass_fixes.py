@@ -205,6 +205,22 @@ def test_fx010_the_graph_module_a_module_pass_returns() -> None:
     assert added in fixed
 
 
+def test_fx010_a_returned_flag_is_not_the_graph() -> None:
+    source = HEADER + '''def insert_clamp(graph: fx.Graph) -> bool:
+    changed = False
+    for node in graph.nodes:
+        if node.op == "output":
+            with graph.inserting_before(node):
+                graph.call_function(torch.clamp, (node.args[0],), {"min": 0.0})
+            changed = True
+    return changed
+'''
+    needle = 'graph.call_function(torch.clamp, (node.args[0],), {"min": 0.0})'
+    ((_, fixed), _) = _fixes(source, "FX010", needle, dead_code=True,
+                             **{"pass": "insert_clamp"})
+    assert "    graph.eliminate_dead_code()\n    return changed\n" in fixed
+
+
 def test_a_model_fx010_still_gets_only_the_removal() -> None:
     source = HEADER.replace("        return torch.relu(self.lin(x))\n",
                             "        y = x * 2\n        return torch.relu(self.lin(x))\n")
