@@ -26,11 +26,17 @@ from fxls.server.analysis_service import AnalysisService, WorkerStartError
 from fxls.server.code_actions import FIX_ALL_KIND, FixCache, code_actions
 from fxls.server.config import ServerConfig
 from fxls.server.dependencies import depends_on, is_project_file
-from fxls.server.documents import DocumentState, module_at, nodes_at
+from fxls.server.documents import DocumentState, module_at, nodes_at, pass_at, pass_nodes_at
 from fxls.server.foreign import DiagnosticBoard
-from fxls.server.hover import module_markdown, nodes_markdown
+from fxls.server.hover import (
+    module_markdown,
+    nodes_markdown,
+    pass_markdown,
+    pass_nodes_markdown,
+)
 from fxls.server.inlay import shape_hints
 from fxls.server.lsp_convert import RangeConverter, place_diagnostics
+from fxls.server.pass_view import PASS_FORMAT, find_pass, lens_title, pass_view
 from fxls.server.protocol import FxlsProtocol, serve_stdio
 from fxls.server.reporting import reported, tell
 from fxls.settings import load_settings
@@ -389,15 +395,30 @@ async def on_hover(ls: FxlsServer, params: types.HoverParams) -> types.Hover | N
         return None
     converter = ls.converter(state)
     line, col = converter.to_python(params.position)
-    hits = nodes_at(state.report, state.path, line, col)
-    if hits:
-        text = nodes_markdown(hits)
-    else:
-        module = module_at(state.report, line, col)
-        if module is None:
-            return None
-        text = module_markdown(module)
+    text = _hover_text(state.report, state.path, line, col)
+    if text is None:
+        return None
     return types.Hover(types.MarkupContent(types.MarkupKind.Markdown, text))
+
+
+def _hover_text(report: FileReport, path: str, line: int, col: int) -> str | None:
+    """Markdown for (line, col): the nodes its expression made in the models' graphs and
+    the nodes a pass line made or changed in the graphs the pass ran on; else the module or
+    pass whose name is there."""
+    blocks = []
+    hits = nodes_at(report, path, line, col)
+    if hits:
+        blocks.append(nodes_markdown(hits))
+    pass_hits = pass_nodes_at(report, path, line, col)
+    if pass_hits:
+        blocks.append(pass_nodes_markdown(pass_hits))
+    if blocks:
+        return "\n\n---\n\n".join(blocks)
+    module = module_at(report, line, col)
+    if module is not None:
+        return module_markdown(module)
+    found = pass_at(report, line, col)
+    return pass_markdown(found) if found is not None else None
 
 
 @server.feature(types.TEXT_DOCUMENT_INLAY_HINT, types.InlayHintOptions())
@@ -443,6 +464,14 @@ async def on_code_lens(ls: FxlsServer, params: types.CodeLensParams) -> list[typ
             arguments=[params.text_document.uri, module.name, "code"],
         )
         lenses.append(types.CodeLens(range=converter.range(module.span), command=command))
+    for found in state.report.passes:
+        if found.span is None or str(Path(found.span.file).resolve()) != converter.path:
+            continue
+        command = types.Command(
+            title=lens_title(found), command=SHOW_GRAPH,
+            arguments=[params.text_document.uri, found.name, PASS_FORMAT],
+        )
+        lenses.append(types.CodeLens(range=converter.range(found.span), command=command))
     return lenses
 
 
@@ -493,19 +522,28 @@ def _versioned(edit: types.WorkspaceEdit | None, version: int) -> types.Workspac
 
 @server.command(SHOW_GRAPH)
 def show_graph(ls: FxlsServer, *args: Any) -> dict[str, Any]:
-    """``[uri, className, format?]`` -> ``{"name", "status", "format", "text"}``."""
+    """``[uri, name, format?]`` -> ``{"name", "status", "format", "text"}``.
+
+    ``name`` is a module's class name, or a pass's name: a pass (or the format ``pass``)
+    gives its before/after view (``pass_view.pass_view``: ``text`` is a diff per graph,
+    ``runs`` the details)."""
     if not isinstance(args, list | tuple) or len(args) < 2:
-        raise ValueError("fxls.showGraph expects [uri, className, format?]")
-    uri, class_name = str(args[0]), str(args[1])
-    fmt = str(args[2]) if len(args) > 2 else "code"
-    if fmt not in RENDERERS:
-        raise ValueError(f"unknown graph format {fmt!r}; one of {', '.join(RENDERERS)}")
+        raise ValueError("fxls.showGraph expects [uri, name, format?]")
+    uri, name = str(args[0]), str(args[1])
+    fmt = str(args[2]) if len(args) > 2 and args[2] else "code"
+    if fmt not in RENDERERS and fmt != PASS_FORMAT:
+        formats = ", ".join([*RENDERERS, PASS_FORMAT])
+        raise ValueError(f"unknown graph format {fmt!r}; one of {formats}")
     state = ls.states.get(uri)
     if state is None or state.report is None:
         raise ValueError(f"{uri} has not been traced yet: open or save it first")
-    module = next((m for m in state.report.modules if m.name == class_name), None)
-    if module is None:
-        raise ValueError(f"no module {class_name} in {uri}")
+    module = next((m for m in state.report.modules if m.name == name), None)
+    if module is None or fmt == PASS_FORMAT:
+        found = find_pass(state.report.passes, name)
+        if found is not None:
+            return pass_view(found)
+        raise ValueError(f"no {'pass' if fmt == PASS_FORMAT else 'module or pass'} "
+                         f"{name} in {uri}")
     return {
         "name": module.name,
         "status": module.status,

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fxls.report import FileReport, ModuleReport, NodeInfo, Span
+from fxls.report import FileReport, ModuleReport, NodeInfo, PassGraphRun, PassReport, Span
 
 
 @dataclass(slots=True)
@@ -71,4 +71,36 @@ def module_at(report: FileReport, line: int, col: int) -> ModuleReport | None:
     for module in report.modules:
         if module.span is not None and _contains(module.span, line, col):
             return module
+    return None
+
+
+#: a node a pass created or changed: the pass, the run (graph) it was in, the node
+PassNodeHit = tuple[PassReport, PassGraphRun, NodeInfo]
+
+
+def pass_nodes_at(report: FileReport, path: str, line: int, col: int) -> list[PassNodeHit]:
+    """The nodes that the innermost pass line at (line, col) of ``path`` created or changed,
+    in every graph the pass ran on."""
+    target = str(Path(path).resolve())
+    hits: list[tuple[tuple[int, int], PassNodeHit]] = []
+    for each in report.passes:
+        for run in each.runs:
+            for node in run.nodes:
+                span = node.span
+                if span is None or not _contains(span, line, col):
+                    continue
+                if str(Path(span.file).resolve()) != target:
+                    continue
+                hits.append((_extent(span), (each, run, node)))
+    if not hits:
+        return []
+    smallest = min(extent for extent, _ in hits)
+    return [hit for extent, hit in hits if extent == smallest]
+
+
+def pass_at(report: FileReport, line: int, col: int) -> PassReport | None:
+    """The pass whose name (at its definition) is at (line, col)."""
+    for each in report.passes:
+        if each.span is not None and _contains(each.span, line, col):
+            return each
     return None

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from fxls.report import ModuleReport, NodeInfo, TraceStatus
+from fxls.report import ModuleReport, NodeInfo, PassGraphRun, PassReport, TraceStatus
+from fxls.server.pass_view import graph_label
 
 _OP_LABEL = {
     "placeholder": "placeholder (a forward input)",
@@ -22,7 +23,11 @@ def _shape(node: NodeInfo) -> str | None:
 
 
 def node_markdown(module: ModuleReport, node: NodeInfo) -> str:
-    lines = [f"**{node.name}** · `{node.op}` · in `{module.name}`", ""]
+    return _node_markdown(node, f"in `{module.name}`")
+
+
+def _node_markdown(node: NodeInfo, where: str) -> str:
+    lines = [f"**{node.name}** · `{node.op}` · {where}", ""]
     rows: list[tuple[str, str]] = [("opcode", _OP_LABEL.get(node.op, node.op))]
     rows.append(("target", f"`{node.target}`"))
     if node.op == "call_module" and node.module_type:
@@ -69,3 +74,43 @@ def module_markdown(module: ModuleReport) -> str:
     if module.code:
         text += f"\n\n```python\n{module.code.strip()}\n```"
     return text
+
+
+#: how many nodes a hover on a pass line describes (a pass run on many graphs)
+_PASS_NODES_SHOWN = 6
+
+
+def pass_nodes_markdown(hits: list[tuple[PassReport, PassGraphRun, NodeInfo]]) -> str:
+    """The nodes a pass line created or changed: one block per graph the pass ran on."""
+    blocks = [
+        _node_markdown(node, f"in the graph of `{graph_label(run)}` (after `{report.name}`)")
+        for report, run, node in hits[:_PASS_NODES_SHOWN]
+    ]
+    if len(hits) > _PASS_NODES_SHOWN:
+        blocks.append(f"and {len(hits) - _PASS_NODES_SHOWN} more")
+    return "\n\n---\n\n".join(blocks)
+
+
+def pass_markdown(report: PassReport) -> str:
+    """On a pass's name: what it did to each graph it ran on."""
+    text = f"**{report.name}** — FX pass (`{report.kind}`)"
+    if report.graphs_from == "representative":
+        text += "\n\nThe file has no model to run it on: it ran on representative graphs."
+    elif report.graphs_from == "pass_models":
+        text += "\n\nIt ran on the project's `pass_models`."
+    if not report.runs:
+        return text + "\n\nNot run: no graph to run it on."
+    rows = []
+    for run in report.runs:
+        if run.problem is not None:
+            rows.append(f"- `{graph_label(run)}`: {run.problem}")
+            continue
+        detail = [f"+{len(run.added)} -{len(run.removed)}"]
+        for label, names in (("added", run.added), ("removed", run.removed),
+                             ("rewired", run.rewired)):
+            if names:
+                detail.append(f"{label} {', '.join(f'`{n}`' for n in names)}")
+        if len(detail) == 1 and detail[0] == "+0 -0":
+            detail = ["no change"]
+        rows.append(f"- `{graph_label(run)}`: {'; '.join(detail)}")
+    return f"{text}\n\n" + "\n".join(rows)
