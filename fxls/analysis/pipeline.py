@@ -146,7 +146,7 @@ def analyze_source(
                  parse_pragmas(source, tree), own_folders=_own_folders(settings.root, location,
                                                                        filename))
     report = FileReport(path)
-    passes = PassAnalysis(filename, file.is_reportable)
+    passes = PassAnalysis(filename, source, file.is_reportable)
     with passes.log.active():  # passes the file runs at import are checked too
         loaded = execute_file(Path(filename), source,
                               tree if isinstance(tree, ast.Module) else None,

@@ -103,6 +103,10 @@ negate_after_relu(traced)
             node.args = (clamped,)
 
 
+def make_neg(graph, node):
+    return graph.call_function(torch.neg, (node,))
+
+
 def feed_back(graph: fx.Graph) -> None:
     nodes = list(graph.nodes)
     first_call, last_call = nodes[1], nodes[-2]
@@ -337,3 +341,25 @@ def test_passes_in_the_report(tmp_path):
         "\n", 0, CASES["clean.py"].index("gm.graph.call_function(torch.nn.functional")) + 1
     assert "relu6" in run["after"] and "relu6" not in run["before"]
     assert passes["Identity"]["runs"][0]["added"] == []
+
+
+def test_the_text_analysed_not_the_file_on_disk(tmp_path):
+    """An editor's unsaved buffer (one line more than on disk): the rewiring statement is
+    still spanned whole, at its line in the buffer."""
+    path = tmp_path / "graph_pass.py"
+    path.write_text(CASES["graph_pass.py"], encoding="utf-8")
+    text = "# unsaved line\n" + CASES["graph_pass.py"]
+    script = (
+        "import json, sys\n"
+        "from fxls.analysis.pipeline import analyze_source\n"
+        "from fxls.settings import Settings\n"
+        f"report = analyze_source({str(path)!r}, {text!r}, Settings(root={str(tmp_path)!r}))\n"
+        "print(json.dumps([[d.code, d.span.to_dict()] for d in report.diagnostics]))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path)
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    needle = "first_call.args = (last_call, *first_call.args[1:])"
+    line = text[: text.index(needle)].count("\n") + 1
+    assert [(code, span["line"], span["end_col"] - span["col"]) for code, span in found] == [
+        ("FX005", line, len(needle))]

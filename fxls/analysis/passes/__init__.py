@@ -34,10 +34,10 @@ __all__ = ["PassAnalysis", "Subject", "compare_outputs", "project_subjects",
 
 
 class PassAnalysis:
-    def __init__(self, filename: str, is_reportable: Callable[[str], bool]) -> None:
+    def __init__(self, filename: str, source: str, is_reportable: Callable[[str], bool]) -> None:
         self.filename = filename
         self.is_reportable = is_reportable
-        self.log = EditLog(is_reportable)
+        self.log = EditLog(is_reportable, {filename: source})
 
     # -- what the file did at import ---------------------------------------------------
     def import_time(self, namespace: dict[str, Any]) -> list[Diagnostic]:

@@ -90,7 +90,7 @@ def _function_pass(
     called: dict[str, PassKind],
 ) -> PassSpec | None:
     function = namespace.get(definition.name)
-    if not callable(function) or not definition.args.args:
+    if not callable(function) or not definition.args.args or _needs_more(definition.args):
         return None
     first = definition.args.args[0]
     kind, flavour = _annotated_kind(first.annotation, namespace)
@@ -109,6 +109,15 @@ def _function_pass(
                if isinstance(node, ast.Return) and node.value is not None]
     return PassSpec(definition.name, kind, function, _name_span(filename, definition), flavour,
                     returns, first.arg)
+
+
+def _needs_more(arguments: ast.arguments) -> bool:
+    """A function that needs more than one argument is a helper of a pass, not a pass
+    (``make_neg(graph, node)``): it cannot be called with a graph alone."""
+    positional = [*arguments.posonlyargs, *arguments.args]
+    required = len(positional) - len(arguments.defaults)
+    missing_keyword = any(d is None for d in arguments.kw_defaults)
+    return required > 1 or missing_keyword
 
 
 def _annotated_kind(

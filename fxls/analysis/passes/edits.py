@@ -11,7 +11,6 @@ the tracer's ``trace`` is wrapped too and edits under it are not pass edits.
 from __future__ import annotations
 
 import ast
-import functools
 import linecache
 import sys
 import types
@@ -67,8 +66,12 @@ class StaleCall:
 class EditLog:
     """The edits of passes, per node and per graph, while ``active()``."""
 
-    def __init__(self, is_pass_file: Callable[[str], bool]) -> None:
+    def __init__(self, is_pass_file: Callable[[str], bool],
+                 texts: dict[str, str] | None = None) -> None:
         self.is_pass_file = is_pass_file
+        #: the text analysed for a file (an editor's unsaved buffer) where it is not on disk
+        self.texts = dict(texts or {})
+        self._assignment_maps: dict[str, dict[tuple[int, int, int, int], SourceSpan]] = {}
         self.edits: list[Edit] = []
         self.by_node: dict[Any, list[Edit]] = {}
         self.graphs: dict[int, GraphState] = {}
@@ -137,7 +140,7 @@ class EditLog:
         if where is None:
             return
         span, owner = where
-        span = _assignments(span.file).get(_key(span), span)
+        span = self._assignments(span.file).get(_key(span), span)
         edit = Edit(kind, node, graph, span, owner, len(self.edits), placement)
         self.edits.append(edit)
         self.by_node.setdefault(node, []).append(edit)
@@ -147,6 +150,15 @@ class EditLog:
         state.edits.append(edit)
         if state.first_stale is None:
             state.first_stale = edit
+
+    def _assignments(self, filename: str) -> dict[tuple[int, int, int, int], SourceSpan]:
+        found = self._assignment_maps.get(filename)
+        if found is None:
+            text = self.texts.get(filename)
+            if text is None:
+                text = "".join(linecache.getlines(filename))
+            found = self._assignment_maps[filename] = _assignments(filename, text)
+        return found
 
     def _recompiled(self, graph: Any) -> None:
         state = self.graphs.get(id(graph))
@@ -182,12 +194,11 @@ def _key(span: SourceSpan) -> tuple[int, int, int, int]:
     return (span.line, span.col, span.end_line, span.end_col)
 
 
-@functools.cache
-def _assignments(filename: str) -> dict[tuple[int, int, int, int], SourceSpan]:
+def _assignments(filename: str, text: str) -> dict[tuple[int, int, int, int], SourceSpan]:
     """Attribute targets of assignments -> the whole statement: Python's position of a
     ``node.args = (...)`` store covers only ``node.args``; the editor shows the statement."""
     try:
-        tree = ast.parse("".join(linecache.getlines(filename)))
+        tree = ast.parse(text)
     except (SyntaxError, ValueError):
         return {}
     found = {}
