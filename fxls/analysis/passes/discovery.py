@@ -93,6 +93,8 @@ def _function_pass(
     if not callable(function) or not definition.args.args or _needs_more(definition.args):
         return None
     first = definition.args.args[0]
+    if _annotated_otherwise(first.annotation, namespace):
+        return None  # ``def use_mkl_length(graph: MklSubgraph)``: not an FX graph
     kind, flavour = _annotated_kind(first.annotation, namespace)
     if kind is None or kind is PassKind.MODULE:
         used = _use_of_parameter(definition, first.arg)
@@ -118,6 +120,14 @@ def _needs_more(arguments: ast.arguments) -> bool:
     required = len(positional) - len(arguments.defaults)
     missing_keyword = any(d is None for d in arguments.kw_defaults)
     return required > 1 or missing_keyword
+
+
+def _annotated_otherwise(annotation: ast.expr | None, namespace: dict[str, Any]) -> bool:
+    """The parameter is annotated with a class that is no graph, graph module or module."""
+    if annotation is None:
+        return False
+    value = _resolve(annotation, namespace)
+    return isinstance(value, type) and _annotated_kind(annotation, namespace)[0] is None
 
 
 def _annotated_kind(
