@@ -3,7 +3,9 @@
 --     nvim --headless --clean -l tests/editors/nvim_e2e.lua
 -- The model file must contain a forward with `unused = self.proj(x)` (FX010),
 -- `torch.sigmoid(self.gate(x))` and `if x.sum() > 0:` (FX001); `fxls` must be on PATH
--- (or FXLS_CMD set to the whole server command line). Progress goes to stderr; exit code 0 means success.
+-- (or FXLS_CMD set to the whole server command line). FXLS_E2E_PASS_FILE, if set, is a file
+-- with a model `Net` and the passes `negate_after_relu` (FX005) and `relu_to_gelu`.
+-- Progress goes to stderr; exit code 0 means success.
 
 local t0 = vim.uv.hrtime()
 
@@ -323,6 +325,103 @@ local ok_run, err_run = xpcall(function()
   check(lens_buf ~= -1 and vim.fn.bufwinid(lens_buf) ~= -1,
     'the code lens command did not open the graph')
   log('ok: code lens opens the graph')
+
+  -- FX passes: a file with a model and two passes (FXLS_E2E_PASS_FILE)
+  local pass_file = os.getenv('FXLS_E2E_PASS_FILE')
+  if pass_file and pass_file ~= '' then
+    vim.cmd.edit(vim.fn.fnameescape(pass_file))
+    local pbuf = vim.api.nvim_get_current_buf()
+    local plines = vim.api.nvim_buf_get_lines(pbuf, 0, -1, false)
+    local function pfind(needle)
+      for i, line in ipairs(plines) do
+        local col = line:find(needle, 1, true)
+        if col then
+          return i - 1, col - 1
+        end
+      end
+      fail('the pass file has no %q', needle)
+    end
+    local neg_call = 'gm.graph.call_function(torch.neg, (node,))'
+    local neg_lnum, neg_col = pfind(neg_call)
+    local pass_lnum, pass_col = pfind('def relu_to_gelu')
+    pass_col = pass_col + #'def '
+    local fx005
+    check(vim.wait(30000, function()
+      for _, d in ipairs(vim.diagnostic.get(pbuf)) do
+        if d.code == 'FX005' then
+          fx005 = d
+        end
+      end
+      return fx005 ~= nil
+    end, 100), 'no FX005 in the pass file within 30 s')
+    check(fx005.lnum == neg_lnum and fx005.col == neg_col and fx005.end_lnum == neg_lnum
+      and fx005.end_col == neg_col + #neg_call,
+      'pass FX005 at %d:%d-%d:%d, expected %d:%d-%d:%d', fx005.lnum, fx005.col, fx005.end_lnum,
+      fx005.end_col, neg_lnum, neg_col, neg_lnum, neg_col + #neg_call)
+    log('ok: pass FX005 at %d:%d-%d (%s)', fx005.lnum, fx005.col, fx005.end_col, fx005.message)
+
+    -- the code lens on the pass (shown: vim.g.fxls_codelens was used above; ask again)
+    vim.lsp.codelens.refresh({ bufnr = pbuf })
+    local pass_lens
+    check(vim.wait(30000, function()
+      for _, l in ipairs(vim.lsp.codelens.get(pbuf)) do
+        if l.command and l.range.start.line == pass_lnum then
+          pass_lens = l
+        end
+      end
+      return pass_lens ~= nil
+    end, 50), 'no code lens on `def relu_to_gelu` (line %d) within 30 s', pass_lnum)
+    local want_title = 'relu_to_gelu — Net: +1 -1, 1 rewired'
+    check(pass_lens.command.title == want_title and pass_lens.range.start.character == pass_col,
+      'pass lens %q at %d:%d, expected %q at %d:%d', pass_lens.command.title,
+      pass_lens.range.start.line, pass_lens.range.start.character, want_title, pass_lnum, pass_col)
+    log('ok: pass code lens %q', pass_lens.command.title)
+
+    -- hover on the pass line that created `gelu`
+    local gelu_lnum, gelu_col = pfind('gm.graph.call_function(torch.nn.functional.gelu')
+    local phover = client:request_sync('textDocument/hover', {
+      textDocument = { uri = vim.uri_from_bufnr(pbuf) },
+      position = { line = gelu_lnum, character = gelu_col + 3 },
+    }, 10000, pbuf)
+    local pvalue = phover and phover.result and phover.result.contents
+      and phover.result.contents.value or ''
+    check(pvalue:find('**gelu**', 1, true)
+      and pvalue:find('in the graph of `Net` (after `relu_to_gelu`)', 1, true),
+      'hover on the pass line does not describe `gelu`: %s', vim.inspect(phover))
+    log('ok: hover on a pass line: %s', pvalue:gsub('\n', ' | '))
+
+    -- running the lens opens the before/after diff
+    client:exec_cmd(pass_lens.command, { bufnr = pbuf })
+    local diff_buf
+    vim.wait(10000, function()
+      diff_buf = vim.fn.bufnr('fxls://graph/relu_to_gelu.pass')
+      return diff_buf ~= -1 and vim.fn.bufwinid(diff_buf) ~= -1
+    end, 50)
+    check(diff_buf ~= -1 and vim.fn.bufwinid(diff_buf) ~= -1,
+      'the pass lens did not open fxls://graph/relu_to_gelu.pass')
+    local diff = table.concat(vim.api.nvim_buf_get_lines(diff_buf, 0, -1, false), '\n')
+    check(diff:find('\n-    relu = torch.relu(lin)', 1, true)
+      and diff:find('\n+    gelu = torch._C._nn.gelu(lin)', 1, true)
+      and vim.bo[diff_buf].filetype == 'diff',
+      'the pass view is not a diff of relu -> gelu (filetype %s):\n%s', vim.bo[diff_buf].filetype,
+      diff)
+    log('ok: the pass lens opens its before/after diff')
+
+    -- :FxlsGraph with the cursor in the other pass: its diff
+    vim.api.nvim_set_current_win(vim.fn.bufwinid(pbuf))
+    vim.api.nvim_win_set_cursor(0, { neg_lnum + 1, neg_col })
+    vim.cmd('FxlsGraph')
+    local neg_buf
+    vim.wait(10000, function()
+      neg_buf = vim.fn.bufnr('fxls://graph/negate_after_relu.pass')
+      return neg_buf ~= -1 and vim.fn.bufwinid(neg_buf) ~= -1
+    end, 50)
+    check(neg_buf ~= -1, ':FxlsGraph in `negate_after_relu` did not open its diff')
+    local neg_diff = table.concat(vim.api.nvim_buf_get_lines(neg_buf, 0, -1, false), '\n')
+    check(neg_diff:find('+    neg = torch.neg(relu)', 1, true),
+      ':FxlsGraph pass view lacks the added `neg`:\n%s', neg_diff)
+    log('ok: :FxlsGraph on a pass line opens its diff')
+  end
 
   -- :FxlsRestart answers true
   local restarted = client:request_sync('workspace/executeCommand',

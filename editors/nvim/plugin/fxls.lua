@@ -1,6 +1,8 @@
 -- fxls user commands (Neovim 0.11+). The server itself is configured in lsp/fxls.lua and
 -- started with vim.lsp.enable('fxls').
---   :FxlsGraph [code|table|dot|json] [Class]  graph of the class around the cursor, in a split
+--   :FxlsGraph [code|table|dot|json] [Class]  graph of the class around the cursor, in a split;
+--                                             on an FX pass (or :FxlsGraph pass NAME): its
+--                                             before/after diff
 --   :FxlsRestart                              restart the tracing worker
 --   :FxlsFixAll                               apply all verified safe fixes
 if vim.g.loaded_fxls then
@@ -17,16 +19,14 @@ vim.api.nvim_create_user_command('FxlsGraph', function(cmd)
   require('fxls').show_graph({ format = cmd.fargs[1], class = cmd.fargs[2] })
 end, {
   nargs = '*',
-  desc = 'fxls: show the FX graph of the nn.Module around the cursor',
+  desc = 'fxls: show the FX graph of the nn.Module (or the diff of the FX pass) around the cursor',
   complete = function(lead, line)
     local nargs = #vim.split(vim.trim(line), '%s+') - (line:match('%s$') and 0 or 1)
     local items = {}
     if nargs <= 1 then
       items = require('fxls').formats
     elseif nargs == 2 then
-      for _, l in ipairs(vim.api.nvim_buf_get_lines(0, 0, -1, false)) do
-        items[#items + 1] = l:match('^class%s+([%a_][%w_]*)')
-      end
+      items = require('fxls').definitions(0)
     end
     return vim.tbl_filter(function(item)
       return vim.startswith(item, lead)

@@ -1,9 +1,11 @@
--- fxls helpers for Neovim 0.11+: the FX graph of the module under the cursor in a scratch
--- buffer, worker restart, fix-all. Used by plugin/fxls.lua (:FxlsGraph, :FxlsRestart,
--- :FxlsFixAll) and by the `fxls.showGraph` code lens.
+-- fxls helpers for Neovim 0.11+: the FX graph of the module under the cursor (or the
+-- before/after diff of the FX pass under it) in a scratch buffer, worker restart, fix-all.
+-- Used by plugin/fxls.lua (:FxlsGraph, :FxlsRestart, :FxlsFixAll) and by the
+-- `fxls.showGraph` code lenses.
 local M = {}
 
-M.formats = { 'code', 'table', 'dot', 'json' }
+--- graph formats; `pass` is a pass's before/after view (a diff per graph it ran on)
+M.formats = { 'code', 'table', 'dot', 'json', 'pass' }
 
 local SHOW_GRAPH = 'fxls.showGraph'
 local RESTART_WORKER = 'fxls.restartWorker'
@@ -50,6 +52,35 @@ function M.class_at(bufnr, lnum)
   return nil
 end
 
+--- Name of the top-level definition enclosing line `lnum` (1-based): the nearest
+--- `class X`, `def X` or `X = ...` at column 0 at or above it (a pass may be any of them).
+---@param bufnr integer
+---@param lnum integer
+---@return string?
+function M.definition_at(bufnr, lnum)
+  local lines = vim.api.nvim_buf_get_lines(bufnr, 0, lnum, false)
+  for i = #lines, 1, -1 do
+    local line = lines[i]
+    local name = line:match('^class%s+([%a_][%w_]*)') or line:match('^def%s+([%a_][%w_]*)')
+      or line:match('^async%s+def%s+([%a_][%w_]*)') or line:match('^([%a_][%w_]*)%s*=[^=]')
+    if name then
+      return name
+    end
+  end
+  return nil
+end
+
+--- Top-level function and class names of the buffer (completion of :FxlsGraph).
+---@param bufnr integer
+---@return string[]
+function M.definitions(bufnr)
+  local names = {}
+  for _, line in ipairs(vim.api.nvim_buf_get_lines(bufnr, 0, -1, false)) do
+    names[#names + 1] = line:match('^class%s+([%a_][%w_]*)') or line:match('^def%s+([%a_][%w_]*)')
+  end
+  return names
+end
+
 local function set_lines(buf, text)
   vim.bo[buf].modifiable = true
   local lines = vim.split(text, '\n', { plain = true })
@@ -61,7 +92,7 @@ local function set_lines(buf, text)
   vim.bo[buf].modified = false
 end
 
-local FILETYPES = { code = 'python', dot = 'dot', json = 'json' }
+local FILETYPES = { code = 'python', dot = 'dot', json = 'json', pass = 'diff' }
 
 local function buffer_named(name)
   for _, buf in ipairs(vim.api.nvim_list_bufs()) do
@@ -72,7 +103,8 @@ local function buffer_named(name)
   return -1
 end
 
---- Show a `fxls.showGraph` result in a scratch buffer in a split (reused per module+format).
+--- Show a `fxls.showGraph` result in a scratch buffer in a split (reused per module+format):
+--- a module's graph, or a pass's before/after diff (format `pass`, filetype diff).
 ---@param result { name: string, status: string, format: string, text: string }
 ---@return integer bufnr
 function M.open_graph(result)
@@ -95,7 +127,12 @@ function M.open_graph(result)
   else
     vim.api.nvim_set_current_win(win)
   end
-  if result.status ~= 'traced' then
+  if result.format == 'pass' then
+    if result.status == 'problem' then
+      notify(('%s: the pass has a problem (see the diagnostics at its lines)'):format(result.name),
+        vim.log.levels.WARN)
+    end
+  elseif result.status ~= 'traced' then
     notify(('%s: %s (the graph is what tracing got to)'):format(result.name, result.status),
       vim.log.levels.WARN)
   end
@@ -124,31 +161,46 @@ function M.show_graph(opts)
   if not client then
     return fail('no fxls client is attached to this buffer')
   end
-  local class_name = opts.class
-  if not class_name or class_name == '' then
+  local name = opts.class
+  -- at the cursor: the definition around it (a pass gives its before/after view), else
+  -- the class around it
+  local fallback
+  if not name or name == '' then
     local lnum = bufnr == vim.api.nvim_get_current_buf() and vim.api.nvim_win_get_cursor(0)[1]
       or 1
-    class_name = M.class_at(bufnr, lnum)
+    name = M.definition_at(bufnr, lnum)
+    fallback = M.class_at(bufnr, lnum)
+    if not name or name == fallback then
+      name, fallback = fallback, nil
+    end
   end
-  if not class_name then
+  if not name then
     return fail('no class in this buffer')
   end
-  local params = {
-    command = SHOW_GRAPH,
-    arguments = { vim.uri_from_bufnr(bufnr), class_name, fmt },
-  }
-  client:request('workspace/executeCommand', params, function(err, result)
-    if err then
-      return fail(('showGraph %s: %s'):format(class_name, err.message or vim.inspect(err)))
-    end
-    if type(result) ~= 'table' or type(result.text) ~= 'string' then
-      return fail(('showGraph %s: unexpected answer %s'):format(class_name, vim.inspect(result)))
-    end
-    local buf = M.open_graph(result)
-    if opts.on_done then
-      opts.on_done(nil, buf)
-    end
-  end, bufnr)
+  local function ask(asked, on_error)
+    local params = {
+      command = SHOW_GRAPH,
+      arguments = { vim.uri_from_bufnr(bufnr), asked, fmt },
+    }
+    client:request('workspace/executeCommand', params, function(err, result)
+      if err then
+        if on_error then
+          return on_error()
+        end
+        return fail(('showGraph %s: %s'):format(asked, err.message or vim.inspect(err)))
+      end
+      if type(result) ~= 'table' or type(result.text) ~= 'string' then
+        return fail(('showGraph %s: unexpected answer %s'):format(asked, vim.inspect(result)))
+      end
+      local buf = M.open_graph(result)
+      if opts.on_done then
+        opts.on_done(nil, buf)
+      end
+    end, bufnr)
+  end
+  ask(name, fallback and function()
+    ask(fallback)
+  end or nil)
 end
 
 --- Restart the server's tracing worker (it re-traces the open files).
@@ -215,7 +267,8 @@ function M.fix_all(bufnr, opts)
   return false
 end
 
---- `fxls.showGraph` from a code lens ([uri, className, format]) opens the graph here
+--- `fxls.showGraph` from a code lens ([uri, className, format] over a module, [uri,
+--- passName, 'pass'] over a pass) opens the graph or the pass's before/after diff here
 --- instead of executing it blindly on the server.
 function M.register_commands()
   vim.lsp.commands[SHOW_GRAPH] = function(command, ctx)
