@@ -1,5 +1,6 @@
 """The VS Code extension: its unit tests (node --test, `vscode` stubbed) and the end-to-end
-run in a real VS Code (code-server in headless Chromium, loopback only)."""
+run in a real VS Code (code-server in headless Chromium, loopback only), which ends with a
+file of FX passes: the pass's FX005 squiggle, the pass code lenses, the before/after view."""
 
 from __future__ import annotations
 
@@ -43,9 +44,20 @@ def test_extension_in_a_real_vs_code():
     # output if the second fails too.
     first = _run(["bash", "scripts/vscode-e2e.sh"], REPO, 1500)
     if first.returncode == 0:
+        _ran_the_pass_steps(first.stdout)
         return
     second = _run(["bash", "scripts/vscode-e2e.sh"], REPO, 1500)
     assert second.returncode == 0, (
         "first run:\n" + (first.stdout + first.stderr)[-3000:]
         + "\nsecond run:\n" + (second.stdout + second.stderr)[-3000:]
     )
+    _ran_the_pass_steps(second.stdout)
+
+
+def _ran_the_pass_steps(stdout: str) -> None:
+    """The FX pass file (editors/vscode/e2e/passes.py) was checked, not skipped: its FX005
+    squiggle at the exact columns, both pass lenses, the before/after view."""
+    assert "ok   open passes.py: the pass's FX005 squiggle at its exact range" in stdout, stdout
+    assert "columns 22-64" in stdout, stdout
+    assert "ok   the pass's code lens opens its before/after view" in stdout, stdout
+    assert 'lenses "relu_to_gelu — Net: +1 -1, 1 rewired"' in stdout, stdout

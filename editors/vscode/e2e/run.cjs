@@ -12,6 +12,10 @@ if (!url || !outDir) {
   process.exit(2);
 }
 fs.mkdirSync(outDir, { recursive: true });
+// a model and two FX passes (FX005 in `negate_after_relu`; a code lens on each pass)
+if (process.env.FXLS_E2E_PROJECT) {
+  fs.copyFileSync(path.join(__dirname, "passes.py"), path.join(process.env.FXLS_E2E_PROJECT, "passes.py"));
+}
 
 const results = [];
 const started = Date.now();
@@ -217,6 +221,75 @@ async function command(page, title) {
       }
       if (!panel) throw new Error("the FlatOnly panel did not show a graph after the restart");
       return `killed pid ${pid}; status "${(await item.first().innerText()).trim()}"; panel ${panel} re-rendered`;
+    });
+
+    await step("open passes.py: the pass's FX005 squiggle at its exact range", async () => {
+      if (!process.env.FXLS_E2E_PROJECT) return "skipped: FXLS_E2E_PROJECT not set";
+      await command(page, "View: Close All Editors");
+      await page.keyboard.press("Control+P");
+      const input = page.locator(".quick-input-widget .quick-input-box input").first();
+      await input.waitFor({ state: "visible", timeout: 10_000 });
+      await input.fill("passes.py");
+      await page.locator(".quick-input-list .monaco-list-row", { hasText: "passes.py" }).first().waitFor({ timeout: 15_000 });
+      await page.keyboard.press("Enter");
+      const text = "neg = gm.graph.call_function(torch.neg, (node,))";
+      const line = page.locator(".monaco-editor .view-line", { hasText: text }).first();
+      await line.waitFor({ timeout: 15_000 });
+      // the squiggle on that line must start at `gm.graph.call_function` and end after `)`
+      const deadline = Date.now() + 120_000;
+      let found = "";
+      while (Date.now() < deadline && !found) {
+        const lineBox = await line.boundingBox();
+        const content = (await line.innerText()).replace(/\u00a0/g, " ");
+        const textBox = await line.locator(":scope > span").first().boundingBox();
+        const charWidth = textBox.width / content.length;
+        const start = content.indexOf("gm.graph.call_function");
+        const end = content.indexOf(text) + text.length;
+        for (const squiggle of await page.locator(".monaco-editor .squiggly-error").all()) {
+          const box = await squiggle.boundingBox();
+          if (!box || Math.abs(box.y + box.height / 2 - (lineBox.y + lineBox.height / 2)) > lineBox.height / 2) continue;
+          const from = (box.x - textBox.x) / charWidth;
+          const to = (box.x + box.width - textBox.x) / charWidth;
+          if (Math.abs(from - start) < 0.5 && Math.abs(to - end) < 0.5) found = `columns ${Math.round(from)}-${Math.round(to)}`;
+          else console.log(`  a squiggle on the line at columns ${from.toFixed(1)}-${to.toFixed(1)}, expected ${start}-${end}`);
+        }
+        if (!found) await page.waitForTimeout(500);
+      }
+      if (!found) throw new Error("no FX005 squiggle over `gm.graph.call_function(torch.neg, (node,))`");
+      // its hover says what is wrong
+      await line.locator("span", { hasText: "call_function" }).first().hover();
+      const hover = page.locator(".monaco-hover-content", { hasText: /before it is defined/ });
+      await hover.first().waitFor({ timeout: 20_000 });
+      const message = (await hover.first().innerText()).replace(/\s+/g, " ").slice(0, 90);
+      await page.mouse.move(5, 5);
+      await page.keyboard.press("Escape");
+      return `${found}: ${message}`;
+    });
+
+    await step("the pass's code lens opens its before/after view", async () => {
+      if (!process.env.FXLS_E2E_PROJECT) return "skipped: FXLS_E2E_PROJECT not set";
+      const first = page.locator(".codelens-decoration a", { hasText: "negate_after_relu — Net: node `neg` uses `relu` before it is defined" }).first();
+      await first.waitFor({ timeout: 30_000 });
+      const other = (await first.innerText()).trim();
+      // scroll the second pass into view (Go to Line)
+      await page.keyboard.press("Control+G");
+      const input = page.locator(".quick-input-widget .quick-input-box input").first();
+      await input.waitFor({ state: "visible", timeout: 10_000 });
+      await input.fill(":30");
+      await page.keyboard.press("Enter");
+      const lens = page.locator(".codelens-decoration a", { hasText: "relu_to_gelu — Net: +1 -1, 1 rewired" }).first();
+      await lens.waitFor({ timeout: 30_000 });
+      const title = (await lens.innerText()).trim();
+      await page.screenshot({ path: path.join(outDir, "pass-lens.png") });
+      await lens.click();
+      const frame = await findFrame(page, '#pass section[data-graph="Net"] .diff', 30_000);
+      const added = await frame.locator("#pass .diff .add").allInnerTexts();
+      const removed = await frame.locator("#pass .diff .del").allInnerTexts();
+      if (!added.some((l) => l.includes("gelu = torch._C._nn.gelu(lin)"))) throw new Error(`added lines: ${added.join(" | ")}`);
+      if (!removed.some((l) => l.includes("relu = torch.relu(lin)"))) throw new Error(`removed lines: ${removed.join(" | ")}`);
+      const heading = await frame.locator("h1").innerText();
+      await page.screenshot({ path: path.join(outDir, "pass.png") });
+      return `lenses "${title}" and "${other}"; panel "${heading}": ${added.length} added, ${removed.length} removed lines`;
     });
 
     const csp = consoleErrors.filter((text) => /Content Security Policy/i.test(text));

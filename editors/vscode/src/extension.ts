@@ -19,9 +19,9 @@ import {
   StaticFeature,
 } from "vscode-languageclient/node";
 import { CrashTracker } from "./crashes";
-import { GraphView, graphHtml, makeNonce } from "./graphHtml";
+import { GraphView, PassRun, graphHtml, makeNonce } from "./graphHtml";
 import { Interpreter, chooseInterpreter, describeInterpreter, pythonFromEnvironment, resolveVariables } from "./interpreter";
-import { GraphTarget, classNames, enclosingClass, targetFromArgs, withoutCommands } from "./modules";
+import { GraphTarget, PASS_FORMAT, classNames, enclosingClass, enclosingDefinition, targetFromArgs, withoutCommands } from "./modules";
 import { buildServerCommand, formatCommandLine, startFailureHint } from "./serverCommand";
 import { ServerSettings, configChangeAction, didChangeConfigurationParams, initializationOptions, serverSettings } from "./settings";
 import { ClientState, countSeverities } from "./status";
@@ -49,6 +49,10 @@ interface GraphResult {
   status: string;
   format: string;
   text: string;
+  /** a pass's before/after view (format `pass`) */
+  passKind?: string;
+  graphsFrom?: string;
+  runs?: PassRun[];
 }
 
 interface GraphPanel {
@@ -361,7 +365,16 @@ class FxlsExtension implements vscode.Disposable {
       }
       const document = editor.document;
       const text = document.getText();
-      let className = enclosingClass(text.split(/\r?\n/), editor.selection.active.line);
+      const uri = this.client ? this.client.code2ProtocolConverter.asUri(document.uri) : document.uri.toString();
+      const lines = text.split(/\r?\n/);
+      const line = editor.selection.active.line;
+      // the cursor in an FX pass: its before/after view
+      const definition = enclosingDefinition(lines, line);
+      if (definition && definition !== enclosingClass(lines, line) && (await this.isPass(uri, definition))) {
+        await this.openPanel({ uri, className: definition, format: PASS_FORMAT });
+        return;
+      }
+      let className = enclosingClass(lines, line);
       if (!className) {
         const names = classNames(text);
         if (names.length === 0) {
@@ -371,14 +384,25 @@ class FxlsExtension implements vscode.Disposable {
         className = names.length === 1 ? names[0] : await vscode.window.showQuickPick(names, { placeHolder: "Module to show" });
         if (!className) return;
       }
-      const uri = this.client ? this.client.code2ProtocolConverter.asUri(document.uri) : document.uri.toString();
       target = { uri, className };
     }
     await this.openPanel(target);
   }
 
   private panelKey(target: GraphTarget): string {
-    return `${target.uri}#${target.className}`;
+    return `${target.uri}#${target.className}${target.format ? `.${target.format}` : ""}`;
+  }
+
+  /** Whether the server knows `name` as an FX pass of `uri`. */
+  private async isPass(uri: string, name: string): Promise<boolean> {
+    const client = await this.runningClient(5_000);
+    if (!client) return false;
+    try {
+      await client.sendRequest(ExecuteCommandRequest.type, { command: SHOW_GRAPH, arguments: [uri, name, PASS_FORMAT] });
+      return true;
+    } catch {
+      return false;
+    }
   }
 
   private async openPanel(target: GraphTarget): Promise<void> {
@@ -389,7 +413,7 @@ class FxlsExtension implements vscode.Disposable {
     } else {
       const panel = vscode.window.createWebviewPanel(
         "fxls.graph",
-        `FX: ${target.className}`,
+        target.format === PASS_FORMAT ? `FX pass: ${target.className}` : `FX: ${target.className}`,
         { viewColumn: vscode.ViewColumn.Beside, preserveFocus: true },
         { enableScripts: true, localResourceRoots: [vscode.Uri.joinPath(this.context.extensionUri, "dist")] },
       );
@@ -407,12 +431,13 @@ class FxlsExtension implements vscode.Disposable {
   private async render(entry: GraphPanel): Promise<void> {
     const view = await this.fetchGraph(entry.target);
     if (!this.panels.has(this.panelKey(entry.target))) return; // closed meanwhile
-    if (entry.shown && view.dot === undefined && view.code === undefined && isTransient(view.error)) {
+    const shows = view.dot !== undefined || view.code !== undefined || view.pass !== undefined;
+    if (entry.shown && !shows && isTransient(view.error)) {
       // a restarted server has not traced the file yet: keep the last graph until it has
       this.log(`graph of ${entry.target.className} kept: ${view.error}`);
       return;
     }
-    entry.shown = view.dot !== undefined || view.code !== undefined;
+    entry.shown = shows;
     const webview = entry.panel.webview;
     webview.html = graphHtml({
       nonce: makeNonce((n) => crypto.randomBytes(n)),
@@ -436,6 +461,7 @@ class FxlsExtension implements vscode.Disposable {
       view.error = "The fxls server is not running: see 'fxls: Show Logs'.";
       return view;
     }
+    if (target.format === PASS_FORMAT) return this.fetchPass(client, target, view);
     const ask = (format: "dot" | "code") =>
       client.sendRequest(ExecuteCommandRequest.type, {
         command: SHOW_GRAPH,
@@ -456,6 +482,21 @@ class FxlsExtension implements vscode.Disposable {
       errors.add(errorText(code.reason));
     }
     if (errors.size) view.error = [...errors].join("\n");
+    return view;
+  }
+
+  /** A pass's before/after view (`fxls.showGraph` with the format `pass`). */
+  private async fetchPass(client: FxlsLanguageClient, target: GraphTarget, view: GraphView): Promise<GraphView> {
+    try {
+      const result = (await client.sendRequest(ExecuteCommandRequest.type, {
+        command: SHOW_GRAPH,
+        arguments: [target.uri, target.className, PASS_FORMAT],
+      })) as GraphResult;
+      view.status = result.status;
+      view.pass = { passKind: result.passKind ?? "", graphsFrom: result.graphsFrom ?? "models", runs: result.runs ?? [] };
+    } catch (error) {
+      view.error = errorText(error);
+    }
     return view;
   }
 

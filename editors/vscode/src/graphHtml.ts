@@ -1,5 +1,31 @@
 // HTML of the FX graph webview. The DOT text is rendered to SVG inside the webview by
 // @viz-js/viz (dist/webview.js); the generated code is shown as escaped text in a <pre>.
+// For an FX pass the page is its before/after view: per graph it ran on, a diff of the
+// generated code with added and removed lines marked.
+
+/** One graph an FX pass ran on (`fxls.showGraph` with the format `pass`: `runs[i]`). */
+export interface PassRun {
+  graph: string;
+  /** `Net: +1 -1, 1 rewired` or `Net: <problem>` */
+  summary: string;
+  added: string[];
+  removed: string[];
+  rewired: string[];
+  problem: string | null;
+  before: string;
+  after: string | null;
+  /** unified diff lines of the code before -> after (first character ` `, `+`, `-` or `@`) */
+  diff: string[];
+}
+
+/** The before/after view of an FX pass. */
+export interface PassView {
+  /** graph_module | module | transformer | pass_base | ... */
+  passKind: string;
+  /** models | pass_models | representative | import */
+  graphsFrom: string;
+  runs: PassRun[];
+}
 
 export interface GraphView {
   name: string;
@@ -11,6 +37,8 @@ export interface GraphView {
   code?: string;
   /** why the graph or code could not be fetched */
   error?: string;
+  /** an FX pass's before/after view (then `dot` and `code` are unset) */
+  pass?: PassView;
 }
 
 export interface GraphPage {
@@ -74,7 +102,59 @@ const STYLE = `
   pre { background: var(--vscode-textCodeBlock-background); padding: 10px; overflow: auto;
         font-family: var(--vscode-editor-font-family); font-size: var(--vscode-editor-font-size); }
   pre code { background: none; padding: 0; color: inherit; font-family: inherit; font-size: inherit; }
+  .status-ok { color: var(--vscode-testing-iconPassed, #388a34); }
+  .status-problem { color: var(--vscode-editorError-foreground, #e51400); }
+  .note { color: var(--vscode-descriptionForeground); }
+  .chips { display: flex; gap: 6px; flex-wrap: wrap; margin: 4px 0 8px; }
+  .chip { border-radius: 4px; padding: 1px 6px; font-family: var(--vscode-editor-font-family); }
+  .chip.added, .diff .add { background: rgba(46, 160, 67, 0.22); }
+  .chip.removed, .diff .del { background: rgba(248, 81, 73, 0.22); }
+  .chip.rewired { background: rgba(187, 128, 9, 0.22); }
+  .diff .line { display: block; white-space: pre; }
+  .diff .hunk { color: var(--vscode-descriptionForeground); }
 `;
+
+const GRAPHS_FROM_NOTE: Record<string, string> = {
+  representative: "The file has no model to run it on: it ran on representative graphs.",
+  pass_models: "It ran on the project's pass_models.",
+  import: "The file runs it itself, at import.",
+};
+
+const DIFF_CLASS: Record<string, string> = { "+": "add", "-": "del", "@": "hunk" };
+
+function chips(run: PassRun): string {
+  const items = [
+    ...run.added.map((name) => `<span class="chip added" title="added">+ ${escapeHtml(name)}</span>`),
+    ...run.removed.map((name) => `<span class="chip removed" title="removed">- ${escapeHtml(name)}</span>`),
+    ...run.rewired.map((name) => `<span class="chip rewired" title="rewired">~ ${escapeHtml(name)}</span>`),
+  ];
+  return items.length ? `<div class="chips">${items.join(" ")}</div>` : "";
+}
+
+/** A diff as lines marked `add` / `del` / `ctx` / `hunk` (the marker character kept). */
+export function diffHtml(lines: readonly string[]): string {
+  const body = lines
+    .map((line) => `<span class="line ${DIFF_CLASS[line[0]] ?? "ctx"}">${escapeHtml(line)}</span>`)
+    .join("");
+  return `<pre class="diff"><code>${body}</code></pre>`;
+}
+
+/** The body of a pass's before/after view: a section per graph it ran on. */
+export function passSections(view: PassView): string {
+  const parts = [`<p class="note">FX pass (${escapeHtml(view.passKind)}): each graph's generated code before → after.</p>`];
+  const note = GRAPHS_FROM_NOTE[view.graphsFrom];
+  if (note) parts.push(`<p class="note" id="graphs-from">${escapeHtml(note)}</p>`);
+  if (!view.runs.length) parts.push(`<p class="note">Not run: no graph to run it on.</p>`);
+  for (const run of view.runs) {
+    const unchanged = !run.problem && !run.added.length && !run.removed.length && !run.rewired.length;
+    parts.push(`<section class="run" data-graph="${escapeHtml(run.graph)}">`);
+    parts.push(`<h2>${escapeHtml(run.summary)}</h2>`);
+    if (run.problem) parts.push(`<p class="error">${escapeHtml(run.problem)}</p>`);
+    if (!unchanged) parts.push(chips(run), diffHtml(run.diff));
+    parts.push(`</section>`);
+  }
+  return parts.join("\n");
+}
 
 export function graphHtml(page: GraphPage): string {
   const { nonce, cspSource, scriptUri, view } = page;
@@ -88,13 +168,15 @@ export function graphHtml(page: GraphPage): string {
   const codeSection =
     view.code !== undefined ? `<h2>Generated code</h2>\n<pre id="code"><code>${escapeHtml(view.code)}</code></pre>` : "";
   const error = view.error ? `<p class="error" id="error">${escapeHtml(view.error)}</p>` : "";
+  const passSection = view.pass ? `<div id="pass">\n${passSections(view.pass)}\n</div>` : "";
+  const kind = view.pass ? "FX pass" : "FX graph";
   return `<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="UTF-8">
 <meta http-equiv="Content-Security-Policy" content="${escapeHtml(contentSecurityPolicy(nonce, cspSource))}">
 <meta name="viewport" content="width=device-width, initial-scale=1.0">
-<title>FX graph: ${escapeHtml(view.name)}</title>
+<title>${kind}: ${escapeHtml(view.name)}</title>
 <style nonce="${nonce}">${STYLE}</style>
 </head>
 <body>
@@ -105,6 +187,7 @@ ${view.file ? `<span class="file">${escapeHtml(view.file)}</span>` : ""}
 </header>
 ${error}
 ${graphSection}
+${passSection}
 ${codeSection}
 <script nonce="${nonce}" type="application/json" id="fxls-data">${data}</script>
 <script nonce="${nonce}" src="${escapeHtml(scriptUri)}"></script>

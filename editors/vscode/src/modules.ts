@@ -26,17 +26,40 @@ export function classNames(text: string): string[] {
 
 export interface GraphTarget {
   uri: string;
+  /** a module's class name, or a pass's name (with `format: "pass"`) */
   className: string;
+  /** `pass`: the pass's before/after view instead of a module's graph */
+  format?: "pass";
 }
 
+/** `fxls.showGraph`'s format of a pass's before/after view. */
+export const PASS_FORMAT = "pass";
+
 /**
- * Arguments of `fxls.showGraph` as a code lens sends them: `[uri, className, format?]`.
- * Undefined for anything else (e.g. a call from the command palette).
+ * Arguments of `fxls.showGraph` as a code lens sends them: `[uri, className, format?]` over
+ * a module, `[uri, passName, "pass"]` over an FX pass. Undefined for anything else (e.g. a
+ * call from the command palette).
  */
 export function targetFromArgs(args: readonly unknown[]): GraphTarget | undefined {
-  const [uri, className] = args;
+  const [uri, className, format] = args;
   if (typeof uri === "string" && uri && typeof className === "string" && className) {
-    return { uri, className };
+    return format === PASS_FORMAT ? { uri, className, format: PASS_FORMAT } : { uri, className };
+  }
+  return undefined;
+}
+
+const DEFINITION_RES = [/^class\s+([A-Za-z_]\w*)/, /^(?:async\s+)?def\s+([A-Za-z_]\w*)/, /^([A-Za-z_]\w*)\s*=[^=]/];
+
+/**
+ * The top-level definition (`class X`, `def X` or `X = ...` at column 0) whose body holds
+ * `line` (0-based): an FX pass may be any of them.
+ */
+export function enclosingDefinition(lines: readonly string[], line: number): string | undefined {
+  for (let i = Math.min(line, lines.length - 1); i >= 0; i--) {
+    for (const re of DEFINITION_RES) {
+      const match = re.exec(lines[i]);
+      if (match) return match[1];
+    }
   }
   return undefined;
 }

@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
-import { contentSecurityPolicy, escapeHtml, graphHtml, jsonForScript, makeNonce } from "../src/graphHtml";
+import { contentSecurityPolicy, diffHtml, escapeHtml, graphHtml, jsonForScript, makeNonce } from "../src/graphHtml";
 
 const DOT = `digraph "Gate" {
   "x" [label="x\\nplaceholder: x", shape=ellipse];
@@ -74,4 +74,46 @@ test("nonces are 32 characters of letters and digits, and differ", () => {
   const b = makeNonce((n) => randomBytes(n));
   assert.match(a, /^[A-Za-z0-9]{32}$/);
   assert.notEqual(a, b);
+});
+
+test("a pass's page: a section per graph, its diff with added and removed lines marked", () => {
+  const html = graphHtml({
+    nonce: "N0nce123",
+    cspSource: "https://file+.vscode-resource.vscode-cdn.net",
+    scriptUri: "https://file+.vscode-resource.vscode-cdn.net/ext/dist/webview.js",
+    view: {
+      name: "relu_to_gelu",
+      status: "ok",
+      file: "passes.py",
+      pass: {
+        passKind: "graph_module",
+        graphsFrom: "representative",
+        runs: [
+          {
+            graph: "ConvBnReLU", summary: "ConvBnReLU: +1 -1, 1 rewired", added: ["gelu"], removed: ["relu"],
+            rewired: ["output"], problem: null, before: "", after: "",
+            diff: [" def forward(self, x):", "-    relu = torch.relu(x)", "+    gelu = gelu(x) # <b>", "@@ -1 +1 @@"],
+          },
+          { graph: "MLP", summary: "MLP: no change", added: [], removed: [], rewired: [], problem: null,
+            before: "def forward", after: "def forward", diff: [" def forward"] },
+        ],
+      },
+    },
+  });
+  assert.match(html, /<title>FX pass: relu_to_gelu<\/title>/);
+  assert.match(html, /ran on representative graphs/);
+  assert.match(html, /<h2>ConvBnReLU: \+1 -1, 1 rewired<\/h2>/);
+  assert.match(html, /<span class="line del">-    relu = torch.relu\(x\)<\/span>/);
+  assert.match(html, /<span class="line add">\+    gelu = gelu\(x\) # &lt;b&gt;<\/span>/);
+  assert.match(html, /<span class="chip added" title="added">\+ gelu<\/span>/);
+  assert.match(html, /<span class="chip removed" title="removed">- relu<\/span>/);
+  assert.match(html, /<h2>MLP: no change<\/h2>/);
+  assert.equal((html.match(/class="diff"/g) ?? []).length, 1, "an unchanged graph shows no diff");
+  assert.doesNotMatch(html, /<b>/);
+});
+
+test("diff lines keep their marker and get a class", () => {
+  assert.equal(diffHtml([" a", "+b", "-c", "@@ x"]),
+    '<pre class="diff"><code><span class="line ctx"> a</span><span class="line add">+b</span>' +
+    '<span class="line del">-c</span><span class="line hunk">@@ x</span></code></pre>');
 });

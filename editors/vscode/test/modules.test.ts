@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { classNames, enclosingClass, targetFromArgs, withoutCommands } from "../src/modules";
+import { classNames, enclosingClass, enclosingDefinition, targetFromArgs, withoutCommands } from "../src/modules";
 import { CrashTracker } from "../src/crashes";
 
 const source = `import torch
@@ -69,4 +69,19 @@ test("a crashing server is restarted a few times, then left stopped", () => {
   assert.equal(tracker.crashed(), true);
   tracker.reset();
   assert.equal(tracker.recent, 0);
+});
+
+test("a pass's code lens targets its before/after view", () => {
+  assert.deepEqual(targetFromArgs(["file:///p.py", "relu_to_gelu", "pass"]), {
+    uri: "file:///p.py", className: "relu_to_gelu", format: "pass",
+  });
+});
+
+test("the definition around the cursor: a class, a function or a global", () => {
+  const lines = ["import torch", "class Net(nn.Module):", "    def forward(self, x):", "        return x", "",
+    "def fuse(gm):", "    for n in gm.graph.nodes:", "        pass", "pm = PassManager([fuse])", "x == 1"];
+  assert.equal(enclosingDefinition(lines, 0), undefined);
+  assert.equal(enclosingDefinition(lines, 3), "Net");
+  assert.equal(enclosingDefinition(lines, 6), "fuse");
+  assert.equal(enclosingDefinition(lines, 9), "pm");
 });
