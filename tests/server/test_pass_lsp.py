@@ -10,6 +10,8 @@ import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
+from fxls.report import PassGraphRun, PassReport
+from fxls.server.pass_view import lens_title, pass_text, short_problem
 from tests.server.conftest import open_and_wait
 
 PASSES = '''import torch
@@ -163,3 +165,55 @@ async def test_a_pass_without_models_says_it_ran_on_representative_graphs(
     assert "(representative)" not in lens.command.title
     text = await _hover(client, path, _inside(ONLY_A_PASS, "gm.graph.call_function(", 9))
     assert "in the graph of `ConvBnReLU` (after `relu_to_gelu`)" in text, text
+
+
+# -- the lens title and the text view, without a server ------------------------------------
+
+def _run(graph: str, added: int = 0, problem: str | None = None) -> PassGraphRun:
+    return PassGraphRun(graph, [f"n{i}" for i in range(added)], problem=problem,
+                        before="def forward(self, x):\n    return x\n",
+                        after="def forward(self, x):\n    return x\n")
+
+
+def test_lens_title_puts_problems_first_groups_unchanged_graphs_and_caps_its_length() -> None:
+    report = PassReport("p", "graph_module", runs=[
+        _run("A", 1), _run("B"), _run("C", problem="node `x` uses `y` before it is defined: "
+                                      "the graph is not in topological order (in the graph "
+                                      "of `C`)"),
+        _run("D"), _run("E", 2), _run("F", 3), _run("G", 4)])
+    assert lens_title(report) == (
+        "p — C: node `x` uses `y` before it is defined · A: +1 -0 · E: +2 -0 · F: +3 -0 "
+        "· +2 more")
+    assert lens_title(PassReport("p", "module")) == "p — not run: no graph to run it on"
+    pm = PassReport("p", "graph", runs=[_run("Big"), _run("Small")], graphs_from="pass_models")
+    assert lens_title(pm) == "p — on pass_models: Big, Small: no change"
+
+
+def test_short_problem_keeps_short_messages_and_cuts_long_ones() -> None:
+    assert short_problem("`p` raised KeyError: 'x' (raised by the pass `p` on the graph of "
+                         "`Net`)") == "`p` raised KeyError: 'x'"
+    long = "x" * 100
+    assert short_problem(long) == "x" * 59 + "…"
+
+
+def test_the_text_view_diffs_changed_graphs_and_names_unchanged_ones() -> None:
+    changed = PassGraphRun("Net (representative)", ["neg"], [], ["output"],
+                           before="\n\ndef forward(self, x):\n    return x\n    ",
+                           after="def forward(self, x):\n    neg = -x\n    return neg\n")
+    report = PassReport("negate", "graph_module", runs=[changed, _run("MLP (representative)")],
+                        graphs_from="representative")
+    assert pass_text(report).splitlines() == [
+        "# negate (graph_module): before -> after",
+        "# the file has no model to run it on: it ran on representative graphs",
+        "",
+        "--- Net (before)",
+        "+++ Net (after `negate`)",
+        "# added: neg",
+        "# rewired: output",
+        " def forward(self, x):",
+        "-    return x",
+        "+    neg = -x",
+        "+    return neg",
+        "",
+        "# MLP: no change",
+    ]
