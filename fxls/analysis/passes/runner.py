@@ -289,16 +289,22 @@ def _code_of(graph: Any) -> str | None:
 
 
 def _changed_nodes(graph: Any, names: set[str], log: EditLog, mark: int) -> list[NodeInfo]:
-    """The added and rewired nodes, each spanning the pass line that last touched it."""
-    touched = {id(e.node): e for e in log.since(mark) if e.kind is not EditKind.ERASE}
+    """The added and rewired nodes, once per pass line that created or changed each (hover
+    on any of those lines shows the node)."""
+    lines: dict[int, list[SourceSpan]] = {}
+    for edit in log.since(mark):
+        if edit.kind is not EditKind.ERASE:
+            spans = lines.setdefault(id(edit.node), [])
+            if edit.span not in spans:
+                spans.append(edit.span)
     found = []
     for node in graph.nodes:
-        edit = touched.get(id(node))
-        if node.name not in names or edit is None:
+        if node.name not in names:
             continue
-        found.append(NodeInfo(
-            node.name, node.op, _target_text(node), _format(node.args), _format(node.kwargs),
-            [u.name for u in node.users], to_span(edit.span)))
+        for span in lines.get(id(node), []):
+            found.append(NodeInfo(
+                node.name, node.op, _target_text(node), _format(node.args),
+                _format(node.kwargs), [u.name for u in node.users], to_span(span)))
     return found
 
 
