@@ -286,8 +286,23 @@ def breakdown(model: str, repeat: int) -> dict[str, float]:
     pipeline_run.run_passes = run_passes  # type: ignore[attr-defined]
     pipeline.compare_outputs = timed("compare_outputs", pipeline.compare_outputs)
     totals: dict[str, list[float]] = {}
+    collecting: list[float] = []
+
+    def on_gc(phase: str, info: dict) -> None:  # time spent in the garbage collector
+        if phase == "start":
+            collecting.append(time.perf_counter())
+        elif collecting:
+            spent["garbage collection (whole analysis)"] = spent.get(
+                "garbage collection (whole analysis)", 0.0) + (
+                time.perf_counter() - collecting.pop()) * 1000
+
+    import gc
+
+    gc.callbacks.append(on_gc)
     try:
         for index in range(repeat + 1):
+            gc.collect()
+            gc.freeze()  # as a job process forked from the worker's frozen heap starts
             spent.clear()
             report = pipeline.analyze_source(str(path), text, settings)
             if index == 0:
@@ -297,6 +312,8 @@ def breakdown(model: str, repeat: int) -> dict[str, float]:
             for name, value in spent.items():
                 totals.setdefault(name, []).append(value)
     finally:
+        gc.callbacks.remove(on_gc)
+        gc.unfreeze()
         for name, function in originals.items():
             setattr(runner, name, function)
         to_torch_fx_module.to_torch_fx = original_to_torch_fx
@@ -310,6 +327,8 @@ def breakdown(model: str, repeat: int) -> dict[str, float]:
     bare: list[float] = []
     copies: list[float] = []
     for _ in range(repeat):
+        gc.collect()
+        gc.freeze()
         for recording, sink in ((True, recorded), (False, bare)):
             elapsed = 0.0
             for spec in specs:  # type: ignore[union-attr]
