@@ -55,6 +55,7 @@ from fxls.analysis.passes import (
     PassAnalysis,
     Subject,
     compare_outputs,
+    global_subjects,
     project_subjects,
     representative_subjects,
 )
@@ -203,12 +204,14 @@ def analyze_source(
     graphs = _module_graphs(file.namespace)
     report.diagnostics.extend(passes.import_time(file.namespace))
     report.timings_ms["trace"] = (perf_counter() - trace_started) * 1000
-    passes_started = perf_counter()
-    pass_results = _run_passes(passes, tree, file, traced, report)
-    report.timings_ms["passes"] = (perf_counter() - passes_started) * 1000
     if on_diagnostics is not None:
         report.timings_ms["diagnostics"] = (perf_counter() - started) * 1000
         on_diagnostics(_finish(replace(report, diagnostics=list(report.diagnostics)), file))
+    # the passes run after tracing's diagnostics went out: they are the user's code, and
+    # can cost more than the whole trace
+    passes_started = perf_counter()
+    pass_results = _run_passes(passes, tree, file, traced, report)
+    report.timings_ms["passes"] = (perf_counter() - passes_started) * 1000
     observe_started = perf_counter()
     if tree is not None and traced:
         file.rewrite_candidates = rewrites.candidates(tree, source, file.namespace)
@@ -234,10 +237,14 @@ def _run_passes(passes: PassAnalysis, tree: ast.AST | None, file: _File,
     specs = passes.find(tree, file.namespace)
     if not specs:
         return PassResults()
+    roots = [t for t in traced if t.module_report.via is None
+             and t.module_report.status is TraceStatus.TRACED and t.ctx.graph_module]
+    inside = {id(m) for t in roots for m in list(t.instance.modules())[1:]}
     subjects = [Subject(t.module_report.name, t.ctx.graph_module, t.instance,
                         partial(_inputs_of, t))
-                for t in traced if t.module_report.via is None
-                and t.module_report.status is TraceStatus.TRACED and t.ctx.graph_module]
+                for t in roots if id(t.instance) not in inside]
+    if not subjects:
+        subjects = global_subjects(file.namespace, file.leaf_names, file.autowrap)
     graphs_from = "models"
     if not subjects and file.settings.pass_models:
         subjects, problems = project_subjects(file.settings.pass_models)

@@ -56,6 +56,20 @@ CASES: dict[str, str] = {
 traced = fx.symbolic_trace(Net())
 negate_after_relu(traced)
 ''',
+    "lint_in_pass.py": HEADER + '''def negate_and_lint(gm: fx.GraphModule) -> fx.GraphModule:
+    for node in gm.graph.nodes:
+        if node.op == "call_function" and node.target is torch.relu:
+            with gm.graph.inserting_before(node):
+                neg = gm.graph.call_function(torch.neg, (node,))
+            node.replace_all_uses_with(neg)
+            neg.args = (node,)
+    gm.graph.lint()
+    gm.recompile()
+    return gm
+
+
+model = Net()
+''',
     "erase_with_users.py": HEADER + '''def drop_relu(gm: fx.GraphModule) -> fx.GraphModule:
     for node in gm.graph.nodes:
         if node.target is torch.relu:
@@ -225,6 +239,14 @@ def test_a_pass_run_at_import_on_a_torch_fx_trace(results):
     text = CASES["at_import.py"]
     assert ranges(results["at_import.py"], "FX005") == [
         lsp_range(text, "gm.graph.call_function(torch.neg, (node,))")]
+
+
+def test_a_pass_that_lints_itself_gets_the_cause_not_the_lint_call(results):
+    """Its own `graph.lint()` raises: FX005 at the node's creation, the lint() related."""
+    text = CASES["lint_in_pass.py"]
+    assert ranges(results["lint_in_pass.py"], "FX005") == [
+        lsp_range(text, "gm.graph.call_function(torch.neg, (node,))")]
+    assert codes(results["lint_in_pass.py"]) == ["FX005"]
 
 
 def test_fx004_at_the_erase_node_line(results):

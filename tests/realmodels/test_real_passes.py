@@ -263,12 +263,7 @@ BUGGY: dict[str, tuple[str, str, str, str]] = {
 }
 
 #: bugs fxls does not report at their line yet (see the reason)
-XFAIL = {
-    "insert_before_then_lint.py": (
-        "the pass's own graph.lint() raises first: fxls reports FX004 at the lint() line, "
-        "not FX005 at the line that placed the node (runner._run_one does not lint the "
-        "graphs a raising pass edited)"),
-}
+XFAIL: dict[str, str] = {}
 
 
 def _line_of(text: str, line: str) -> int:
@@ -358,9 +353,6 @@ MODULE_LEVEL_MODEL = _with(
     "resnet18\n\nmodel = resnet18()\n")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a model the file builds from a library factory at module level (`model = resnet18()`) "
-    "is not traced and not a pass subject: the passes run on the representative graphs"))
 def test_passes_run_on_a_model_built_at_module_level(tmp_path: Path) -> None:
     (tmp_path / "module_level.py").write_text(MODULE_LEVEL_MODEL)
     report = _check(tmp_path)["module_level.py"]

@@ -29,7 +29,7 @@ from fxls.analysis.passes.runner import (
 from fxls.analysis.rules import diagnostic, to_span
 from fxls.report import Diagnostic, RelatedInfo
 
-__all__ = ["PassAnalysis", "Subject", "compare_outputs", "project_subjects",
+__all__ = ["PassAnalysis", "Subject", "compare_outputs", "global_subjects", "project_subjects",
            "representative_subjects"]
 
 
@@ -152,6 +152,33 @@ def project_subjects(entries: list[str]) -> tuple[list[Subject], list[str]]:
         subjects.append(Subject(expression.strip() or module_name, gm, instance,
                                 lambda inputs=inputs: inputs))
     return subjects, problems
+
+
+def global_subjects(namespace: dict[str, Any], leaf_modules: tuple[str, ...] = (),
+                    autowrap: tuple[Any, ...] = ()) -> list[Subject]:
+    """Models the file builds at module level (``model = resnet18()``) that are no
+    GraphModule, traced with fxcore: what its passes run on when it defines no model class."""
+    from fxcore.recovering import trace_collecting_issues
+    from fxls.analysis.inputs import infer_inputs
+
+    subjects = []
+    seen: set[int] = set()
+    for name, value in list(namespace.items()):
+        if not isinstance(value, torch.nn.Module) or _is_graph_module(value) or (
+                id(value) in seen or name.startswith("_")):
+            continue
+        seen.add(id(value))
+        try:
+            value.eval()
+            trace = trace_collecting_issues(value, None, leaf_modules=leaf_modules,
+                                            autowrap_functions=autowrap)
+        except Exception:
+            continue
+        if trace.graph_module is None or trace.issues:
+            continue
+        inputs = _safe_inputs(infer_inputs, trace.graph_module)
+        subjects.append(Subject(name, trace.graph_module, value, lambda inputs=inputs: inputs))
+    return subjects
 
 
 def representative_subjects() -> list[Subject]:

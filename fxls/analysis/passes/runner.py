@@ -99,8 +99,16 @@ def _run_one(spec: PassSpec, subject: Subject, log: EditLog,
         result = _call(spec, fresh, instance, inputs)
     except Exception as error:
         item = _raised(error, spec, subject, is_reportable)
-        run.problem = item.message
-        return run, [item], None
+        found = []
+        if _raised_by_lint(error):  # the pass's own `graph.lint()`: the cause, not the call
+            edited = {id(e.graph): e.graph for e in log.since(mark)}
+            for each_graph in edited.values():
+                found.extend(lint_graph(each_graph, log, where))
+            for each in found:
+                each.related.append(RelatedInfo(item.span, "`lint()` raised here"))
+        found = found or [item]
+        run.problem = found[0].message
+        return run, found, None
     graph = _graph_of(result, spec, fresh)
     found: list[Diagnostic] = []
     checked = {id(graph): graph} if graph is not None else {}
@@ -238,6 +246,18 @@ def _raised(error: BaseException, spec: PassSpec, subject: Subject,
         graph=subject.label)
     item.data["pass"] = spec.name
     return item
+
+
+def _raised_by_lint(error: BaseException) -> bool:
+    """The exception came out of ``Graph.lint`` (torch.fx's or fxcore's)."""
+    tb = error.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if code.co_name == "lint" and code.co_filename.replace("\\", "/").endswith(
+                ("fx/graph.py", "fxcore/graph.py")):
+            return True
+        tb = tb.tb_next
+    return False
 
 
 def _chain(error: BaseException) -> Iterator[BaseException]:
