@@ -239,10 +239,11 @@ def _run_passes(passes: PassAnalysis, tree: ast.AST | None, file: _File,
         return PassResults()
     roots = [t for t in traced if t.module_report.via is None
              and t.module_report.status is TraceStatus.TRACED and t.ctx.graph_module]
-    inside = {id(m) for t in roots for m in list(t.instance.modules())[1:]}
+    # a class another root already contains (a block of the network) adds nothing
+    inside = {type(m) for t in roots for m in list(t.instance.modules())[1:]}
     subjects = [Subject(t.module_report.name, t.ctx.graph_module, t.instance,
                         partial(_inputs_of, t))
-                for t in roots if id(t.instance) not in inside]
+                for t in roots if type(t.instance) not in inside]
     if not subjects:
         subjects = global_subjects(file.namespace, file.leaf_names, file.autowrap)
     graphs_from = "models"
