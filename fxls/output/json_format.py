@@ -5,16 +5,34 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from fxls.output.located import SourceCache, locate
+from fxls.output.located import SourceCache, locate, pass_origin
 from fxls.output.statistics import Statistics
-from fxls.report import FileReport, ModuleReport
+from fxls.report import FileReport, ModuleReport, PassReport
 
 
 def report_to_json(report: FileReport, sources: SourceCache) -> dict[str, Any]:
-    return {
+    entry: dict[str, Any] = {
         "path": report.path,
         "modules": [_module(m) for m in report.modules],
         "diagnostics": [_diagnostic(item, report.path) for item in locate(report, sources)],
+    }
+    if report.passes:  # additive key, only for files with FX passes
+        entry["passes"] = [_pass(p) for p in report.passes]
+    return entry
+
+
+def _pass(report: PassReport) -> dict[str, Any]:
+    """A pass and what it did to each graph it ran on (counts; ``fxls graph FILE::pass``
+    shows the code before and after)."""
+    return {
+        "name": report.name,
+        "kind": report.kind,
+        "graphs_from": report.graphs_from,
+        "runs": [
+            {"graph": run.graph, "added": len(run.added), "removed": len(run.removed),
+             "rewired": len(run.rewired), "problem": run.problem}
+            for run in report.runs
+        ],
     }
 
 
@@ -41,6 +59,7 @@ def _diagnostic(item: Any, own_path: str) -> dict[str, Any]:
     if item.path != own_path:
         # found while tracing this file, located in another (a submodule defined there)
         entry["path"] = item.path
+    entry.update(pass_origin(item.diagnostic))  # additive: found in an FX pass
     return entry
 
 

@@ -52,3 +52,13 @@ def locate(
         shown = report.path if str(Path(span.file).resolve()) == own_file else span.file
         located.append(LocatedDiagnostic(diagnostic, start, end, shown))
     return located
+
+
+def pass_origin(diagnostic: Diagnostic) -> dict[str, str]:
+    """``{"pass": name, "graph": label}`` for a diagnostic found in a pass, else ``{}``."""
+    origin: dict[str, str] = {}
+    for key in ("pass", "graph"):
+        value = diagnostic.data.get(key)
+        if isinstance(value, str) and (key == "pass" or "pass" in origin):
+            origin[key] = value
+    return origin

@@ -8,7 +8,7 @@ from typing import Any
 
 from fxls import __version__
 from fxls.codes import CODES, doc_url
-from fxls.output.located import SourceCache, locate
+from fxls.output.located import SourceCache, locate, pass_origin
 from fxls.output.statistics import Statistics
 from fxls.report import FileReport
 
@@ -36,27 +36,26 @@ def format_sarif(
     for report in reports:
         for item in locate(report, sources):
             d = item.diagnostic
-            results.append(
-                {
-                    "ruleId": d.code,
-                    "ruleIndex": rule_index.get(d.code, 0),
-                    "level": _LEVELS.get(d.severity, "warning"),
-                    "message": {"text": d.message},
-                    "locations": [
-                        {
-                            "physicalLocation": {
-                                "artifactLocation": {"uri": Path(item.path).as_posix()},
-                                "region": {
-                                    "startLine": item.start.line + 1,
-                                    "startColumn": item.start.character + 1,
-                                    "endLine": item.end.line + 1,
-                                    "endColumn": item.end.character + 1,
-                                },
-                            }
-                        }
-                    ],
-                }
-            )
+            region = {
+                "startLine": item.start.line + 1,
+                "startColumn": item.start.character + 1,
+                "endLine": item.end.line + 1,
+                "endColumn": item.end.character + 1,
+            }
+            result: dict[str, Any] = {
+                "ruleId": d.code,
+                "ruleIndex": rule_index.get(d.code, 0),
+                "level": _LEVELS.get(d.severity, "warning"),
+                "message": {"text": d.message},
+                "locations": [{"physicalLocation": {
+                    "artifactLocation": {"uri": Path(item.path).as_posix()},
+                    "region": region,
+                }}],
+            }
+            origin = pass_origin(d)
+            if origin:  # a result property bag: the FX pass (and graph) it was found in
+                result["properties"] = origin
+            results.append(result)
     document = {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",

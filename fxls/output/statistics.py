@@ -1,6 +1,6 @@
 """Coverage of a check (``fxls check --statistics``): how many classes were traced, traced
 with problems, not constructed or failed, per file and in total, and why each untraced one
-was not traced.
+was not traced; and how many FX passes ran, on how many graphs, and which had problems.
 
 A bridge between reports and coverage figures: the text table, the JSON ``"statistics"``
 key and the SARIF run property all come from one :class:`Statistics`.
@@ -8,10 +8,11 @@ key and the SARIF run property all come from one :class:`Statistics`.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from fxls.report import FileReport, ModuleReport
+from fxls.report import FileReport, ModuleReport, PassReport
 
 #: module statuses in the order the figures show them, with the words the text uses
 STATUS_LABELS = {
@@ -22,6 +23,8 @@ STATUS_LABELS = {
 }
 #: diagnostics that mean the file itself did not run (no class of it could be looked at)
 _FILE_FAILURES = ("FX100", "FX102")
+#: where a pass problem says which graph it is about (the text says it already)
+_WHERE = re.compile(r"\s*\(in the graph of [^()]*\)\s*$")
 
 
 @dataclass(slots=True)
@@ -83,11 +86,60 @@ class NotTraced:
 
 
 @dataclass(slots=True)
+class PassCounts:
+    """FX passes found, how many ran, their runs (pass x graph) and those with problems."""
+
+    found: int = 0
+    run: int = 0
+    runs: int = 0
+    with_problems: int = 0
+
+    def count(self, report: PassReport) -> None:
+        self.found += 1
+        self.run += bool(report.runs)
+        self.runs += len(report.runs)
+        self.with_problems += report.has_problem
+
+    def add(self, other: PassCounts) -> None:
+        for name in ("found", "run", "runs", "with_problems"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+    def summary(self) -> str:
+        """``3 FX passes: 4 runs on graphs, 1 with problems, 1 not run``"""
+        noun = "pass" if self.found == 1 else "passes"
+        text = (f"{self.found} FX {noun}: {self.runs} run{'s' if self.runs != 1 else ''} "
+                f"on graphs, {self.with_problems} with problems")
+        if self.found > self.run:
+            text += f", {self.found - self.run} not run"
+        return text
+
+    def to_dict(self) -> dict[str, int]:
+        return {"found": self.found, "run": self.run, "runs": self.runs,
+                "with_problems": self.with_problems}
+
+
+@dataclass(slots=True)
+class PassProblem:
+    """A pass's first problem on one graph."""
+
+    path: str
+    name: str
+    graph: str
+    problem: str
+    line: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "pass": self.name, "graph": self.graph, "line": self.line,
+                "problem": self.problem}
+
+
+@dataclass(slots=True)
 class FileCoverage:
     path: str
     coverage: Coverage
     #: the file itself did not run (FX100/FX102 without any class found)
     not_analysed: bool = False
+    passes: PassCounts = field(default_factory=PassCounts)
 
 
 @dataclass(slots=True)
@@ -95,6 +147,8 @@ class Statistics:
     files: list[FileCoverage] = field(default_factory=list)
     total: Coverage = field(default_factory=Coverage)
     not_traced: list[NotTraced] = field(default_factory=list)
+    passes: PassCounts = field(default_factory=PassCounts)
+    pass_problems: list[PassProblem] = field(default_factory=list)
 
     @property
     def files_not_analysed(self) -> int:
@@ -106,10 +160,13 @@ class Statistics:
             **self.total.to_dict(),
             "files_not_analysed": self.files_not_analysed,
             "files": [
-                {"path": f.path, **f.coverage.to_dict(), "not_analysed": f.not_analysed}
+                {"path": f.path, **f.coverage.to_dict(), "not_analysed": f.not_analysed,
+                 "passes": f.passes.to_dict()}
                 for f in self.files
             ],
             "not_traced": [item.to_dict() for item in self.not_traced],
+            "passes": {**self.passes.to_dict(),
+                       "problems": [item.to_dict() for item in self.pass_problems]},
         }
 
 
@@ -131,9 +188,20 @@ def collect_statistics(reports: list[FileReport]) -> Statistics:
             statistics.not_traced.append(
                 NotTraced(report.path, None, "not analysed", f"{failure.code} {failure.message}",
                           failure.span.line))
-        statistics.files.append(FileCoverage(report.path, coverage, not_analysed))
+        passes = PassCounts()
+        for pass_report in report.passes:
+            passes.count(pass_report)
+            statistics.pass_problems += _pass_problems(report.path, pass_report)
+        statistics.files.append(FileCoverage(report.path, coverage, not_analysed, passes))
         statistics.total.add(coverage)
+        statistics.passes.add(passes)
     return statistics
+
+
+def _pass_problems(path: str, report: PassReport) -> list[PassProblem]:
+    line = report.span.line if report.span is not None else None
+    return [PassProblem(path, report.name, run.graph, run.problem, line)
+            for run in report.runs if run.problem is not None]
 
 
 def why_not_traced(module: ModuleReport, report: FileReport) -> str:
@@ -166,16 +234,22 @@ def format_statistics_text(statistics: Statistics) -> str:
         count = statistics.files_not_analysed
         total += f"; {count} file{'s' if count > 1 else ''} not analysed"
     lines.append(total)
+    if statistics.passes.found:
+        lines.append(statistics.passes.summary())
     for status, title in (("skipped", "Not constructed"), ("failed", "Failed"),
                           ("not analysed", "Not analysed")):
         items = [item for item in statistics.not_traced if item.status == status]
         if items:
             lines.append(f"{title}:")
             lines += [f"  {_where(item)}: {item.reason}" for item in items]
+    if statistics.pass_problems:
+        lines.append("Passes with problems:")
+        lines += [f"  {_where(item)} on {item.graph}: {_WHERE.sub('', item.problem)}"
+                  for item in statistics.pass_problems]
     return "\n".join(lines) + "\n"
 
 
-def _where(item: NotTraced) -> str:
+def _where(item: NotTraced | PassProblem) -> str:
     place = item.path if item.line is None else f"{item.path}:{item.line}"
     return place if item.name is None else f"{place} {item.name}"
 

@@ -13,7 +13,14 @@ from fxls.output.json_format import format_json
 from fxls.output.located import SourceCache
 from fxls.output.statistics import Coverage, collect_statistics, format_statistics_text
 from fxls.output.text import format_text
-from fxls.report import Diagnostic, FileReport, ModuleReport, Span
+from fxls.report import (
+    Diagnostic,
+    FileReport,
+    ModuleReport,
+    PassGraphRun,
+    PassReport,
+    Span,
+)
 
 
 def _span(path: str, line: int) -> Span:
@@ -114,6 +121,46 @@ def test_json_has_statistics_only_when_asked() -> None:
         "path": "heads.py", "module": "Classifier", "status": "skipped", "line": 7,
         "reason": statistics["not_traced"][0]["reason"],
     }
+
+
+def _pass_reports() -> list[FileReport]:
+    fuse = PassReport("fuse", "graph_module", _span("/p/passes.py", 3), [
+        PassGraphRun("Net", added=["add"]),
+        PassGraphRun("Mlp", problem="node `neg` uses `relu` before it is defined: the graph "
+                     "is not in topological order (in the graph of `Mlp`)"),
+    ])
+    clean = PassReport("relu_to_gelu", "graph_module", _span("/p/passes.py", 9),
+                       [PassGraphRun("Net", added=["gelu"], removed=["relu"])])
+    unused = PassReport("helper", "graph", _span("/p/passes.py", 15))
+    return [FileReport("passes.py", [ModuleReport("Net", "traced", 4)],
+                       passes=[fuse, clean, unused]),
+            FileReport("nets.py", [ModuleReport("Mlp", "traced", 3)])]
+
+
+def test_passes_are_counted_per_run_and_per_pass_with_their_problems() -> None:
+    statistics = collect_statistics(_pass_reports())
+    assert statistics.passes.to_dict() == {"found": 3, "run": 2, "runs": 3,
+                                           "with_problems": 1}
+    text = format_statistics_text(statistics)
+    assert text.splitlines()[-4:] == [
+        "2 classes: 2 traced, 0 partial, 0 not constructed, 0 failed (100% traced)",
+        "3 FX passes: 3 runs on graphs, 1 with problems, 1 not run",
+        "Passes with problems:",
+        "  passes.py:3 fuse on Mlp: node `neg` uses `relu` before it is defined: the graph is "
+        "not in topological order",
+    ]
+    document = statistics.to_dict()
+    assert document["passes"] == {
+        "found": 3, "run": 2, "runs": 3, "with_problems": 1,
+        "problems": [{"path": "passes.py", "pass": "fuse", "graph": "Mlp", "line": 3,
+                      "problem": statistics.pass_problems[0].problem}],
+    }
+    assert [f["passes"]["runs"] for f in document["files"]] == [3, 0]
+
+
+def test_without_passes_the_text_has_no_pass_line() -> None:
+    text = format_statistics_text(collect_statistics(_pass_reports()[1:]))
+    assert "FX pass" not in text and "Passes" not in text
 
 
 PROJECT = {
