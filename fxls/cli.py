@@ -60,9 +60,11 @@ def build_parser() -> argparse.ArgumentParser:
         "or failed (per file and in total), and why each untraced one was not",
     )
 
-    graph = commands.add_parser("graph", help="print the traced graph of one module")
-    graph.add_argument("target", help="FILE::Class")
-    graph.add_argument("--format", choices=["code", "table", "dot", "json"], default="code")
+    graph = commands.add_parser(
+        "graph", help="print the traced graph of one module, or what an FX pass did to it")
+    graph.add_argument("target", help="FILE::Class or FILE::pass (a class wins a tie)")
+    graph.add_argument("--format", choices=["code", "table", "dot", "json", "html"],
+                       default="code")
     graph.add_argument("--timeout", type=float)
     graph.add_argument("--python")
 
@@ -181,10 +183,11 @@ def _has_errors(reports: list[FileReport]) -> bool:
 
 def run_graph(args: argparse.Namespace) -> int:
     from fxls.graph_render import render_module
+    from fxls.output.pass_graph import graphs_of, render_pass
 
     path, sep, class_name = args.target.rpartition("::")
     if not sep or not path or not class_name:
-        raise UsageError("expected FILE::Class, e.g. model.py::Encoder")
+        raise UsageError("expected FILE::Class or FILE::pass, e.g. model.py::Encoder")
     if not os.path.isfile(path):
         raise UsageError(f"no such file: {path}")
     (request,) = _read_requests([path], _overrides(args))
@@ -194,11 +197,20 @@ def run_graph(args: argparse.Namespace) -> int:
         analyze_many([request], python=args.python or sys.executable, jobs=1)
     )
     module = next((m for m in report.modules if m.name == class_name), None)
+    found_pass = next((p for p in report.passes if p.name == class_name), None)
+    if module is None and found_pass is not None:
+        if not found_pass.runs:
+            sys.stderr.write(f"{found_pass.name}: not run, no graph to run it on\n")
+            return EXIT_ERRORS
+        sys.stdout.write(render_pass(found_pass, args.format, graphs_of(report)))
+        return EXIT_OK
     if module is None:
         names = ", ".join(m.name for m in report.modules) or "none"
         failures = [d for d in report.diagnostics if d.code in ("FX100", "FX102")]
         reason = f" ({failures[0].message})" if failures else ""
-        raise UsageError(f"no module {class_name} in {path}{reason}; modules: {names}")
+        passes = ", ".join(p.name for p in report.passes) or "none"
+        raise UsageError(f"no module or pass {class_name} in {path}{reason}; modules: "
+                         f"{names}; passes: {passes}")
     if not module.nodes:
         sys.stderr.write(_no_graph_message(module, report))
         return EXIT_ERRORS
