@@ -68,16 +68,19 @@ def after_graph(run: PassGraphRun, before: ModuleReport | None) -> list[MarkedNo
         changed.setdefault(node.name, node)
         if node.span is not None and str(node.span.line) not in lines.setdefault(node.name, []):
             lines[node.name].append(str(node.span.line))
-    order = _code_nodes(run.after) if run.after is not None else None
+    if run.after is None:  # the pass raised: the graph before it, unmarked
+        if before is not None:
+            return [MarkedNode(KEPT, n, _inputs(n, known), _line(n)) for n in before.nodes]
+        changed, lines = {}, {}
+    order = _code_nodes(run.after if run.after is not None else run.before or "")
     if order is None:
-        if before is None:
-            return []
-        return [MarkedNode(KEPT, n, _inputs(n, known), _line(n)) for n in before.nodes]
+        return []
     names = {name for name, _ in order}
     marked = []
     for name, expression in order:
         node = changed.get(name) or known.get(name) or _guessed(name, expression, names)
-        mark = ADDED if name in run.added else REWIRED if name in run.rewired else KEPT
+        mark = KEPT if run.after is None else ADDED if name in run.added \
+            else REWIRED if name in run.rewired else KEPT
         inputs = _names_in(expression, names - {name})
         shown = ",".join(lines[name]) if name in lines else _line(node)
         marked.append(MarkedNode(mark, node, inputs, shown))
@@ -153,14 +156,19 @@ def _guessed(name: str, expression: str, names: set[str]) -> NodeInfo:
         op = "placeholder"
     elif name == "output":
         op = "output"
-    elif expression.startswith("self.") and "(" not in expression:
+    elif re.fullmatch(r"self\.[\w.]+", expression):
         op = "get_attr"
-    elif expression.startswith("self."):
+    elif re.match(r"self\.[\w.]+\(", expression):
         op = "call_module"
-    elif expression.split(".", 1)[0] in names:
+    elif (method := re.match(r"(\w+)\.\w+\(", expression)) and method[1] in names:
         op = "call_method"
     target = expression.split("(", 1)[0] if expression else name
     args = expression[len(target):] if expression else ""
+    if op in ("get_attr", "call_module"):
+        target = target.removeprefix("self.")
+    elif op == "call_method":
+        target = target.split(".", 1)[1]
+        args = f"({expression.split('.', 1)[0]}, {args[1:]}".replace(", )", ")")
     return NodeInfo(name, op, target, args, "{}", [])
 
 

@@ -24,7 +24,8 @@ STATUS_LABELS = {
 #: diagnostics that mean the file itself did not run (no class of it could be looked at)
 _FILE_FAILURES = ("FX100", "FX102")
 #: where a pass problem says which graph it is about (the text says it already)
-_WHERE = re.compile(r"\s*\(in the graph of [^()]*\)\s*$")
+_WHERE = re.compile(
+    r"\s*\((?:in the graph of|raised by the pass) (?:[^()]|\([^()]*\))*\)\s*$")
 
 
 @dataclass(slots=True)

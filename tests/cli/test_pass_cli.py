@@ -241,3 +241,15 @@ def test_after_graph_without_the_before_graph_guesses_from_the_code() -> None:
     (removed,) = removed_nodes(run, ModuleReport("M", "traced", 1, nodes=[_node("sin",
                                                                                line=3)]))
     assert (removed.mark, removed.node.name, removed.lines) == ("-", "sin", "3")
+
+
+def test_a_pass_that_raised_shows_the_graph_before_it_unmarked() -> None:
+    run = PassGraphRun("MLP (representative)", problem="RuntimeError: boom",
+                       before="def forward(self, x):\n    fc = self.fc(x);  x = None\n"
+                              "    t = fc.transpose(1, 2);  fc = None\n    return t\n")
+    nodes = after_graph(run, None)
+    assert [(m.mark, m.node.name, m.node.op, m.node.target, m.node.args) for m in nodes] == [
+        (" ", "x", "placeholder", "x", ""), (" ", "fc", "call_module", "fc", "(x)"),
+        (" ", "t", "call_method", "transpose", "(fc, 1, 2)"),
+        (" ", "output", "output", "t", "")]
+

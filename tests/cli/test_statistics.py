@@ -131,7 +131,9 @@ def _pass_reports() -> list[FileReport]:
     ])
     clean = PassReport("relu_to_gelu", "graph_module", _span("/p/passes.py", 9),
                        [PassGraphRun("Net", added=["gelu"], removed=["relu"])])
-    unused = PassReport("helper", "graph", _span("/p/passes.py", 15))
+    unused = PassReport("helper", "graph", _span("/p/passes.py", 15), [PassGraphRun(
+        "MLP (representative)", problem="RuntimeError: boom (raised by the pass `helper` on "
+        "the graph of `MLP (representative)`)")])
     return [FileReport("passes.py", [ModuleReport("Net", "traced", 4)],
                        passes=[fuse, clean, unused]),
             FileReport("nets.py", [ModuleReport("Mlp", "traced", 3)])]
@@ -139,23 +141,29 @@ def _pass_reports() -> list[FileReport]:
 
 def test_passes_are_counted_per_run_and_per_pass_with_their_problems() -> None:
     statistics = collect_statistics(_pass_reports())
-    assert statistics.passes.to_dict() == {"found": 3, "run": 2, "runs": 3,
-                                           "with_problems": 1}
+    assert statistics.passes.to_dict() == {"found": 3, "run": 3, "runs": 4,
+                                           "with_problems": 2}
     text = format_statistics_text(statistics)
-    assert text.splitlines()[-4:] == [
+    assert text.splitlines()[-5:] == [
         "2 classes: 2 traced, 0 partial, 0 not constructed, 0 failed (100% traced)",
-        "3 FX passes: 3 runs on graphs, 1 with problems, 1 not run",
+        "3 FX passes: 4 runs on graphs, 2 with problems",
         "Passes with problems:",
         "  passes.py:3 fuse on Mlp: node `neg` uses `relu` before it is defined: the graph is "
         "not in topological order",
+        "  passes.py:15 helper on MLP (representative): RuntimeError: boom",
     ]
     document = statistics.to_dict()
     assert document["passes"] == {
-        "found": 3, "run": 2, "runs": 3, "with_problems": 1,
+        "found": 3, "run": 3, "runs": 4, "with_problems": 2,
         "problems": [{"path": "passes.py", "pass": "fuse", "graph": "Mlp", "line": 3,
-                      "problem": statistics.pass_problems[0].problem}],
+                      "problem": statistics.pass_problems[0].problem},
+                     {"path": "passes.py", "pass": "helper", "graph": "MLP (representative)",
+                      "line": 15, "problem": statistics.pass_problems[1].problem}],
     }
-    assert [f["passes"]["runs"] for f in document["files"]] == [3, 0]
+    assert [f["passes"]["runs"] for f in document["files"]] == [4, 0]
+    never = PassReport("unused", "graph")
+    assert collect_statistics([FileReport("p.py", passes=[never])]).passes.summary() == (
+        "1 FX pass: 0 runs on graphs, 0 with problems, 1 not run")
 
 
 def test_without_passes_the_text_has_no_pass_line() -> None:
