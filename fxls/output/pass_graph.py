@@ -29,7 +29,7 @@ from fxls.graph_render import (
     node_cells,
 )
 from fxls.report import FileReport, ModuleReport, NodeInfo, NodeOp, PassGraphRun, PassReport
-from fxls.server.pass_view import graph_label, pass_text, run_diff, run_summary
+from fxls.pass_view import graph_label, pass_text, run_diff, run_summary
 
 ADDED, REWIRED, REMOVED, KEPT = "+", "~", "-", " "
 _CSS_CLASS = {ADDED: "added", REWIRED: "rewired", REMOVED: "removed", KEPT: ""}

@@ -36,7 +36,7 @@ from fxls.server.hover import (
 )
 from fxls.server.inlay import shape_hints
 from fxls.server.lsp_convert import RangeConverter, place_diagnostics
-from fxls.server.pass_view import PASS_FORMAT, find_pass, lens_title, pass_view
+from fxls.pass_view import PASS_FORMAT, find_pass, lens_title, pass_view
 from fxls.server.protocol import FxlsProtocol, serve_stdio
 from fxls.server.reporting import reported, tell
 from fxls.settings import load_settings

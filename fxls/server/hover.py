@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from fxls.report import ModuleReport, NodeInfo, PassGraphRun, PassReport, TraceStatus
-from fxls.server.pass_view import graph_label
+from fxls.pass_view import graph_label
 
 _OP_LABEL = {
     "placeholder": "placeholder (a forward input)",
