@@ -28,8 +28,8 @@ from fxls.graph_render import (
     html_table,
     node_cells,
 )
-from fxls.report import FileReport, ModuleReport, NodeInfo, NodeOp, PassGraphRun, PassReport
 from fxls.pass_view import graph_label, pass_text, run_diff, run_summary
+from fxls.report import FileReport, ModuleReport, NodeInfo, NodeOp, PassGraphRun, PassReport
 
 ADDED, REWIRED, REMOVED, KEPT = "+", "~", "-", " "
 _CSS_CLASS = {ADDED: "added", REWIRED: "rewired", REMOVED: "removed", KEPT: ""}

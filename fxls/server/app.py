@@ -20,6 +20,7 @@ from pygls.uris import to_fs_path
 
 from fxls import __version__
 from fxls.graph_render import RENDERERS, render_module
+from fxls.pass_view import PASS_FORMAT, find_pass, lens_title, pass_view
 from fxls.report import FileReport
 from fxls.runner import AnalysisRequest, failure_report
 from fxls.server.analysis_service import AnalysisService, WorkerStartError
@@ -36,7 +37,6 @@ from fxls.server.hover import (
 )
 from fxls.server.inlay import shape_hints
 from fxls.server.lsp_convert import RangeConverter, place_diagnostics
-from fxls.pass_view import PASS_FORMAT, find_pass, lens_title, pass_view
 from fxls.server.protocol import FxlsProtocol, serve_stdio
 from fxls.server.reporting import reported, tell
 from fxls.settings import load_settings

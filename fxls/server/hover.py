@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from fxls.report import ModuleReport, NodeInfo, PassGraphRun, PassReport, TraceStatus
 from fxls.pass_view import graph_label
+from fxls.report import ModuleReport, NodeInfo, PassGraphRun, PassReport, TraceStatus
 
 _OP_LABEL = {
     "placeholder": "placeholder (a forward input)",

@@ -10,8 +10,8 @@ import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from fxls.report import PassGraphRun, PassReport
 from fxls.pass_view import lens_title, pass_text, short_problem
+from fxls.report import PassGraphRun, PassReport
 from tests.server.conftest import open_and_wait
 
 PASSES = '''import torch
