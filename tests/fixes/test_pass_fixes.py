@@ -20,22 +20,7 @@ from fxls.report import Diagnostic, FileReport, Span
 from fxls.runner import AnalysisRequest, analyze_many
 from fxls.settings import Settings
 from fxls.source_text import SourceText
-
-HEADER = '''import torch
-import torch.fx as fx
-from torch import nn
-
-
-class Net(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.lin = nn.Linear(8, 8)
-
-    def forward(self, x):
-        return torch.relu(self.lin(x))
-
-
-'''
+from tests.analysis.test_passes import HEADER
 
 NEGATE = '''def negate_after_relu(gm: fx.GraphModule) -> fx.GraphModule:
     for node in gm.graph.nodes:
