@@ -8,3 +8,5 @@ from pathlib import Path
 
 SAMPLE_PATH = Path(__file__).resolve().parent.parent / "editors" / "vscode" / "e2e" / "passes.py"
 PASSES = SAMPLE_PATH.read_text(encoding="utf-8")
+#: the sample's imports and its `Net` (a Linear and a relu), for files of other passes
+NET_HEADER = PASSES[: PASSES.index("def negate_after_relu")]

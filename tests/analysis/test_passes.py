@@ -16,22 +16,9 @@ from pathlib import Path
 import pytest
 
 from tests.analysis.test_codes import lsp_range, ranges
+from tests.pass_samples import NET_HEADER
 
-HEADER = '''import torch
-import torch.fx as fx
-from torch import nn
-
-
-class Net(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.lin = nn.Linear(8, 8)
-
-    def forward(self, x):
-        return torch.relu(self.lin(x))
-
-
-'''
+HEADER = NET_HEADER
 
 CASES: dict[str, str] = {
     "use_before_define.py": HEADER + '''def negate_after_relu(gm: fx.GraphModule) -> fx.GraphModule:
@@ -226,6 +213,21 @@ def codes(file_result: dict) -> list[str]:
     return sorted(d["code"] for d in file_result["diagnostics"])
 
 
+def _analyze_in_child(path: Path, text: str, result: str) -> object:
+    """``result`` (an expression of ``report``) for ``text`` analysed as ``path``, in a child
+    process: the analysis executes the file."""
+    script = (
+        "import json\n"
+        "from fxls.analysis.pipeline import analyze_source\n"
+        "from fxls.settings import Settings\n"
+        f"report = analyze_source({str(path)!r}, {text!r}, Settings(root={str(path.parent)!r}))\n"
+        f"print(json.dumps({result}))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120, cwd=path.parent)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def test_fx005_at_the_creation_under_inserting_before(results):
     text = CASES["use_before_define.py"]
     assert ranges(results["use_before_define.py"], "FX005") == [
@@ -338,23 +340,10 @@ def test_a_file_of_passes_runs_them_on_the_projects_pass_models(tmp_path):
 
 def test_passes_in_the_report(tmp_path):
     """The report lists each pass and what it did to each graph (code lens, graph view)."""
-    from fxls.analysis.pipeline import analyze_source
-    from fxls.settings import Settings
-
     path = tmp_path / "clean.py"
     path.write_text(CASES["clean.py"], encoding="utf-8")
-    script = (
-        "import json, sys\n"
-        "from fxls.analysis.pipeline import analyze_source\n"
-        "from fxls.settings import Settings\n"
-        f"report = analyze_source({str(path)!r}, open({str(path)!r}).read(), "
-        f"Settings(root={str(tmp_path)!r}))\n"
-        "print(json.dumps([p.to_dict() for p in report.passes]))\n"
-    )
-    del analyze_source, Settings  # run in a child: the analysis executes the file
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=120, cwd=tmp_path)
-    passes = {p["name"]: p for p in json.loads(done.stdout.strip().splitlines()[-1])}
+    passes = {p["name"]: p for p in _analyze_in_child(
+        path, CASES["clean.py"], "[p.to_dict() for p in report.passes]")}
     (run,) = passes["relu_to_relu6"]["runs"]
     assert run["graph"] == "Net" and run["problem"] is None
     assert run["added"] == ["relu6"] and run["removed"] == ["relu"]
@@ -371,16 +360,8 @@ def test_the_text_analysed_not_the_file_on_disk(tmp_path):
     path = tmp_path / "graph_pass.py"
     path.write_text(CASES["graph_pass.py"], encoding="utf-8")
     text = "# unsaved line\n" + CASES["graph_pass.py"]
-    script = (
-        "import json, sys\n"
-        "from fxls.analysis.pipeline import analyze_source\n"
-        "from fxls.settings import Settings\n"
-        f"report = analyze_source({str(path)!r}, {text!r}, Settings(root={str(tmp_path)!r}))\n"
-        "print(json.dumps([[d.code, d.span.to_dict()] for d in report.diagnostics]))\n"
-    )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=120, cwd=tmp_path)
-    found = json.loads(done.stdout.strip().splitlines()[-1])
+    found = _analyze_in_child(
+        path, text, "[[d.code, d.span.to_dict()] for d in report.diagnostics]")
     needle = "first_call.args = (last_call, *first_call.args[1:])"
     line = text[: text.index(needle)].count("\n") + 1
     assert [(code, span["line"], span["end_col"] - span["col"]) for code, span in found] == [

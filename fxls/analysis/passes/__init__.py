@@ -43,16 +43,12 @@ class PassAnalysis:
     def import_time(self, namespace: dict[str, Any]) -> list[Diagnostic]:
         """Lint every graph the file built or edited at import and every graph bound to a
         module global; FX007 for a global GraphModule left stale by an edit."""
-        labels = _global_labels(namespace)
-        graphs: dict[int, Any] = {}
+        graphs = _global_graphs(namespace)
         for edit in self.log.edits:
-            graphs.setdefault(id(edit.graph), edit.graph)
-        for graph in _global_graphs(namespace):
-            graphs.setdefault(id(graph), graph)
+            graphs.setdefault(id(edit.graph), ("a graph built at import", edit.graph))
         first_line = SourceSpan(self.filename, 1, 1, 0, 0)
         found: list[Diagnostic] = []
-        for key, graph in graphs.items():
-            label = labels.get(key, "a graph built at import")
+        for label, graph in graphs.values():
             where = Where(label, first_line, self.is_reportable, "")
             found.extend(lint_graph(graph, self.log, where))
             created = {e.node.name for e in self.log.edits
@@ -95,22 +91,15 @@ class PassAnalysis:
             return run_passes(specs, subjects, graphs_from, self.log, self.is_reportable)
 
 
-def _global_graphs(namespace: dict[str, Any]) -> list[Any]:
-    found = []
-    for value in list(namespace.values()):
+def _global_graphs(namespace: dict[str, Any]) -> dict[int, tuple[str, Any]]:
+    """Graphs bound to module globals (directly or as a GraphModule's), each with the first
+    name it is bound to."""
+    found: dict[int, tuple[str, Any]] = {}
+    for name, value in list(namespace.items()):
         graph = getattr(value, "graph", None) if _is_graph_module(value) else value
         if _is_graph(graph):
-            found.append(graph)
+            found.setdefault(id(graph), (name, graph))
     return found
-
-
-def _global_labels(namespace: dict[str, Any]) -> dict[int, str]:
-    labels: dict[int, str] = {}
-    for name, value in namespace.items():
-        graph = getattr(value, "graph", None) if _is_graph_module(value) else value
-        if _is_graph(graph):
-            labels.setdefault(id(graph), name)
-    return labels
 
 
 def _is_graph(value: Any) -> bool:
