@@ -48,6 +48,9 @@ class PassSpec:
     returns: list[ast.Return] = field(default_factory=list)
     #: the name of the parameter that holds the graph module (for the recompile fix)
     parameter: str | None = None
+    #: it takes options besides the graph (``create_feature_extractor(model,
+    #: return_nodes=None)``): run with the graph alone, it may refuse for want of them
+    has_options: bool = False
 
 
 _TRACE_CALLS = {"symbolic_trace"}
@@ -110,7 +113,7 @@ def _function_pass(
     returns = [node for node in _own_nodes(definition)
                if isinstance(node, ast.Return) and node.value is not None]
     return PassSpec(definition.name, kind, function, _name_span(filename, definition), flavour,
-                    returns, first.arg)
+                    returns, first.arg, _has_options(definition.args))
 
 
 def _needs_more(arguments: ast.arguments) -> bool:
@@ -120,6 +123,10 @@ def _needs_more(arguments: ast.arguments) -> bool:
     required = len(positional) - len(arguments.defaults)
     missing_keyword = any(d is None for d in arguments.kw_defaults)
     return required > 1 or missing_keyword
+
+
+def _has_options(arguments: ast.arguments) -> bool:
+    return len(arguments.posonlyargs) + len(arguments.args) > 1 or bool(arguments.kwonlyargs)
 
 
 def _annotated_otherwise(annotation: ast.expr | None, namespace: dict[str, Any]) -> bool:

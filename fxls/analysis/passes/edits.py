@@ -77,6 +77,8 @@ class EditLog:
         self.graphs: dict[int, GraphState] = {}
         self._graph_refs: dict[int, Any] = {}  # keeps ids stable while the log lives
         self._tracing = 0
+        #: how many traces have started (a module-to-module pass traces first)
+        self.traces = 0
         self._building = 0  # inside create_node / node_copy: the parts are one creation
         self._paused = 0
         self._copying = 0
@@ -349,6 +351,7 @@ def _tracing(log: EditLog) -> Callable[[Any], Any]:
     def make(original: Any) -> Any:
         def trace(tracer: Any, *args: Any, **kwargs: Any) -> Any:
             log._tracing += 1
+            log.traces += 1
             try:
                 return original(tracer, *args, **kwargs)
             finally:

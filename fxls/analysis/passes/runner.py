@@ -122,11 +122,15 @@ def _run_one(spec: PassSpec, subject: Subject, log: EditLog,
     if spec.kind is PassKind.INTERPRETER and inputs is None:
         return None, [], None
     before, before_code = _before(subject, fresh.graph)
-    mark, calls_mark = log.mark(), len(log.stale_calls)
+    mark, calls_mark, traces = log.mark(), len(log.stale_calls), log.traces
     run = PassGraphRun(subject.label, before=before_code)
     try:
         result = _call(spec, fresh, instance, inputs)
     except Exception as error:
+        if log.traces == traces and not log.since(mark) and _refused_options(error, spec):
+            run.problem = (f"not run: it wants options besides the graph "
+                           f"({type(error).__name__}: {error})")
+            return run, [], None
         item = _raised(error, spec, subject, is_reportable)
         found = []
         if _raised_by_lint(error):  # the pass's own `graph.lint()`: the cause, not the call
@@ -282,6 +286,17 @@ def _raised(error: BaseException, spec: PassSpec, subject: Subject,
         graph=subject.label)
     item.data["pass"] = spec.name
     return item
+
+
+def _refused_options(error: BaseException, spec: PassSpec) -> bool:
+    """A pass with options raised in its own body before touching any graph: it validated
+    its arguments (torchvision's ``create_feature_extractor`` without ``return_nodes``), a
+    call fxls made, not a bug of the pass."""
+    code = getattr(spec.target, "__code__", None)
+    tb = error.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return spec.has_options and tb is not None and tb.tb_frame.f_code is code
 
 
 def _raised_by_lint(error: BaseException) -> bool:
