@@ -59,6 +59,7 @@ from fxls.analysis.passes import (
     project_subjects,
     representative_subjects,
 )
+from fxls.analysis.passes.discovery import PassSpec
 from fxls.analysis.passes.runner import PassResults
 from fxls.analysis.pragmas import ClassPragmas, FilePragmas, parse_pragmas
 from fxls.analysis.recorder import TraceRecorder
@@ -136,7 +137,9 @@ def analyze_source(
     """The file's report. ``on_diagnostics`` gets the diagnostics of tracing first (every
     code but FX014 and FX020), before the rewrite matching and the example-input runs that
     add shapes, backward nodes and the graph-vs-eager check: an editor can show the
-    traceability problems without waiting for those."""
+    traceability problems without waiting for those. A file with FX passes gets a second
+    call with the models' complete report, before its passes run: they are the user's own
+    code and can cost several times the whole analysis of the models."""
     started = perf_counter()
     filename = str(Path(path).resolve())
     tree = parse_source(source)  # None: executing it reports the error (FX100)
@@ -207,11 +210,6 @@ def analyze_source(
     if on_diagnostics is not None:
         report.timings_ms["diagnostics"] = (perf_counter() - started) * 1000
         on_diagnostics(_finish(replace(report, diagnostics=list(report.diagnostics)), file))
-    # the passes run after tracing's diagnostics went out: they are the user's code, and
-    # can cost more than the whole trace
-    passes_started = perf_counter()
-    pass_results = _run_passes(passes, tree, file, traced, report)
-    report.timings_ms["passes"] = (perf_counter() - passes_started) * 1000
     observe_started = perf_counter()
     if tree is not None and traced:
         file.rewrite_candidates = rewrites.candidates(tree, source, file.namespace)
@@ -224,19 +222,25 @@ def analyze_source(
                          _observe_class(done, file, harvested))
     for name, graph in graphs:
         report.graphs.append(_graph_report(name, graph))
-    report.diagnostics.extend(compare_outputs(pass_results.outcomes))
     report.timings_ms["observe"] = (perf_counter() - observe_started) * 1000
+    specs = passes.find(tree, file.namespace)
+    if specs:
+        # the models' complete report goes out before the passes run (a third stage)
+        if on_diagnostics is not None:
+            report.timings_ms["models"] = (perf_counter() - started) * 1000
+            on_diagnostics(_finish(replace(report, diagnostics=list(report.diagnostics)), file))
+        passes_started = perf_counter()
+        pass_results = _run_passes(passes, specs, file, traced, report)
+        report.diagnostics.extend(compare_outputs(pass_results.outcomes))
+        report.timings_ms["passes"] = (perf_counter() - passes_started) * 1000
     report.timings_ms["total"] = (perf_counter() - started) * 1000
     return _finish(report, file)
 
 
-def _run_passes(passes: PassAnalysis, tree: ast.AST | None, file: _File,
+def _run_passes(passes: PassAnalysis, specs: list[PassSpec], file: _File,
                 traced: list[_Traced], report: FileReport) -> PassResults:
     """Run the file's passes on its root models (else the project's ``pass_models``, else
     the representative graphs)."""
-    specs = passes.find(tree, file.namespace)
-    if not specs:
-        return PassResults()
     roots = [t for t in traced if t.module_report.via is None
              and t.module_report.status is TraceStatus.TRACED and t.ctx.graph_module]
     # a class another root already contains (a block of the network) adds nothing

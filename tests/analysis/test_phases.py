@@ -95,3 +95,35 @@ def test_warm_up_stops_after_tracing_when_a_job_is_waiting(monkeypatch) -> None:
     job.warm_up()
     assert [m.name for m in traced[0].modules] == ["Block", "WarmUpNet", "Gate"]
     assert [d.code for d in traced[0].diagnostics] == ["FX001"]
+
+
+async def test_a_file_with_passes_sends_the_models_report_before_its_passes(
+        tmp_path: Path) -> None:
+    """Three stages: tracing's diagnostics, the models' complete report (shapes, FX014)
+    before the file's FX passes run, then the passes' own diagnostics."""
+    from tests.pass_samples import PASSES
+
+    path = tmp_path / "passes.py"
+    path.write_text(PASSES, encoding="utf-8")
+    request = AnalysisRequest(str(path), PASSES, Settings(root=str(tmp_path)))
+    early: list[dict[str, Any]] = []
+    client = WorkerClient(sys.executable, warm_imports=WARM_IMPORTS, warm_up=WARM_UP)
+    await client.start()
+    try:
+        result = await client.run(ANALYZE_TARGET, request.params(), timeout=60,
+                                  on_partial=early.append)
+    finally:
+        await client.close()
+    assert result.status == "ok", result
+    assert len(early) == 2
+    tracing, models = (FileReport.from_dict(value) for value in early)
+    final = FileReport.from_dict(result.value, models)
+    assert not tracing.modules[0].nodes
+    net = models.modules[0]
+    assert net.name == "Net" and net.nodes and all(n.shape for n in net.nodes if n.op != "output")
+    assert not models.passes and "FX005" not in [d.code for d in models.diagnostics]
+    assert "passes" not in models.timings_ms
+    assert [p.name for p in final.passes] == ["negate_after_relu", "relu_to_gelu"]
+    assert "FX005" in [d.code for d in final.diagnostics]
+    timings = result.value["timings_ms"]
+    assert timings["models"] <= timings["total"] and timings["passes"] > 0
