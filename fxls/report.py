@@ -136,6 +136,32 @@ class NodeInfo:
 
 
 @dataclass(slots=True)
+class CallInfo:
+    """A call in ``forward`` that made no node of its own (a submodule traced through, or a
+    helper function), for one instance: the nodes it produced, by name, and those that
+    crossed its boundary."""
+
+    span: Span
+    #: the submodule's qualified name (``layer1.0``); None for a helper function
+    path: str | None
+    module_type: str | None
+    nodes: list[str]
+    inputs: list[str]
+    outputs: list[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"span": self.span.to_dict(), "path": self.path,
+                "module_type": self.module_type, "nodes": list(self.nodes),
+                "inputs": list(self.inputs), "outputs": list(self.outputs)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CallInfo:
+        return cls(Span.from_dict(data["span"]), data.get("path"), data.get("module_type"),
+                   list(data["nodes"]), list(data.get("inputs", [])),
+                   list(data.get("outputs", [])))
+
+
+@dataclass(slots=True)
 class ModuleReport:
     name: str
     status: TraceStatus
@@ -152,6 +178,8 @@ class ModuleReport:
     entry: str | None = None
     #: why the class was not traced (status ``skipped``/``failed``), in a user's words
     reason: str | None = None
+    #: the calls of submodules and helpers in the graph's ``forward`` code, per instance
+    calls: list[CallInfo] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.status = TraceStatus(self.status)  # also from its plain string
@@ -163,6 +191,7 @@ class ModuleReport:
             "nodes": [n.to_dict() for n in self.nodes], "code": self.code,
             "output_signature": self.output_signature, "via": self.via,
             "entry": self.entry, "reason": self.reason,
+            **({"calls": [c.to_dict() for c in self.calls]} if self.calls else {}),
         }
 
     def verdict(self) -> str:
@@ -192,6 +221,7 @@ class ModuleReport:
             data.get("via"),
             data.get("entry"),
             data.get("reason"),
+            [CallInfo.from_dict(c) for c in data.get("calls", [])],
         )
 
 

@@ -36,6 +36,7 @@ from fxcore.recovering import (
 )
 from fxcore.source import SourceSpan
 from fxls.analysis import rewrites, rules
+from fxls.analysis.calls import submodule_calls
 from fxls.analysis.construction import Built, FileScope, NotBuilt, Outcome, build_all
 from fxls.analysis.context import ModuleContext, run_rule
 from fxls.analysis.inputs import eval_pragma_args, infer_inputs, spatial_size
@@ -67,6 +68,7 @@ from fxls.analysis.rules import diagnostic, to_span
 from fxls.analysis.user_rules import UserRule, find_user_rewrites, load_rule_files
 from fxls.codes import code_selected, parse_code_list
 from fxls.report import (
+    CallInfo,
     Diagnostic,
     FileReport,
     ModuleReport,
@@ -523,9 +525,22 @@ def _observe_class(
                 if ran and file.settings.check_eager:
                     found += run_rule(rules.eager_mismatch, ctx, traced.span, traced.span, eager,
                                       seen.output)
+    elif example_inputs is not None:
+        # a partial graph: shapes up to the first node that cannot run, while the user fixes
+        # what tracing reported (nothing else is learnt from a graph known to be wrong)
+        observe(gm, example_inputs, training=file.settings.trace_mode == "train",
+                record_backward=False)
     module_report.code = gm.code
     module_report.nodes = [_node_info(n, gm, backward) for n in gm.graph.nodes]
+    module_report.calls = _call_infos(gm)
     return found
+
+
+def _call_infos(gm: GraphModule) -> list[CallInfo]:
+    return [CallInfo(to_span(span), path, module_type, [n.name for n in nodes],
+                     [n.name for n in inputs], [n.name for n in outputs])
+            for span, path, module_type, nodes, inputs, outputs
+            in submodule_calls(gm.graph.nodes)]
 
 
 def _inputs_wanted(traced: _Traced, harvested: dict[int, _Traced]) -> list[_Traced]:

@@ -27,9 +27,16 @@ from fxls.server.analysis_service import AnalysisService, WorkerStartError
 from fxls.server.code_actions import FIX_ALL_KIND, FixCache, code_actions
 from fxls.server.config import ServerConfig
 from fxls.server.dependencies import depends_on, is_project_file
-from fxls.server.documents import DocumentState, module_at, nodes_at, pass_at, pass_nodes_at
+from fxls.server.documents import (
+    DocumentState,
+    innermost_at,
+    module_at,
+    pass_at,
+    pass_nodes_at,
+)
 from fxls.server.foreign import DiagnosticBoard
 from fxls.server.hover import (
+    calls_markdown,
     module_markdown,
     nodes_markdown,
     pass_markdown,
@@ -395,20 +402,23 @@ async def on_hover(ls: FxlsServer, params: types.HoverParams) -> types.Hover | N
         return None
     converter = ls.converter(state)
     line, col = converter.to_python(params.position)
-    text = _hover_text(state.report, state.path, line, col)
+    text = _hover_text(state.report, state.path, line, col, params.text_document.uri)
     if text is None:
         return None
     return types.Hover(types.MarkupContent(types.MarkupKind.Markdown, text))
 
 
-def _hover_text(report: FileReport, path: str, line: int, col: int) -> str | None:
-    """Markdown for (line, col): the nodes its expression made in the models' graphs and
-    the nodes a pass line made or changed in the graphs the pass ran on; else the module or
-    pass whose name is there."""
+def _hover_text(report: FileReport, path: str, line: int, col: int, uri: str) -> str | None:
+    """Markdown for (line, col): the nodes its expression made in the models' graphs (or,
+    for a call of a submodule traced through, what that call produced) and the nodes a pass
+    line made or changed in the graphs the pass ran on; else the module or pass whose name
+    is there."""
     blocks = []
-    hits = nodes_at(report, path, line, col)
+    hits, calls = innermost_at(report, path, line, col)
     if hits:
         blocks.append(nodes_markdown(hits))
+    if calls:
+        blocks.append(calls_markdown(calls, uri))
     pass_hits = pass_nodes_at(report, path, line, col)
     if pass_hits:
         blocks.append(pass_nodes_markdown(pass_hits))

@@ -10,7 +10,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fxls.report import FileReport, ModuleReport, NodeInfo, PassGraphRun, PassReport, Span
+from fxls.report import (
+    CallInfo,
+    FileReport,
+    ModuleReport,
+    NodeInfo,
+    PassGraphRun,
+    PassReport,
+    Span,
+)
 
 
 @dataclass(slots=True)
@@ -64,6 +72,44 @@ def nodes_at(
         return []
     smallest = min(extent for extent, _, _ in hits)
     return [(module, node) for extent, module, node in hits if extent == smallest]
+
+
+def calls_at(
+    report: FileReport, path: str, line: int, col: int
+) -> list[tuple[ModuleReport, CallInfo]]:
+    """The calls of the innermost call expression at (line, col) of ``path`` that made no
+    node of their own (a submodule traced through, a helper), one per instance that ran it.
+    """
+    target = str(Path(path).resolve())
+    hits: list[tuple[tuple[int, int], ModuleReport, CallInfo]] = []
+    for module in report.modules:
+        for call in module.calls:
+            if not _contains(call.span, line, col):
+                continue
+            if str(Path(call.span.file).resolve()) != target:
+                continue
+            hits.append((_extent(call.span), module, call))
+    if not hits:
+        return []
+    smallest = min(extent for extent, _, _ in hits)
+    return [(module, call) for extent, module, call in hits if extent == smallest]
+
+
+def innermost_at(
+    report: FileReport, path: str, line: int, col: int
+) -> tuple[list[tuple[ModuleReport, NodeInfo]], list[tuple[ModuleReport, CallInfo]]]:
+    """The nodes or the calls of the innermost expression at (line, col): a call that made
+    no node of its own (``self.norm1(x)`` inside ``self.ls1(...)``) is more inner than the
+    node of the call around it, which is not what the cursor is on."""
+    nodes = nodes_at(report, path, line, col)
+    calls = calls_at(report, path, line, col)
+    if not nodes or not calls:
+        return nodes, calls
+    node_span, call_span = nodes[0][1].span, calls[0][1].span
+    assert node_span is not None
+    if _extent(call_span) < _extent(node_span):
+        return [], calls
+    return nodes, []
 
 
 def module_at(report: FileReport, line: int, col: int) -> ModuleReport | None:

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import json
+from collections import Counter
+from collections.abc import Iterable
+from urllib.parse import quote
+
 from fxls.pass_view import graph_label
-from fxls.report import ModuleReport, NodeInfo, PassGraphRun, PassReport, TraceStatus
+from fxls.report import CallInfo, ModuleReport, NodeInfo, PassGraphRun, PassReport, TraceStatus
 
 _OP_LABEL = {
     "placeholder": "placeholder (a forward input)",
@@ -52,8 +57,112 @@ def _node_markdown(node: NodeInfo, where: str) -> str:
     return "\n".join(lines)
 
 
+#: more hits than this on one expression (a block's line run by many instances) are
+#: summarised instead of shown one section each
+_SECTIONS_SHOWN = 3
+
+
 def nodes_markdown(hits: list[tuple[ModuleReport, NodeInfo]]) -> str:
-    return "\n\n---\n\n".join(node_markdown(module, node) for module, node in hits)
+    """A section per node; a module whose graph has many nodes from this expression (a
+    block's line run by every instance) gets one summary instead."""
+    by_module: dict[str, list[tuple[ModuleReport, NodeInfo]]] = {}
+    for module, node in hits:
+        by_module.setdefault(module.name, []).append((module, node))
+    sections = []
+    for group in by_module.values():
+        if len(group) <= _SECTIONS_SHOWN:
+            sections.extend(node_markdown(module, node) for module, node in group)
+            continue
+        module, first = group[0]
+        lines = [node_markdown(module, first), "",
+                 f"This expression ran {len(group)} times in `{module.name}` (one node per "
+                 "instance):",
+                 f"- instances: {_instances([n.module_path or n.name for _, n in group])}"]
+        shapes = _shape_counts(node for _, node in group)
+        if shapes:
+            lines.append(f"- shapes: {shapes}")
+        sections.append("\n".join(lines))
+    return "\n\n---\n\n".join(sections)
+
+
+def calls_markdown(hits: list[tuple[ModuleReport, CallInfo]], uri: str) -> str:
+    """A call that made no node of its own: the submodule (or helper) it ran, the nodes it
+    produced, what went in and came out; one summary for a line run by many instances."""
+    blocks = []
+    by_module: dict[str, list[tuple[ModuleReport, CallInfo]]] = {}
+    for module, call in hits:
+        by_module.setdefault(module.name, []).append((module, call))
+    for group in by_module.values():
+        module = group[0][0]
+        nodes = {n.name: n for n in module.nodes}
+        calls = [call for _, call in group]
+        first = calls[0]
+        kind = (f"submodule `{first.path.rsplit('.', 1)[-1]}`" if first.path
+                else "a function call")
+        heading = f"**{kind}**"
+        if first.module_type:
+            heading += f" · `{first.module_type}`"
+        heading += f" · in `{module.name}`"
+        lines = [heading, ""]
+        if len(calls) == 1:
+            if first.path:
+                lines.append(f"- module: `{first.path}`")
+            lines.append(f"- nodes: {_op_counts(first.nodes, nodes)}")
+            lines.append(f"- inputs: {_endpoints(first.inputs, nodes)}")
+            lines.append(f"- outputs: {_endpoints(first.outputs, nodes)}")
+        else:
+            lines.append(f"- instances: {len(calls)} "
+                         f"({_instances([c.path or '' for c in calls if c.path])})")
+            sizes = Counter(len(c.nodes) for c in calls)
+            lines.append("- nodes: " + (", ".join(
+                f"{size} x{count}" for size, count in sizes.most_common())
+                if len(sizes) > 1 else str(len(first.nodes))) + " per instance")
+            lines.append(f"- shapes: {_flow_counts(calls, nodes)}")
+        args = quote(json.dumps([uri, module.name]))
+        lines.append(f"\n[Show the graph of `{module.name}`](command:fxls.showGraph?{args})")
+        blocks.append("\n".join(lines))
+    return "\n\n---\n\n".join(blocks)
+
+
+def _op_counts(names: list[str], nodes: dict[str, NodeInfo]) -> str:
+    ops = Counter(nodes[n].op for n in names if n in nodes)
+    detail = ", ".join(f"{op} {count}" for op, count in ops.most_common())
+    return f"{len(names)} ({detail})" if detail else str(len(names))
+
+
+def _endpoints(names: list[str], nodes: dict[str, NodeInfo], limit: int = 4) -> str:
+    if not names:
+        return "none"
+    shown = []
+    for name in names[:limit]:
+        node = nodes.get(name)
+        shape = _shape(node) if node is not None else None
+        shown.append(f"`{name}` {shape}" if shape else f"`{name}`")
+    more = f", and {len(names) - limit} more" if len(names) > limit else ""
+    return ", ".join(shown) + more
+
+
+def _instances(paths: list[str], limit: int = 3) -> str:
+    if not paths:
+        return "none named"
+    if len(paths) <= limit:
+        return ", ".join(f"`{p}`" for p in paths)
+    return f"`{paths[0]}`, `{paths[1]}`, … `{paths[-1]}`"
+
+
+def _shape_counts(nodes: Iterable[NodeInfo]) -> str:
+    counts = Counter(s for s in (_shape(n) for n in nodes) if s)
+    return ", ".join(f"{shape} x{count}" for shape, count in counts.most_common(4))
+
+
+def _flow_counts(calls: list[CallInfo], nodes: dict[str, NodeInfo]) -> str:
+    """``float32[1, 197, 384] → float32[1, 197, 384] x12``: each distinct in -> out."""
+    def shapes(names: list[str]) -> str:
+        found = [_shape(nodes[n]) for n in names if n in nodes]
+        return ", ".join(s for s in found if s) or "?"
+
+    counts = Counter(f"{shapes(c.inputs)} → {shapes(c.outputs)}" for c in calls)
+    return "; ".join(f"{flow} x{count}" for flow, count in counts.most_common(4))
 
 
 #: what a status means, where the verdict alone does not say it

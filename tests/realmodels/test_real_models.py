@@ -79,3 +79,47 @@ def test_timm_notrace_registrations_are_honoured() -> None:
     for module in file_report["modules"]:
         if module["status"] == "skipped":
             assert module["reason"] == "a leaf module by timm's register_notrace_module"
+
+
+VIT = SITE / "timm" / "models" / "vision_transformer.py"
+_VIT_HOVER = r'''
+import json, sys
+from pathlib import Path
+from fxls.analysis.pipeline import analyze_source
+from fxls.server.app import _hover_text
+from fxls.server.inlay import shape_hints
+from fxls.settings import Settings
+path = Path(sys.argv[1])
+source = path.read_text()
+report = analyze_source(str(path), source, Settings(root=str(path.parents[1])))
+lines = source.splitlines()
+line = next(i for i, text in enumerate(lines) if "self.ls1(self.attn(self.norm1(x)" in text)
+out = {}
+for needle in ("self.norm1", "self.attn", "self.ls1"):
+    col = len(lines[line][:lines[line].index(needle) + 6].encode())
+    out[needle] = _hover_text(report, str(path), line + 1, col, path.as_uri())
+out["hints"] = [h for h in shape_hints(report, str(path), source) if h[0] == line + 1]
+print(json.dumps(out))
+'''
+
+
+@pytest.mark.skipif(not VIT.is_file(), reason="timm not in the model zoo")
+def test_vit_block_hover_names_the_submodule_under_the_cursor() -> None:
+    """timm's Block: `self.norm1` and `self.attn` are traced through and `ls1` is an
+    nn.Identity; the hover on each is that call (it used to be the `ls1` node for all three),
+    and a line run by the 12 blocks is one summary, not 12 sections."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(SITE), env.get("PYTHONPATH")) if p)
+    result = subprocess.run([sys.executable, "-W", "ignore", "-c", _VIT_HOVER, str(VIT)],
+                            env=env, capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = json.loads(result.stdout.splitlines()[-1])
+    norm1, attn, ls1 = out["self.norm1"], out["self.attn"], out["self.ls1"]
+    assert "**submodule `norm1`** · `timm.layers.norm.LayerNorm` · in `Block`" in norm1
+    assert "ls1" not in norm1 and "ls1" not in attn
+    assert "**submodule `attn`** · `timm.layers.attention.Attention`" in attn
+    assert "- instances: 12 (`blocks.0.norm1`, `blocks.1.norm1`, … `blocks.11.norm1`)" in norm1
+    assert "This expression ran 12 times in `VisionTransformer`" in ls1
+    for text in (norm1, attn, ls1):
+        assert len(text.splitlines()) < 30, text
+    assert out["hints"] and all("197" in label for _, _, label in out["hints"])
