@@ -318,3 +318,14 @@ def test_the_worker_starts_over_without_the_callers_variables(tmp_path: Path) ->
     assert done.returncode == 0, done.stderr[-3000:]
     environ = bytes.fromhex(done.stdout.split()[-1])
     assert b"leaked-token" not in environ and b"PATH=" in environ
+
+
+def test_env_setting_reaches_the_job_policy() -> None:
+    from fxls.settings import Settings
+    from fxls.worker.sandbox import Policy
+
+    good = Settings.from_dict({"env": {"TORCH_HOME": "/models"}})
+    assert good.problems == []
+    assert Policy.from_dict(good.job_policy()).env == (("TORCH_HOME", "/models"),)
+    bad = Settings.from_dict({"env": {"TORCH_HOME": 1}})
+    assert bad.env == {} and bad.problems == ["`env` must be a table of strings; using {}"]
