@@ -43,6 +43,11 @@ def _check_setting(name: str, value: Any) -> str | None:
             return f"`trace_mode` must be one of {', '.join(TRACE_MODES)}, not {value!r}"
         return None
     default = getattr(Settings(), name)
+    if isinstance(default, dict):
+        if isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, str)
+                                           for k, v in value.items()):
+            return None
+        return f"`{name}` must be a table of strings"
     if isinstance(default, bool):
         return None if isinstance(value, bool) else f"`{name}` must be true or false"
     if isinstance(default, list):
@@ -84,6 +89,9 @@ class Settings:
     #: folders (relative to the project root) analysed code may write to; by default it
     #: writes only to a temporary folder of its own
     allow_write: list[str] = field(default_factory=list)
+    #: environment variables analysed code gets besides PATH, the locale, PYTHONPATH and its
+    #: own HOME and TMPDIR (the caller's own variables never reach it)
+    env: dict[str, str] = field(default_factory=dict)
     #: the mode modules are traced and run in: ``eval`` (as quantization and deployment
     #: trace) or ``train``
     trace_mode: str = "eval"
@@ -132,7 +140,7 @@ class Settings:
         folders are relative to the project root."""
         root = Path(self.root or ".")
         write = [str((root / folder).resolve()) for folder in self.allow_write]
-        return {"network": self.allow_network, "write": write}
+        return {"network": self.allow_network, "write": write, "env": dict(self.env)}
 
     def merged(self, overrides: dict[str, Any]) -> Settings:
         data = self.to_dict()

@@ -29,24 +29,31 @@ def refuse_network() -> None:
 
 
 def refusal_diagnostics(path: str, root: str) -> list[Diagnostic]:
-    """FX103 for each refused write or connection, at the innermost line of the user's code
-    that tried (the analysed file first, else another file of the project)."""
+    """FX103 for each refused write, metadata change or connection, at the innermost line of
+    the user's code that tried (the analysed file first, else another file of the project)."""
     analysed = str(Path(path).resolve())
     found: dict[tuple[object, ...], Diagnostic] = {}
     for refusal in guard.refusals:
         span = _user_span(refusal.frames, analysed, root)
         if span is None:
             continue
-        message = _message(refusal.kind, refusal.target)
+        message = _message(refusal.kind, refusal.target, refusal.detail)
         found.setdefault((span.key(), message),
                          Diagnostic("FX103", CODES["FX103"].severity, message, span, ""))
     return list(found.values())
 
 
-def _message(kind: str, target: str) -> str:
+def _message(kind: str, target: str, detail: str = "") -> str:
     if kind == "network":
         return (f"network access ({target}) was refused: analysed code has no network "
                 "(set `allow_network = true` in [tool.fxls] to allow it)")
+    if kind == "metadata":
+        return (f"changing the {detail} of {target!r} was refused: analysed code changes files "
+                "only in a temporary folder (add the folder to `allow_write` in [tool.fxls] to "
+                "allow it)")
+    if kind == "socket":
+        return (f"connecting to the Unix socket {target!r} was refused: analysed code cannot "
+                "ask services outside its sandbox to act for it")
     return (f"writing {target!r} was refused: analysed code writes only to a temporary folder "
             "(add the folder to `allow_write` in [tool.fxls] to allow it)")
 

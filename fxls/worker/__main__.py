@@ -16,6 +16,18 @@ import traceback
 from typing import Any
 
 
+def own_variables_only() -> None:
+    """Start over without the caller's own environment variables (tokens...): the worker
+    keeps an allow-list (``jobenv``), and its job processes, forked from it, carry its memory.
+    The interpreter is started again (``exec``, same pid and standard streams) before
+    anything else is imported."""
+    from fxls.worker.jobenv import worker_environment
+
+    env = worker_environment()
+    if env != dict(os.environ):
+        os.execve(sys.executable, sys.orig_argv, env)
+
+
 def _take_channel() -> tuple[int, int]:
     channel_in, channel_out = os.dup(0), os.dup(1)
     devnull = os.open(os.devnull, os.O_RDONLY)
@@ -78,6 +90,7 @@ def _start_sandbox(config: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def main() -> None:
+    own_variables_only()
     channel_in, channel_out = _take_channel()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the caller decides when the worker ends
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))

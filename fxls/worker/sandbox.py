@@ -10,10 +10,15 @@ With the sandbox on (``configure``, in the warm worker before it forks):
   outside, so it can signal neither the worker nor the server. Without unprivileged user
   namespaces the job has its own process group and the worker, a child subreaper, kills
   what the job left behind (``end_adopted``).
-- when the job arrives (``confine``, irreversible, before any user code): a network namespace
-  of its own unless the job allows network; Landlock lets it write only to its private folder
-  (and the folders the job allows), refuses TCP and signals to the outside; a Python-level
-  guard (``fxls.worker.guard``) refuses the same writes and connections with a message and
+- when the job arrives (``confine``, irreversible, before any user code): an environment of
+  its own (``jobenv``: an allow-list, ``HOME`` and ``TMPDIR`` its private folder); a network
+  namespace of its own unless the job allows network; in its mount namespace the listening
+  Unix sockets hidden and every mount read-only but its private folder and the folders the job
+  allows (``mounts``: no change of any kind, metadata included), locked in a nested user
+  namespace; without namespaces a seccomp filter refuses metadata changes instead
+  (``metadata_filter``); Landlock lets it write only to its private folder (and the folders
+  the job allows), refuses TCP and signals to the outside; a Python-level guard
+  (``fxls.worker.guard``) refuses the same writes, changes and connections with a message and
   records them for diagnostics.
 
 ``support()`` says what this kernel allows; ``describe`` puts it in words.
@@ -34,7 +39,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any, NoReturn
 
-from fxls.worker import guard, landlock
+from fxls.worker import guard, jobenv, landlock, metadata_filter, mounts
 from fxls.worker.procfs import child_pids
 
 _CLONE_NEWUSER = 0x10000000
@@ -63,27 +68,38 @@ class Support:
     namespaces: bool  # unprivileged user + PID + network namespaces
     landlock_abi: int  # 0: no Landlock
     subreaper: bool
+    seccomp: bool = False  # a libseccomp binding loads (used where namespaces are not)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     @property
     def writes_enforced(self) -> bool:
-        return self.landlock_abi >= 1
+        """Landlock, or the read-only mounts of the job's mount namespace."""
+        return self.landlock_abi >= 1 or self.namespaces
 
     @property
     def network_enforced(self) -> bool:
         return self.namespaces or self.landlock_abi >= 4
+
+    @property
+    def metadata_enforced(self) -> bool:
+        """Changes of mode, owner, times, extended attributes: a read-only mount namespace,
+        else a seccomp filter."""
+        return self.namespaces or self.seccomp
 
     def describe(self) -> str:
         """One line for logs and ``fxls --version``."""
         parts = [f"Linux {self.kernel}" if self.kernel else platform.system()]
         parts.append("user+PID+network namespaces" if self.namespaces else "no user namespaces")
         parts.append(f"Landlock ABI {self.landlock_abi}" if self.landlock_abi else "no Landlock")
-        enforced = [name for name, on in (("writes", self.writes_enforced),
-                                          ("network", self.network_enforced),
-                                          ("processes", self.namespaces)) if on]
-        missing = [name for name in ("writes", "network", "processes") if name not in enforced]
+        if not self.namespaces:
+            parts.append("seccomp" if self.seccomp else "no seccomp")
+        kinds = ("writes", "metadata", "network", "processes")
+        enforced = [name for name, on in zip(kinds, (self.writes_enforced, self.metadata_enforced,
+                                                     self.network_enforced, self.namespaces),
+                                             strict=True) if on]
+        missing = [name for name in kinds if name not in enforced]
         line = f"sandbox: {', '.join(parts)}"
         if missing:
             line += f"; NOT enforced by the kernel: {', '.join(missing)} (Python-level guard only)"
@@ -96,14 +112,19 @@ class Policy:
 
     network: bool = False
     write: tuple[str, ...] = ()
+    #: environment variables the job gets besides the allow-list (``[tool.fxls] env``)
+    env: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None) -> Policy:
         data = data or {}
-        return cls(bool(data.get("network")), tuple(str(p) for p in data.get("write") or ()))
+        env = data.get("env") or {}
+        return cls(bool(data.get("network")), tuple(str(p) for p in data.get("write") or ()),
+                   tuple((str(k), str(v)) for k, v in (env.items() if isinstance(env, dict)
+                                                       else ())))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"network": self.network, "write": list(self.write)}
+        return {"network": self.network, "write": list(self.write), "env": dict(self.env)}
 
 
 @dataclass(slots=True)
@@ -124,6 +145,10 @@ _network_isolated = False
 #: this process (the zygote) is in an empty network namespace that its job processes share
 _siblings_share_isolation = False
 _support: Support | None = None
+#: the worker's pid (its network namespace's Unix sockets are hidden from jobs)
+_worker_pid = 0
+#: in a job process: the worker's network namespace's table of Unix sockets (``enter``)
+_socket_table: int | None = None
 
 
 def _libc() -> ctypes.CDLL:
@@ -141,6 +166,7 @@ def support() -> Support:
             namespaces=linux and _wanted("NAMESPACES") and _namespaces_work(),
             landlock_abi=landlock.abi_version() if linux and _wanted("LANDLOCK") else 0,
             subreaper=linux,
+            seccomp=linux and _wanted("SECCOMP") and metadata_filter.available(),
         )
     return _support
 
@@ -206,8 +232,9 @@ def configure(jobs_dir: str | None) -> Support:
     ``jobs_dir``: an existing folder for the jobs' private folders (None: a new one in the
     system's temporary folder). The worker becomes a child subreaper: what a job leaves
     behind is re-parented to it, and ``end_adopted`` kills it."""
-    global _config
+    global _config, _worker_pid
     facts = support()
+    _worker_pid = os.getpid()
     if jobs_dir is None:
         jobs_dir = tempfile.mkdtemp(prefix="fxls-jobs-")
     _config = _Config(facts, jobs_dir)
@@ -416,11 +443,12 @@ def enter(name: str) -> None:
     """In the freshly forked idle child: make the job's private folder ``name`` (in the
     worker's jobs folder; the worker removes it when the job ends) and, in namespaces, keep
     the user's ids and mount a /proc of its own."""
-    global _job_dir
+    global _job_dir, _socket_table
     if _config is None:
         return
     if _in_namespaces:
         _map_ids(*_outer_ids)  # first: an unmapped user can create no file
+        _socket_table = mounts.open_socket_table(_worker_pid)  # before /proc is the job's
         _private_mounts(_outer_ids[0])
     _job_dir = os.path.join(_config.jobs_dir, name)
     os.mkdir(_job_dir, 0o700)
@@ -479,20 +507,42 @@ def confine(policy_data: dict[str, Any] | None) -> None:
     if _config is None or _job_dir is None:
         return
     policy = Policy.from_dict(policy_data)
-    os.environ["TMPDIR"] = _job_dir
+    jobenv.replace_environment(_job_dir, policy.env)
     tempfile.tempdir = _job_dir
     facts = _config.support
+    writable = (_job_dir, *policy.write)
     if _in_namespaces:
         if not policy.network and not _network_isolated:
             _unshare(_CLONE_NEWNET)
         if policy.network and _network_isolated:
             raise RuntimeError("a job allowed the network reached a process without it")
         _enforce_cpu_limit()
-    writable = (_job_dir, *policy.write)
+        _read_only_file_system(writable)
+    elif facts.seccomp:
+        metadata_filter.refuse_metadata_changes()
     if facts.landlock_abi:
         landlock.restrict((*writable, *guard.ALWAYS_WRITABLE), network=policy.network,
                           abi=facts.landlock_abi)
-    guard.install(writable=writable, network=policy.network)
+    # abstract Unix sockets are the network namespace's: the job's own, or Landlock-scoped
+    isolated = _in_namespaces and (not policy.network or facts.landlock_abi >= 6)
+    guard.install(writable=writable, network=policy.network, abstract_unix=isolated)
+
+
+def _read_only_file_system(writable: tuple[str, ...]) -> None:
+    """In the job's mount namespace: the Unix sockets services listen on hidden, every mount
+    read-only but ``writable``, and the mounts locked (``fxls.worker.mounts``)."""
+    global _socket_table
+    mounts.hide_listening_sockets(_socket_table, keep=writable)
+    if _socket_table is not None:
+        os.close(_socket_table)
+        _socket_table = None
+    mounts.read_only_except(writable)
+    if not mounts.lock(*_outer_ids) and not _config_landlock():
+        raise RuntimeError("the job's read-only mounts could not be locked")
+
+
+def _config_landlock() -> bool:
+    return _config is not None and _config.support.landlock_abi > 0
 
 
 def _enforce_cpu_limit() -> None:

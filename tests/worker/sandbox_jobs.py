@@ -114,8 +114,20 @@ def make_dirs(params: dict[str, Any]) -> dict[str, str]:
     return outcome
 
 
+_UNIX_CONNECT = """
+import socket, sys
+try:
+    with socket.socket(socket.AF_UNIX) as client:
+        client.connect(sys.argv[1])
+    print("connected")
+except OSError as exc:
+    print(type(exc).__name__)
+"""
+
+
 def unix_connect(params: dict[str, Any]) -> dict[str, Any]:
-    """Connect to the Unix socket ``params["path"]``; list its folder."""
+    """Connect to the Unix socket ``params["path"]`` from Python (``connect``) and from a
+    subprocess (``subprocess``: no Python-level guard there); list its folder."""
     outcome: dict[str, Any] = {"listing": sorted(os.listdir(os.path.dirname(params["path"])))}
     try:
         with socket.socket(socket.AF_UNIX) as client:
@@ -123,6 +135,105 @@ def unix_connect(params: dict[str, Any]) -> dict[str, Any]:
         outcome["connect"] = "connected"
     except OSError as exc:
         outcome["connect"] = type(exc).__name__
+    done = subprocess.run([sys.executable, "-c", _UNIX_CONNECT, params["path"]],
+                          capture_output=True, text=True, timeout=10)
+    outcome["subprocess"] = done.stdout.strip() or done.stderr.strip()
+    return outcome
+
+
+#: changes of a file that exists outside the private folder, each by Python code in the job
+#: (``python``: the guard sees it) and by a subprocess (``subprocess``: only the kernel
+#: stands in the way); ``{path}`` is the file, ``{new}`` a path next to it that does not exist
+CHANGES = {
+    "chmod": "os.chmod({path!r}, 0o4755)",
+    "utime": "os.utime({path!r}, (0, 0))",
+    "setxattr": "os.setxattr({path!r}, 'user.fxls', b'1')",
+    "chown": "os.chown({path!r}, os.getuid(), os.getgid())",
+    "link": "os.link({path!r}, {new!r})",
+    "symlink": "os.symlink({path!r}, {new!r})",
+    "fchmod": "os.fchmod(os.open({path!r}, os.O_RDONLY), 0o4755)",
+    "truncate": "os.truncate({path!r}, 0)",
+    "delete": "os.remove({path!r})",
+    "rename": "os.rename({path!r}, {new!r})",
+}
+
+
+def change_outside(params: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """Try each change named in ``params["changes"]`` on its own file ``params["files"][name]``
+    from Python, then from a subprocess; the outcome is "changed" or the error's name and
+    errno name."""
+    outcome: dict[str, dict[str, str]] = {}
+    for name in params["changes"]:
+        path = params["files"][name]
+        code = CHANGES[name].format(path=path, new=path + ".new")
+        result = {}
+        try:
+            exec(code, {"os": os})
+            result["python"] = "changed"
+        except OSError as exc:
+            result["python"] = f"{type(exc).__name__} {errno_name(exc.errno)}"
+        script = (f"import errno, os\ntry:\n    {code}\n    print('changed')\n"
+                  "except OSError as exc:\n"
+                  "    print(type(exc).__name__, errno.errorcode.get(exc.errno))")
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                              timeout=10)
+        result["subprocess"] = done.stdout.strip() or done.stderr.strip()
+        outcome[name] = result
+    return outcome
+
+
+def errno_name(number: int | None) -> str:
+    import errno
+
+    return errno.errorcode.get(number or 0, str(number))
+
+
+def environment(params: dict[str, Any]) -> dict[str, Any]:
+    """The job's environment, as Python, a subprocess and /proc/self/environ see it."""
+    done = subprocess.run(["env", "-0"], capture_output=True, timeout=10)
+    with open("/proc/self/environ", "rb") as handle:
+        initial = handle.read()
+    return {"python": dict(os.environ),
+            "subprocess": sorted(item.partition(b"=")[0].decode()
+                                 for item in done.stdout.split(b"\0") if item),
+            "initial": initial.decode(errors="replace")}
+
+
+_UDP = """
+import socket, sys
+sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+try:
+    sock.sendto(b"fxls", ("127.0.0.1", int(sys.argv[1])))
+    print("sent")
+except OSError as exc:
+    print(type(exc).__name__)
+try:
+    socket.getaddrinfo(sys.argv[2], 80)
+    print("resolved")
+except OSError as exc:
+    print(type(exc).__name__)
+"""
+
+
+def udp_and_names(params: dict[str, Any]) -> dict[str, str]:
+    """Send a UDP datagram to ``params["port"]`` on the loopback and resolve
+    ``params["name"]``, from Python and from a subprocess."""
+    outcome = {}
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        sock.sendto(b"fxls", ("127.0.0.1", params["port"]))
+        outcome["python udp"] = "sent"
+    except OSError as exc:
+        outcome["python udp"] = type(exc).__name__
+    try:
+        socket.getaddrinfo(params["name"], 80)
+        outcome["python name"] = "resolved"
+    except OSError as exc:
+        outcome["python name"] = type(exc).__name__
+    done = subprocess.run([sys.executable, "-c", _UDP, str(params["port"]), params["name"]],
+                          capture_output=True, text=True, timeout=30)
+    lines = [*done.stdout.split(), "?", "?"][:2]
+    outcome["subprocess udp"], outcome["subprocess name"] = lines
     return outcome
 
 
@@ -163,6 +274,7 @@ try:
     if sys.argv[1] == "listen":
         sock.bind(name)
         sock.listen(1)
+        print("listening", flush=True)
         sock.settimeout(float(sys.argv[3]))
         sock.accept()
         print("accepted")
@@ -175,9 +287,67 @@ except OSError as exc:
 
 
 def abstract_socket(params: dict[str, Any]) -> str:
-    """Listen on (``listen``: and wait ``seconds`` for a caller) or connect to the abstract
-    Unix socket ``name``, from a subprocess."""
-    done = subprocess.run(
+    """Listen on (``listen``: and wait ``seconds`` for a caller, sending the partial result
+    "listening" once it does) or connect to the abstract Unix socket ``name``, from a
+    subprocess."""
+    from fxls.worker import api
+
+    process = subprocess.Popen(
         [sys.executable, "-c", _ABSTRACT, params["role"], params["name"],
-         str(params.get("seconds", 1))], capture_output=True, text=True, timeout=30)
-    return done.stdout.strip() or done.stderr.strip()
+         str(params.get("seconds", 1))], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        text=True)
+    assert process.stdout is not None
+    first = process.stdout.readline().strip()
+    if first == "listening":
+        api.send_partial("listening")
+        first = process.stdout.readline().strip()
+    process.wait(timeout=30)
+    return first
+
+
+def change_inside(params: dict[str, Any]) -> dict[str, str]:
+    """Write, link, symlink, rename, delete and chmod files in the job's private folder."""
+    folder = Path(tempfile.gettempdir())
+    steps = {
+        "write": lambda: (folder / "a").write_text("mine"),
+        "link": lambda: os.link(folder / "a", folder / "b"),
+        "symlink": lambda: os.symlink(folder / "a", folder / "c"),
+        "rename": lambda: os.rename(folder / "b", folder / "d"),
+        "delete": lambda: os.remove(folder / "d"),
+        "chmod": lambda: os.chmod(folder / "a", 0o600),
+    }
+    outcome = {}
+    for name, step in steps.items():
+        try:
+            step()
+            outcome[name] = "changed"
+        except OSError as exc:
+            outcome[name] = type(exc).__name__
+    return outcome
+
+
+def remount_and_change(params: dict[str, Any]) -> dict[str, str]:
+    """Try to make the mounts writable again (``mount_setattr``, a remount, unmounting
+    /proc), then chmod ``params["path"]`` from a subprocess."""
+    import ctypes
+
+    class Attr(ctypes.Structure):
+        _fields_ = [("set", ctypes.c_uint64), ("clr", ctypes.c_uint64),
+                    ("propagation", ctypes.c_uint64), ("userns_fd", ctypes.c_uint64)]
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    attr = Attr(0, 1, 0, 0)  # clear MOUNT_ATTR_RDONLY
+    tries = [
+        libc.syscall(442, ctypes.c_int(-100), b"/", ctypes.c_uint(0x8000), ctypes.byref(attr),
+                     ctypes.c_size_t(ctypes.sizeof(attr))),
+        libc.mount(None, b"/", None, 32 | 4096, None),  # MS_REMOUNT | MS_BIND
+        libc.mount(None, os.path.dirname(params["path"]).encode(), None, 32 | 4096, None),
+        libc.umount2(b"/proc", 2),
+    ]
+    done = subprocess.run(
+        [sys.executable, "-c", "import errno, os, sys\ntry:\n    os.chmod(sys.argv[1], 0o4755)\n"
+         "    print('changed')\nexcept OSError as exc:\n"
+         "    print(type(exc).__name__, errno.errorcode.get(exc.errno))", params["path"]],
+        capture_output=True, text=True, timeout=10)
+    return {"remount": "refused" if all(t != 0 for t in tries) else f"done {tries}",
+            "chmod": done.stdout.strip() or done.stderr.strip()}

@@ -29,13 +29,15 @@ import pytest
 
 from fxls.worker import sandbox
 from fxls.worker.client import WorkerClient
+from tests.worker import probes
 
 REPO = Path(__file__).resolve().parents[2]
 JOBS = "tests.worker.sandbox_jobs"
-SUPPORT = sandbox.support()
+SUPPORT = sandbox.support()  # the code under test: compared with the probes, never trusted
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux sandbox")
-needs_namespaces = pytest.mark.skipif(not SUPPORT.namespaces, reason="no user namespaces")
-needs_landlock = pytest.mark.skipif(not SUPPORT.landlock_abi, reason="no Landlock")
+needs_namespaces = pytest.mark.skipif(not probes.NAMESPACES,
+                                      reason="`unshare -Urpn true` fails: no user namespaces")
+needs_landlock = pytest.mark.skipif(not probes.LANDLOCK_ABI, reason="no Landlock")
 MODES = [pytest.param("namespaces", marks=needs_namespaces),
          pytest.param("relay", marks=needs_namespaces), "fallback"]
 
@@ -53,6 +55,9 @@ def mode_env(mode: str) -> dict[str, str]:
 async def client(request: pytest.FixtureRequest) -> AsyncIterator[WorkerClient]:
     worker = WorkerClient(sys.executable, sandbox=True, env=mode_env(request.param))
     await worker.start()
+    facts = worker.sandbox_support or {}
+    assert facts.get("namespaces") == (request.param != "fallback"), facts
+    assert facts.get("landlock_abi") == probes.LANDLOCK_ABI, facts
     try:
         yield worker
     finally:
@@ -88,9 +93,11 @@ def wait_until_gone(tag: str, seconds: float = 5.0) -> list[int]:
 
 
 def test_the_kernel_facts_are_reported() -> None:
+    assert (SUPPORT.namespaces, SUPPORT.landlock_abi) == (probes.NAMESPACES,
+                                                         probes.LANDLOCK_ABI)
     line = SUPPORT.describe()
     assert line.startswith("sandbox: Linux ")
-    assert ("NOT enforced" in line) == (not SUPPORT.namespaces or not SUPPORT.landlock_abi)
+    assert ("NOT enforced" in line) == (not probes.NAMESPACES)
 
 
 async def test_a_job_runs_alone_with_a_private_folder(client: WorkerClient) -> None:
@@ -99,8 +106,7 @@ async def test_a_job_runs_alone_with_a_private_folder(client: WorkerClient) -> N
     private = Path(result.value["tmp"]).parent
     assert result.value["tmp_written"] == "private"
     assert private.parent.name.startswith("fxls-jobs-")
-    namespaces = client.sandbox_support and client.sandbox_support["namespaces"]
-    if namespaces:
+    if client.sandbox_support and client.sandbox_support["namespaces"]:
         assert (result.value["pid"], result.value["ppid"]) == (1, 0)
         assert result.value["processes"] == [1]  # /proc lists nothing outside the job
     assert result.value["uid"] == os.getuid()
@@ -227,7 +233,7 @@ def run_server(env: dict[str, str], **params: object) -> subprocess.CompletedPro
 
 @pytest.mark.parametrize("mode", MODES)
 def test_a_job_cannot_kill_its_callers(mode: str) -> None:
-    if mode == "fallback" and SUPPORT.landlock_abi < 6:
+    if mode == "fallback" and probes.LANDLOCK_ABI < 6:
         pytest.skip("without namespaces, only Landlock's signal scope protects the server")
     done = run_server(mode_env(mode))
     assert done.returncode == 0, done.stderr[-3000:]
@@ -308,7 +314,7 @@ async def test_no_network_unless_allowed(client: WorkerClient) -> None:
         result = await client.run(f"{JOBS}:connect", {"port": port}, timeout=20)
         assert result.status == "ok", result
         assert result.value["python"] == "NetworkRefused"
-        if SUPPORT.namespaces or SUPPORT.landlock_abi >= 4:
+        if probes.NAMESPACES or probes.LANDLOCK_ABI >= 4:
             assert result.value["subprocess"] == "refused"
             assert accepted(server) == 0
         allowed = await client.run(f"{JOBS}:connect", {"port": port}, timeout=20,
@@ -318,7 +324,7 @@ async def test_no_network_unless_allowed(client: WorkerClient) -> None:
         # idle processes are made for the policy of the last job: back to none, refused again
         again = await client.run(f"{JOBS}:connect", {"port": port}, timeout=20)
         assert again.value["python"] == "NetworkRefused", again
-        if SUPPORT.namespaces or SUPPORT.landlock_abi >= 4:
+        if probes.NAMESPACES or probes.LANDLOCK_ABI >= 4:
             assert again.value["subprocess"] == "refused"
             assert accepted(server) == 0
 
@@ -340,7 +346,8 @@ async def test_session_services_are_out_of_reach(tmp_path: Path) -> None:
             result = await worker.run(f"{JOBS}:unix_connect", {"path": str(bus)}, timeout=20)
         finally:
             await worker.close()
-    assert result.value == {"listing": [], "connect": "FileNotFoundError"}, result
+    assert result.value == {"listing": [], "connect": "PermissionError",
+                            "subprocess": "FileNotFoundError"}, result
 
 
 @needs_namespaces
@@ -450,18 +457,19 @@ async def test_a_job_cannot_bring_up_an_interface_in_the_shared_network_namespac
         await worker.close()
 
 
-@pytest.mark.skipif(SUPPORT.landlock_abi < 6, reason="Landlock scopes need ABI 6")
+@pytest.mark.skipif(probes.LANDLOCK_ABI < 6, reason="Landlock scopes need ABI 6")
 async def test_two_jobs_cannot_talk_over_an_abstract_socket() -> None:
     """Abstract Unix sockets belong to the network namespace, which jobs share; Landlock's
     scope keeps each job to its own."""
     worker = WorkerClient(sys.executable, sandbox=True)
     await worker.start()
     name = f"fxls-test-{uuid.uuid4().hex}"
+    ready = asyncio.Event()
     try:
         listening = asyncio.create_task(worker.run(
             f"{JOBS}:abstract_socket", {"role": "listen", "name": name, "seconds": 3},
-            timeout=30))
-        await asyncio.sleep(1.0)
+            timeout=30, on_partial=lambda value: ready.set()))
+        await asyncio.wait_for(ready.wait(), 30)  # the listener is bound and listening
         caller = await worker.run(f"{JOBS}:abstract_socket",
                                   {"role": "connect", "name": name}, timeout=30)
         listener_saw = await listening
