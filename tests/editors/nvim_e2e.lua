@@ -2,7 +2,8 @@
 --   FXLS_E2E_FILE=/tmp/x/model.py FXLS_NVIM_DIR=editors/nvim \
 --     nvim --headless --clean -l tests/editors/nvim_e2e.lua
 -- The model file must contain a forward with `unused = self.proj(x)` (FX010),
--- `torch.sigmoid(self.gate(x))` and `if x.sum() > 0:` (FX001); `fxls` must be on PATH
+-- `torch.sigmoid(self.gate(x))` and `if x.sum() > 0:` (FX001), and `self.first(x)` (a call
+-- of a submodule traced through); `fxls` must be on PATH
 -- (or FXLS_CMD set to the whole server command line). FXLS_E2E_PASS_FILE, if set, is a file
 -- with a model `Net` and the passes `negate_after_relu` (FX005) and `relu_to_gelu`.
 -- Progress goes to stderr; exit code 0 means success.
@@ -188,6 +189,18 @@ local ok_run, err_run = xpcall(function()
     and value:find('call_module', 1, true),
     'hover does not describe the `gate` call_module node: %s', vim.inspect(hover.result))
   check(contents.kind == 'markdown', 'hover kind is %s, not markdown', tostring(contents.kind))
+
+  -- hover on `self.first(x)`: a submodule traced through (no node of its own on this line)
+  local first_lnum, first_col = find('self.first(x)')
+  local shover = client:request_sync('textDocument/hover', {
+    textDocument = { uri = vim.uri_from_bufnr(buf) },
+    position = { line = first_lnum, character = first_col + #'self.f' },
+  }, 10000, buf)
+  local svalue = shover and shover.result and shover.result.contents
+    and shover.result.contents.value or ''
+  check(svalue:find('**submodule `first`**', 1, true) and svalue:find('- nodes: 1', 1, true),
+    'hover on `self.first(x)` does not describe the submodule call: %s', vim.inspect(shover))
+  log('ok: hover on a submodule call: %s', svalue:gsub('\n', ' | '))
 
   -- code actions offered on the FX010 line (what vim.lsp.buf.code_action will see)
   local function lsp_diags_on(lnum)
