@@ -13,6 +13,17 @@ stand-in value:
   ``call_module`` node (its partial nodes are removed) and tracing continues in the caller;
   an exception in the root ends the trace with the graph built so far.
 
+A stand-in can itself cause an exception: a guard clause (``if x.shape[-1] != 8: raise``)
+raises when its condition is taken as True, ``len(x.shape[-2:]) != 2`` when a length is 1,
+``b, n, _, h = *x.shape, heads`` when iterating gives one element. Such an exception would
+end the trace before the sites after it. So the trace is searched: each stand-in is a
+*decision* recorded with the code position that asked for it, and an exception that follows
+recovered issues makes the trace run again with one of the decisions made before it changed
+(the other branch; 2, 3 or 4 for a length or an iteration), most recent first, keeping a
+change only when the trace gets further (more sites before the first such exception, then
+fewer of them, then more nodes). The search is bounded (``max_retraces``, ``time_budget``);
+the issues reported are those of the best trace.
+
 Only what torch.fx would hit is reported. torch's C argument parser asks the values of a
 size argument for ``__index__`` (``torch.zeros((B, H))``, ``torch.eye(n)``) before it looks at
 ``__torch_function__``. torch.fx's Proxy has no ``__index__``: the parser's probe fails, and
@@ -35,6 +46,7 @@ import enum
 import inspect
 import linecache
 import sys
+import time
 import types
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -100,6 +112,29 @@ class CollectedTrace:
 
 class _TooManyIssues(Exception):
     pass
+
+
+#: a stand-in decision: what asked for it (kind, code, instruction, how many times this
+#: position had asked before in this trace)
+_DecisionKey = tuple[str, types.CodeType, int, int]
+
+
+@dataclass(frozen=True)
+class _Decision:
+    key: _DecisionKey
+    value: Any
+    #: how many issues had been recorded when it was made (to order it before an exception)
+    issues_before: int
+
+
+#: the values a search tries instead of a stand-in, by what asked for it
+_ALTERNATIVES: dict[str, tuple[Any, ...]] = {
+    "bool": (True, False),
+    "iter": (1, 2, 3, 4),
+    "len": (1, 2, 3, 4),
+    "index": (1, 2, 3, 4),
+    "int": (1, 2, 3, 4),
+}
 
 
 def _user_frame(start: types.FrameType | None) -> types.FrameType | None:
@@ -233,9 +268,14 @@ class RecoveringTracer(Tracer):
         *,
         leaf_modules: tuple[str, ...] = (),
         max_issues: int = 100,
+        choices: dict[_DecisionKey, Any] | None = None,
         **tracer_kwargs: Any,
     ) -> None:
         super().__init__(**tracer_kwargs)
+        #: stand-in values chosen by the search (see the module docstring)
+        self.choices = dict(choices or {})
+        self.decisions: list[_Decision] = []
+        self._asked: dict[tuple[str, types.CodeType, int], int] = {}
         self.issues: list[TraceIssue] = []
         self.opaque_modules: list[str] = []
         self._leaf_names = set(leaf_modules)
@@ -264,6 +304,19 @@ class RecoveringTracer(Tracer):
 
     def proxy(self, node: Node) -> Proxy:
         return _RecoveringProxy(node, self)
+
+    def _decide(self, kind: str, frame: types.FrameType | None, default: Any) -> Any:
+        """The stand-in for what ``frame`` asks: the search's choice for this position and
+        visit, else ``default``; recorded either way."""
+        if frame is None or kind not in _ALTERNATIVES:
+            return default
+        position = (kind, frame.f_code, frame.f_lasti)
+        visit = self._asked.get(position, 0)
+        self._asked[position] = visit + 1
+        key = (kind, frame.f_code, frame.f_lasti, visit)
+        value = self.choices.get(key, default)
+        self.decisions.append(_Decision(key, value, len(self.issues)))
+        return value
 
     # -- recording -----------------------------------------------------------------------
     def _issue(
@@ -334,13 +387,14 @@ class RecoveringTracer(Tracer):
         key = (frame.f_code, frame.f_lasti)
         visits = self._visits.get(key, 0)
         self._visits[key] = visits + 1
-        return visits == 0
+        return bool(self._decide("bool", frame, visits == 0))
 
     def iter(self, obj: Proxy) -> Iterator[Any]:
         frame = _user_frame(sys._getframe(1))
         self._record(IssueKind.ITERATION, "Proxy object cannot be iterated", frame)
         self._iterated_at = _location(frame)
-        return iter([obj[0]])
+        count = self._decide("iter", frame, 1)
+        return iter([obj[i] for i in range(count)])
 
     def keys(self, obj: Proxy) -> Any:
         frame = _user_frame(sys._getframe(1))
@@ -368,7 +422,7 @@ class RecoveringTracer(Tracer):
         self._record(
             IssueKind.PYTHON_VALUE, _CONVERSION_MESSAGES[conversion], frame, conversion=conversion
         )
-        return stand_in
+        return self._decide(conversion, frame, stand_in)
 
     def record_exception(self, error: BaseException) -> None:
         if self._probes:
@@ -448,10 +502,79 @@ def trace_collecting_issues(
     leaf_modules: tuple[str, ...] = (),
     autowrap_functions: tuple[Callable[..., Any], ...] = (),
     max_issues: int = 100,
+    max_retraces: int = 24,
+    time_budget: float = 5.0,
 ) -> CollectedTrace:
-    """Trace ``root`` and return the graph with every issue found along the way."""
+    """Trace ``root`` and return the graph with every issue found along the way; where a
+    stand-in made the code raise, search other stand-ins (the module docstring)."""
+    def attempt(choices: dict[_DecisionKey, Any]) -> tuple[CollectedTrace, RecoveringTracer]:
+        return _trace_once(root, concrete_args, leaf_modules, autowrap_functions, max_issues,
+                           choices)
+
+    started = time.perf_counter()
+    best, tracer = attempt({})
+    # the search costs whole traces: at most ``max_retraces`` and ``time_budget`` seconds
+    # (but never less than four traces' time)
+    deadline = started + max(time_budget, 4 * (time.perf_counter() - started))
+    retraces = 0
+    tried: set[tuple[_DecisionKey, Any]] = set()
+    while retraces < max_retraces:
+        failure = _first_follow_on(best)
+        if failure is None:
+            break
+        improved = False
+        # the decisions made before the failure, most recent first
+        before = [d for d in tracer.decisions if d.issues_before <= failure][::-1][:4]
+        for decision in before:
+            for value in _ALTERNATIVES[decision.key[0]]:
+                if value == decision.value or (decision.key, value) in tried:
+                    continue
+                if retraces >= max_retraces or time.perf_counter() > deadline:
+                    break
+                tried.add((decision.key, value))
+                retraces += 1
+                choices = {d.key: d.value for d in tracer.decisions if d.key in tracer.choices}
+                choices[decision.key] = value
+                candidate, candidate_tracer = attempt(choices)
+                if _score(candidate) < _score(best):
+                    best, tracer, improved = candidate, candidate_tracer, True
+                    break
+            if improved:
+                break
+        if not improved:
+            break
+    return best
+
+
+def _first_follow_on(trace: CollectedTrace) -> int | None:
+    """The index of the first exception that followed a recovered issue, if any."""
+    for index, issue in enumerate(trace.issues):
+        if issue.kind is IssueKind.EXCEPTION and issue.after_recovery:
+            return index
+    return None
+
+
+def _score(trace: CollectedTrace) -> tuple[int, int, int]:
+    """Lower is better: more sites found before the first exception that followed a
+    recovered issue (the trace got further), then fewer such exceptions, then more nodes."""
+    first = _first_follow_on(trace)
+    follow_ons = sum(1 for i in trace.issues
+                     if i.kind is IssueKind.EXCEPTION and i.after_recovery)
+    nodes = len(trace.graph.nodes) if trace.graph is not None else 0
+    return -(len(trace.issues) + 1 if first is None else first), follow_ons, -nodes
+
+
+def _trace_once(
+    root: torch.nn.Module | Callable[..., Any],
+    concrete_args: dict[str, Any] | None,
+    leaf_modules: tuple[str, ...],
+    autowrap_functions: tuple[Callable[..., Any], ...],
+    max_issues: int,
+    choices: dict[_DecisionKey, Any],
+) -> tuple[CollectedTrace, RecoveringTracer]:
     tracer = RecoveringTracer(
-        leaf_modules=leaf_modules, max_issues=max_issues, autowrap_functions=autowrap_functions
+        leaf_modules=leaf_modules, max_issues=max_issues, autowrap_functions=autowrap_functions,
+        choices=choices,
     )
     graph: Graph | None = None
     complete = False
@@ -485,4 +608,4 @@ def trace_collecting_issues(
         tracer.issues,
         partial=not complete or bool(tracer.issues),
         opaque_modules=tracer.opaque_modules,
-    )
+    ), tracer

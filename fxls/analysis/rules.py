@@ -14,6 +14,7 @@ from fxcore.node import Node
 from fxcore.recovering import IssueKind
 from fxcore.source import SourceSpan
 from fxls.analysis.context import ModuleContext
+from fxls.analysis.liveness import read_later
 from fxls.codes import CODES
 from fxls.report import Diagnostic, Span
 from fxls.source_text import source_text
@@ -80,6 +81,9 @@ def dead_code(ctx: ModuleContext) -> Iterable[Diagnostic]:
     if gm is None or any(i.kind is IssueKind.EXCEPTION for i in ctx.trace.issues):
         return []
     call_spans = [c.span for c in ctx.trace_time_calls]
+    # a branch taken on a stand-in can leave unused what the other branch uses: then a
+    # value the source still reads after computing it is not called dead
+    branched = any(i.kind is IssueKind.CONTROL_FLOW for i in ctx.trace.issues)
     found = []
     for node in gm.graph.nodes:
         if node.op not in ("call_function", "call_method", "call_module"):
@@ -97,6 +101,8 @@ def dead_code(ctx: ModuleContext) -> Iterable[Diagnostic]:
             continue
         span = node.meta.get("source")
         if not _reportable(ctx, span) or any(_contains(c, span) for c in call_spans):
+            continue
+        if branched and read_later(span):
             continue
         text = _source_text(ctx, span) or node.name
         found.append(diagnostic(
