@@ -139,8 +139,7 @@ async def run_analysis(
 
     result = await client.run(
         ANALYZE_TARGET, request.params(), timeout=request.settings.timeout, job_id=job_id,
-        on_partial=on_partial, memory_limit_mb=request.settings.memory_limit_mb,
-        sandbox=request.settings.job_policy(),
+        on_partial=on_partial, policy=request.settings.job_policy(),
     )
     if result.status == JobStatus.CANCELLED:
         return None

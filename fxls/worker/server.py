@@ -31,6 +31,7 @@ from fxls.worker.child import (
 )
 from fxls.worker.heartbeat import BUSY, PONG
 from fxls.worker.hugepages import collapse_anonymous_memory
+from fxls.worker.policy import JobPolicy
 from fxls.worker.protocol import (
     IMPORTS,
     PARTIAL,
@@ -207,11 +208,10 @@ class Worker:
     # ---------------------------------------------------------------- jobs
     def _start_job(self, message: dict[str, Any]) -> None:
         job_id = message.get("id")
-        policy = message.get("sandbox")
+        policy = JobPolicy.from_dict(message.get("policy"))
         payload = json.dumps({"target": message["target"], "params": message.get("params"),
-                              "memory_limit_mb": message.get("memory_limit_mb"),
-                              "sandbox": policy})
-        network = isinstance(policy, dict) and bool(policy.get("network"))
+                              "policy": policy.to_dict()})
+        network = policy.network
         if network != self.network:  # a change of setting: fork children that fit it
             self.network = network
             while self.idle:
