@@ -50,6 +50,7 @@ _FAILURE_MESSAGES = {
     JobStatus.CRASHED: "the worker process running this file crashed{where} ({detail})",
     JobStatus.MEMORY: "the analysis ran out of memory ({detail}; the limit is {memory} MB: raise "
     "`memory_limit_mb` in [tool.fxls] for a bigger model)",
+    JobStatus.LIMIT: "the analysis was stopped{where}: {detail}",
     JobStatus.ERROR: "fxls failed while analysing this file: {detail}",
     JobStatus.CANCELLED: "the analysis was cancelled",
 }

@@ -251,6 +251,12 @@ def job_ended(name: str) -> None:
         shutil.rmtree(os.path.join(_config.jobs_dir, name), ignore_errors=True)
 
 
+def job_folder(name: str) -> str | None:
+    """The path of the private folder ``name`` of a job process (``enter``), as the worker
+    sees it; None without the sandbox."""
+    return os.path.join(_config.jobs_dir, name) if _config is not None else None
+
+
 def new_jobs_dir() -> str:
     """A folder for one worker's job folders, named after this process (the worker's
     client); first removes those of clients that are gone (a server killed with SIGKILL

@@ -17,7 +17,7 @@ import selectors
 import signal
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, NoReturn
 
 from fxls.worker import sandbox
@@ -31,6 +31,7 @@ from fxls.worker.child import (
 )
 from fxls.worker.heartbeat import BUSY, PONG
 from fxls.worker.hugepages import collapse_anonymous_memory
+from fxls.worker.limits import JobWatch
 from fxls.worker.policy import JobPolicy
 from fxls.worker.protocol import (
     IMPORTS,
@@ -91,6 +92,10 @@ class Job:
     reported: bool = False
     #: modules the job imported that the worker may learn (see ``Worker._learn_imports``)
     imports: list[str] = field(default_factory=list)
+    #: samples its processes against its limits (None: no limits to watch)
+    watch: JobWatch | None = None
+    #: the limit it exceeded, in words: it is being ended for it
+    over_limit: str | None = None
 
 
 class Worker:
@@ -141,6 +146,7 @@ class Worker:
                 for key, _ in self.selector.select(self._select_timeout()):
                     self._dispatch_event(*key.data)
                 self._check_deadlines()
+                self._check_limits()
                 self._poll_exits()
                 if self.to_learn:
                     self._learn_imports()
@@ -157,6 +163,8 @@ class Worker:
         for job in self.jobs.values():
             if job.deadline is not None and job.killed_for is None:
                 timeout = min(timeout, max(0.0, job.deadline - now))
+            if job.watch is not None and job.over_limit is None and job.killed_for is None:
+                timeout = min(timeout, max(0.0, job.watch.next_sample - now))
         return timeout
 
     def _dispatch_event(self, kind: str, obj: Any) -> None:
@@ -230,6 +238,7 @@ class Worker:
             deadline=now + timeout if timeout else None,
             timeout=timeout,
             oom_kills=oom_kill_count(),
+            watch=self._watch(child, policy),
         )
         self.jobs[job_id] = job
         self.selector.register(child.out_r, selectors.EVENT_READ, ("out", job))
@@ -238,6 +247,15 @@ class Worker:
             self.selector.register(child.pidfd, selectors.EVENT_READ, ("exit", job))
         self.send({"op": "started", "id": job_id})
         self._ensure_idle()  # fork the next job's process now, off the critical path
+
+    def _watch(self, child: Child, policy: JobPolicy) -> JobWatch | None:
+        """The job's limits, sampled by the worker (``limits``): the policy's, else the
+        worker's memory limit."""
+        if policy.memory_mb is None and self.limits.memory_mb:
+            policy = replace(policy, memory_mb=self.limits.memory_mb)
+        if not (policy.memory_mb or policy.max_processes or policy.tmp_mb):
+            return None
+        return JobWatch(child.pid, policy, sandbox.job_folder(child.job_dir))
 
     def _hand_over(self, payload: bytes) -> Child | None:
         """Give the job to an idle child (forking one if needed); None if that keeps failing."""
@@ -290,7 +308,7 @@ class Worker:
                 continue
             job.final = body
             self.to_learn.update(job.imports)
-            if job.killed_for is None and not job.reported:
+            if job.killed_for is None and job.over_limit is None and not job.reported:
                 tail = _drain(job.child.out_r)
                 if tail:
                     _append_tail(job, tail)
@@ -302,14 +320,31 @@ class Worker:
         for job in list(self.jobs.values()):
             if job.deadline is not None and job.killed_for is None and now >= job.deadline:
                 if not job.dumped:
-                    job.dumped = True
-                    job.deadline = now + _DUMP_GRACE_S
-                    try:
-                        os.kill(job.child.pid, DUMP_SIGNAL)
-                    except OSError:
-                        pass
+                    self._ask_where(job, now)
                     continue
-                self._kill(job, JobStatus.TIMEOUT)
+                self._kill(job, JobStatus.LIMIT if job.over_limit else JobStatus.TIMEOUT)
+
+    def _check_limits(self) -> None:
+        """Sample the running jobs' processes; a job over a limit is asked where it is
+        running, then ended (``_check_deadlines``)."""
+        now = time.monotonic()
+        for job in self.jobs.values():
+            watch = job.watch
+            if (watch is None or job.over_limit is not None or job.killed_for is not None
+                    or job.final is not None or not watch.due(now)):
+                continue
+            job.over_limit = watch.check(now)
+            if job.over_limit is not None:
+                self._ask_where(job, now)
+
+    def _ask_where(self, job: Job, now: float) -> None:
+        """Ask the job for its stack (it is about to be ended); it gets a moment to print."""
+        job.dumped = True
+        job.deadline = now + _DUMP_GRACE_S
+        try:
+            os.kill(job.child.pid, DUMP_SIGNAL)
+        except OSError:
+            pass
 
     def _poll_exits(self) -> None:
         for job in list(self.jobs.values()):
@@ -358,6 +393,8 @@ class Worker:
             return status_body(JobStatus.TIMEOUT, error=f"timed out after {job.timeout:g} s")
         if job.killed_for is JobStatus.CANCELLED:
             return status_body(JobStatus.CANCELLED, error="cancelled")
+        if job.over_limit is not None:
+            return status_body(JobStatus.LIMIT, error=job.over_limit)
         if job.final is not None:
             return job.final
         if status is not None and os.WIFSIGNALED(status):
