@@ -3,9 +3,9 @@
 It never runs user code itself. Job processes are made *ahead* of jobs (the "idle" ones, one
 per job that may run at once, kept by ``pool.JobProcesses`` with the zygotes that fork
 them) so that no job waits for a fork; a job is handed to one through a pipe. While it
-runs, its processes are sampled against its limits (``limits``). A job's result frames are forwarded to the client as bytes, with the job's
-id added (``protocol.splice``). The loop is single-threaded (``selectors``): forking from a
-threaded process is unsafe.
+runs, its processes are sampled against its limits (``limits``). A job's result frames are
+forwarded to the client as bytes, with the job's id added (``protocol.splice``). The loop
+is single-threaded (``selectors``): forking from a threaded process is unsafe.
 """
 
 from __future__ import annotations
