@@ -106,8 +106,10 @@ class InterpreterState:
         if lost:
             sys.meta_path[:0] = lost
             broken.append("removed import machinery from `sys.meta_path`")
-        self.modules = dict(sys.modules)  # what the file imported so far is kept too
-        self.meta_path = list(sys.meta_path)
+        if len(sys.modules) != len(self.modules):  # what the file imported so far is kept
+            self.modules = dict(sys.modules)
+        if len(sys.meta_path) != len(self.meta_path):
+            self.meta_path = list(sys.meta_path)
         return broken
 
 
