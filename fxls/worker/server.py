@@ -281,15 +281,16 @@ class Worker:
     def _check_limits(self) -> None:
         """Sample the running jobs' processes; a job over a limit is asked where it is
         running, then ended (``_check_deadlines``)."""
-        now = time.monotonic()
         for job in self.jobs.values():
+            now = time.monotonic()
             watch = job.watch
             if (watch is None or job.over_limit is not None or job.killed_for is not None
                     or job.final is not None or not watch.due(now)):
                 continue
             job.over_limit = watch.check(now)
             if job.over_limit is not None:
-                self._ask_where(job, now)
+                watch.pause_others()
+                self._ask_where(job, time.monotonic())  # a sample may take a while
 
     def _ask_where(self, job: Job, now: float) -> None:
         """Ask the job for its stack (it is about to be ended); it gets a moment to print."""
