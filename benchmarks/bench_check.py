@@ -83,7 +83,7 @@ async def measure_examples() -> dict[str, float]:
         request = AnalysisRequest(str(path), path.read_text(), Settings(root=str(REPO)))
         start = time.perf_counter()
         result = await client.run(ANALYZE_TARGET, request.params(), timeout=60,
-                                  sandbox=request.settings.job_policy())
+                                  policy=request.settings.job_policy())
         jobs_ms += (time.perf_counter() - start) * 1000
         if result.status == "ok":
             import_ms += result.value["timings_ms"].get("import", 0.0)
@@ -115,7 +115,7 @@ async def measure(repeat: int) -> dict[str, object]:
         result = await client.run(
             ANALYZE_TARGET, request.params(), timeout=60,
             on_partial=lambda _, seen=arrivals: seen.append(time.perf_counter()),
-            sandbox=request.settings.job_policy(),
+            policy=request.settings.job_policy(),
         )
         job_ms.append((time.perf_counter() - start) * 1000)
         assert result.status == "ok", result.error

@@ -177,7 +177,7 @@ async def measure(model: str, repeat: int, pause: float) -> dict[str, object]:
         result = await client.run(
             ANALYZE_TARGET, request.params(), timeout=300,
             on_partial=lambda _, seen=arrivals: seen.append(time.perf_counter()),
-            sandbox=request.settings.job_policy())
+            policy=request.settings.job_policy())
         done = (time.perf_counter() - start) * 1000
         assert result.status == "ok", result.error
         first = (arrivals[0] - start) * 1000 if arrivals else done

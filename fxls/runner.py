@@ -50,6 +50,7 @@ _FAILURE_MESSAGES = {
     JobStatus.CRASHED: "the worker process running this file crashed{where} ({detail})",
     JobStatus.MEMORY: "the analysis ran out of memory ({detail}; the limit is {memory} MB: raise "
     "`memory_limit_mb` in [tool.fxls] for a bigger model)",
+    JobStatus.LIMIT: "the analysis was stopped{where}: {detail}",
     JobStatus.ERROR: "fxls failed while analysing this file: {detail}",
     JobStatus.CANCELLED: "the analysis was cancelled",
 }
@@ -139,8 +140,7 @@ async def run_analysis(
 
     result = await client.run(
         ANALYZE_TARGET, request.params(), timeout=request.settings.timeout, job_id=job_id,
-        on_partial=on_partial, memory_limit_mb=request.settings.memory_limit_mb,
-        sandbox=request.settings.job_policy(),
+        on_partial=on_partial, policy=request.settings.job_policy(),
     )
     if result.status == JobStatus.CANCELLED:
         return None

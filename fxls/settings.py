@@ -13,10 +13,18 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from fxls.worker.policy import JobPolicy
+
 DEFAULT_TIMEOUT_S = 30.0
 #: a trace needs at least this long (importing torch alone takes longer); and at most an hour
 TIMEOUT_RANGE_S = (1.0, 3600.0)
 MEMORY_RANGE_MB = (256, 1024 * 1024)
+PROCESSES_RANGE = (1, 4096)
+TMP_RANGE_MB = (1, 1024 * 1024)
+#: processes a job may run at once (DataLoader workers, a compiler, a shell command...)
+DEFAULT_MAX_PROCESSES = 64
+#: the size of a job's private temporary folder (memory-backed where the sandbox mounts it)
+DEFAULT_TMP_LIMIT_MB = 1024
 TRACE_MODES = ("eval", "train", "both")
 
 
@@ -38,6 +46,10 @@ def _check_setting(name: str, value: Any) -> str | None:
         return check_number(name, value, *TIMEOUT_RANGE_S)
     if name == "memory_limit_mb":
         return check_number(name, value, *MEMORY_RANGE_MB, integer=True)
+    if name == "max_processes":
+        return check_number(name, value, *PROCESSES_RANGE, integer=True)
+    if name == "tmp_limit_mb":
+        return check_number(name, value, *TMP_RANGE_MB, integer=True)
     if name == "trace_mode":
         if value not in TRACE_MODES:
             return f"`trace_mode` must be one of {', '.join(TRACE_MODES)}, not {value!r}"
@@ -74,8 +86,13 @@ class Settings:
     select: list[str] = field(default_factory=list)
     ignore: list[str] = field(default_factory=list)
     timeout: float = DEFAULT_TIMEOUT_S
-    #: the address space one analysis job may use (MB); running out is FX102
+    #: the memory one analysis job may use, all its processes together (MB; also each
+    #: process's address space); over it is FX102
     memory_limit_mb: int = field(default_factory=default_memory_limit_mb)
+    #: the processes one analysis job may run at once, itself included; more is FX102
+    max_processes: int = DEFAULT_MAX_PROCESSES
+    #: the size of an analysis job's private temporary folder (MB)
+    tmp_limit_mb: int = DEFAULT_TMP_LIMIT_MB
     #: qualified class names (``pkg.mod.Block``) or bare class names traced as leaves
     leaf_modules: list[str] = field(default_factory=list)
     #: qualified function names (``pkg.mod.helper``) wrapped as call_function leaves
@@ -128,19 +145,22 @@ class Settings:
                 shown = "[]" if default == [] else repr(default)
                 settings.problems.append(f"{problem}; using {shown}")
                 continue
-            if key == "memory_limit_mb":
+            if key in ("memory_limit_mb", "max_processes", "tmp_limit_mb"):
                 value = int(value)
             elif key == "timeout":
                 value = float(value)
             setattr(settings, key, value)
         return settings
 
-    def job_policy(self) -> dict[str, Any]:
-        """What an analysis job may do (``fxls.worker.sandbox.Policy``); ``allow_write``
-        folders are relative to the project root."""
+    def job_policy(self) -> JobPolicy:
+        """What an analysis job may do and use; ``allow_write`` folders are relative to the
+        project root."""
         root = Path(self.root or ".")
-        write = [str((root / folder).resolve()) for folder in self.allow_write]
-        return {"network": self.allow_network, "write": write, "env": dict(self.env)}
+        write = tuple(str((root / folder).resolve()) for folder in self.allow_write)
+        return JobPolicy(network=self.allow_network, write=write,
+                         memory_mb=self.memory_limit_mb, max_processes=self.max_processes,
+                         tmp_mb=self.tmp_limit_mb,
+                         env=tuple((str(k), str(v)) for k, v in self.env.items()))
 
     def merged(self, overrides: dict[str, Any]) -> Settings:
         data = self.to_dict()

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import ast
+import builtins
+import errno
 import importlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
 import inspect
 import io
+import os
 import re
 import sys
+import tempfile
 import textwrap
 import tokenize
 import traceback
@@ -65,8 +69,48 @@ def execute_file(
     try:
         module = _import(location, runner)
     finally:
-        sys.meta_path.remove(finder)
+        runner.interpreter.repair()  # a parent package's code may have broken it too
+        if finder in sys.meta_path:
+            sys.meta_path.remove(finder)
     return LoadResult(module if runner.started else None, runner.failures)
+
+
+class InterpreterState:
+    """What the analysis' own code needs of the interpreter, taken before the file runs.
+
+    User code that empties ``sys.modules`` or replaces ``builtins.__import__`` breaks every
+    import the analysis makes afterwards (its lazy imports, the report's): ``repair`` puts
+    them back after each statement of the file and says what it found broken."""
+
+    #: modules whose absence means ``sys.modules`` was emptied or cut (cheap to check)
+    _SENTINELS = ("sys", "builtins", "importlib", "json", "torch", "fxcore", __name__)
+
+    def __init__(self) -> None:
+        self.modules = dict(sys.modules)
+        self.import_function = builtins.__import__
+        self.meta_path = list(sys.meta_path)
+
+    def repair(self) -> list[str]:
+        """Put back what user code took; each thing found broken, in words."""
+        broken = []
+        if builtins.__import__ is not self.import_function:
+            builtins.__import__ = self.import_function
+            broken.append("replaced `builtins.__import__`")
+        if any(name in self.modules and name not in sys.modules for name in self._SENTINELS):
+            missing = [name for name in self.modules if name not in sys.modules]
+            for name in missing:
+                sys.modules[name] = self.modules[name]
+            examples = ", ".join(f"`{n}`" for n in self._SENTINELS[:4] if n in missing)
+            broken.append(f"removed {len(missing)} modules from `sys.modules` ({examples}...)")
+        lost = [finder for finder in self.meta_path if finder not in sys.meta_path]
+        if lost:
+            sys.meta_path[:0] = lost
+            broken.append("removed import machinery from `sys.meta_path`")
+        if len(sys.modules) != len(self.modules):  # what the file imported so far is kept
+            self.modules = dict(sys.modules)
+        if len(sys.meta_path) != len(self.meta_path):
+            self.meta_path = list(sys.meta_path)
+        return broken
 
 
 def _import(location: ModuleLocation, runner: _DocumentRunner) -> types.ModuleType | None:
@@ -151,6 +195,7 @@ class _DocumentRunner:
         self.text = source_text(source)
         self.failures: list[LoadFailure] = []
         self.module: types.ModuleType | None = None
+        self.interpreter = InterpreterState()
 
     @property
     def started(self) -> bool:
@@ -202,6 +247,7 @@ class _DocumentRunner:
         if self.module is not None:  # imported a second time (a stand-in retry): run once
             return
         self.module = module
+        self.interpreter.repair()  # from now on, with this module in sys.modules
         assert self.tree is not None
         namespace = module.__dict__
         flags = 0
@@ -224,6 +270,7 @@ class _DocumentRunner:
             except KeyboardInterrupt:
                 raise
             except BaseException as error:
+                self._repair(statement)
                 if isinstance(statement, ast.Import | ast.ImportFrom) and isinstance(
                     error, ImportError
                 ):
@@ -236,15 +283,38 @@ class _DocumentRunner:
                     _describe(error), _failure_span(error, self.filename) or self.first_line(),
                     _foreign_site(error, self.filename)))
                 return
+            self._repair(statement)
+
+    def _repair(self, statement: ast.stmt) -> None:
+        """After a statement: what it broke of the interpreter is put back, and said (an
+        import the statement made may have done it: the file's line is the statement)."""
+        broken = self.interpreter.repair()
+        if broken:
+            self.failures.append(LoadFailure(
+                f"this line {' and '.join(broken)}, which the analysis needs: fxls undid it "
+                "and analysed the rest of the file",
+                _statement_span(statement, self.filename)))
 
     def _import_failure(self, statement: ast.stmt, error: ImportError) -> LoadFailure:
         text = "".join(traceback.format_exception_only(type(error), error)).strip()
         span = SourceSpan(self.filename, statement.lineno, statement.end_lineno or
                           statement.lineno, statement.col_offset, statement.end_col_offset or 0)
-        missing = f" `{error.name}`" if error.name else ""
+        name = error.name or _imported_module(statement)
+        missing = f" `{name}`" if name else ""
         return LoadFailure(
             f"the import of{missing} failed: {text}; the rest of the file is analysed "
             "without it", span, _foreign_site(error, self.filename))
+
+
+def _imported_module(statement: ast.stmt) -> str | None:
+    """The module an import statement that failed was importing: for ``import a, b``, the
+    first one that did not make it into ``sys.modules``."""
+    if isinstance(statement, ast.ImportFrom):
+        return "." * statement.level + (statement.module or "")
+    if isinstance(statement, ast.Import):
+        names = [alias.name for alias in statement.names]
+        return next((name for name in names if name not in sys.modules), names[-1])
+    return None
 
 
 def _future_flags(statement: ast.ImportFrom) -> int:
@@ -340,8 +410,30 @@ def _logical_lines(source: str) -> list[tuple[int, tuple[int, int, int, int]]]:
 
 
 def _describe(error: BaseException) -> str:
+    from fxls.worker.api import ProcessExit
+
+    if isinstance(error, ProcessExit):
+        return (f"the file called os._exit({error.exit_code!r}) while being imported: it ends "
+                "the process at once (no cleanup, no report); fxls stopped it there")
     text = "".join(traceback.format_exception_only(type(error), error)).strip()
-    return f"the file raised while being imported: {text}"
+    return f"the file raised while being imported: {text}{_limit_hint(error)}"
+
+
+def _limit_hint(error: BaseException) -> str:
+    """Why a write failed for lack of space, when the job's own temporary folder is full
+    (its size is the ``tmp_limit_mb`` setting)."""
+    if not isinstance(error, OSError) or error.errno != errno.ENOSPC:
+        return ""
+    folder = tempfile.gettempdir()
+    try:
+        stats = os.statvfs(folder)
+    except OSError:
+        return ""
+    if stats.f_bavail > 0:
+        return ""
+    size_mb = stats.f_blocks * stats.f_frsize // (1024 * 1024)
+    return (f" (the analysis' temporary folder is full: it holds {size_mb} MB, "
+            "`tmp_limit_mb` in [tool.fxls])")
 
 
 def _failure_span(error: BaseException, filename: str) -> SourceSpan | None:

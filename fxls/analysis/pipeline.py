@@ -79,6 +79,7 @@ from fxls.report import (
 )
 from fxls.settings import Settings
 from fxls.source_text import SourceText, source_text
+from fxls.worker.api import ProcessExit
 
 _MAX_NODES_FOR_AUTOGRAD = 3000
 _SITE_MARKERS = ("site-packages", "dist-packages")
@@ -481,10 +482,13 @@ def _exit_diagnostic(
     """FX004 where user code raised SystemExit (``sys.exit()``) while being traced."""
     spans = fxcore.source.spans_of_traceback(error.__traceback__)
     where = next((s for s in reversed(spans) if file.is_reportable(s.file)), class_span_)
-    return diagnostic(
-        "FX004", f"SystemExit: {error.code!r} (raised while tracing `{module}`): the code "
-        "called sys.exit(), which ends a program but cannot be traced", where, module,
-        kind="exception")
+    if isinstance(error, ProcessExit):
+        message = (f"os._exit({error.exit_code!r}) (called while tracing `{module}`): it ends "
+                   "the process at once and cannot be traced; fxls stopped it there")
+    else:
+        message = (f"SystemExit: {error.code!r} (raised while tracing `{module}`): the code "
+                   "called sys.exit(), which ends a program but cannot be traced")
+    return diagnostic("FX004", message, where, module, kind="exception")
 
 
 def _observe_class(

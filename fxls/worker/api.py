@@ -19,10 +19,20 @@ The worker itself knows nothing of what its jobs import.
 
 from __future__ import annotations
 
+import json
+import os
+import sys
 import threading
 from typing import Any
 
-from fxls.worker.protocol import PARTIAL, encode_status, write_all
+from fxls.worker.protocol import HEADER, PARTIAL
+
+#: taken when the worker imports this module, before any user code: a job's user code may
+#: rebind ``json.dumps`` or ``os.write``, and the job's report must still get out
+_dumps = json.dumps
+_write = os.write
+_os_exit = os._exit
+_getpid = os.getpid
 
 #: the result pipe of the job this process runs; None outside a job
 _result_fd: int | None = None
@@ -38,11 +48,57 @@ def send_partial(value: Any) -> bool:
     if _result_fd is None:
         return False
     try:
-        frame = encode_status(PARTIAL, value=value)
-    except (TypeError, ValueError):
+        frame = encode_frame(PARTIAL, value=value)
+    except (TypeError, ValueError, RecursionError):
         return False
-    write_all(_result_fd, frame)
+    write_frame(_result_fd, frame)
     return True
+
+
+class ProcessExit(SystemExit):
+    """Raised in a job process by ``os._exit(code)`` of the job's code: the process would
+    end without its report and without a trace of where. Like ``sys.exit()``, it ends the
+    import or the trace that called it, and the analysis reports it at that line."""
+
+    def __init__(self, code: Any) -> None:
+        super().__init__(code)
+        self.exit_code = code
+
+    def __str__(self) -> str:
+        return f"os._exit({self.exit_code!r}) would end the analysis process here"
+
+
+ProcessExit.__module__ = "builtins"  # shown as ``ProcessExit: ...`` in a traceback
+
+
+def catch_process_exits() -> None:
+    """From now on ``os._exit`` in this job process raises ``ProcessExit`` (its own
+    subprocesses, e.g. multiprocessing's workers, exit as usual): for a job that runs code it
+    does not trust to end, e.g. at import, in ``forward`` or in a module it imports, and that
+    wants to report where instead of vanishing."""
+    job_pid = _getpid()
+
+    def _exit(code: int) -> None:
+        if _getpid() != job_pid:
+            _os_exit(code)
+        raise ProcessExit(code)
+
+    for module in (os, sys.modules.get("posix")):
+        if module is not None and getattr(module, "_exit", None) is _os_exit:
+            module._exit = _exit  # type: ignore[attr-defined]
+
+
+def encode_frame(status: str, **members: Any) -> bytes:
+    """``protocol.encode_status`` with the functions taken before any user code ran."""
+    body = _dumps({"status": status, **members}, separators=(",", ":")).encode("utf-8")
+    return HEADER.pack(len(body)) + body
+
+
+def write_frame(fd: int, data: bytes) -> None:
+    """``protocol.write_all`` with the functions taken before any user code ran."""
+    view = memoryview(data)
+    while view:
+        view = view[_write(fd, view):]
 
 
 def job_waiting() -> bool:

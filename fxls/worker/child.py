@@ -26,9 +26,18 @@ from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from fxls.worker import api, sandbox
-from fxls.worker.protocol import IMPORTS, JobStatus, encode_status, read_all, write_all
+from fxls.worker.api import encode_frame, write_frame
+from fxls.worker.policy import JobPolicy
+from fxls.worker.protocol import IMPORTS, JobStatus, read_all
 
 _PR_SET_PDEATHSIG = 1
+#: taken when the worker imports this module, before any user code: the job's way out must
+#: hold whatever user code rebinds (``api.catch_process_exits`` replaces ``os._exit``)
+_os_exit = os._exit
+_getpid = os.getpid
+#: the kernel's own process limit (threads count too, and only for users other than root)
+#: stops a fork bomb this far above ``max_processes``; the worker ends the job before
+_TASK_HEADROOM = 256
 _MEMORY_MESSAGES = ("can't allocate memory", "cannot allocate memory", "out of memory")
 
 
@@ -64,18 +73,18 @@ def serve_job(
         _redirect_output(fds.out_w)
         _report_where_on_fault()
         if not raw:  # the worker retired this child (or died) before giving it a job
-            os._exit(0)
+            _os_exit(0)
         job = json.loads(raw.decode("utf-8"))
-        memory_mb = job.get("memory_limit_mb")
-        _apply_limits(Limits(memory_mb, limits.cpu_s) if memory_mb else limits)
-        sandbox.confine(job.get("sandbox"))
+        policy = JobPolicy.from_dict(job.get("policy"))
+        _apply_limits(limits, policy)
+        sandbox.confine(policy)
         api.begin_job(fds.result_w)
         loaded = set(sys.modules)
         payload = run_target(job["target"], job["params"])
         flush_output()
         if learn_imports:
             _send_imports(fds.result_w, loaded, learn_imports)
-        write_all(fds.result_w, payload)
+        write_frame(fds.result_w, payload)
         os.close(fds.result_w)  # EOF now: the worker reports without waiting for our exit
     except BaseException:  # nothing may escape into the worker's code path
         code = 70
@@ -85,7 +94,7 @@ def serve_job(
         except BaseException:
             pass
     finally:
-        os._exit(code)
+        _os_exit(code)
 
 
 def _send_imports(result_w: int, loaded: set[str], packages: tuple[str, ...]) -> None:
@@ -93,7 +102,7 @@ def _send_imports(result_w: int, loaded: set[str], packages: tuple[str, ...]) ->
     itself for later jobs): a frame ahead of the final one."""
     names = sorted(n for n in set(sys.modules) - loaded if n.partition(".")[0] in packages)
     if names:
-        write_all(result_w, encode_status(IMPORTS, value=names))
+        write_frame(result_w, encode_frame(IMPORTS, value=names))
 
 
 def run_target(target: str, params: Any) -> bytes:
@@ -103,11 +112,11 @@ def run_target(target: str, params: Any) -> bytes:
     except BaseException as exc:  # SystemExit and KeyboardInterrupt are job errors too
         return _failure(exc)
     try:
-        return encode_status(JobStatus.OK, value=value)
+        return encode_frame(JobStatus.OK, value=value)
     except BaseException as exc:
         detail = f"the return value of {target} is not JSON-serialisable: {exc!r}"
         status = JobStatus.MEMORY if isinstance(exc, MemoryError) else JobStatus.ERROR
-        return encode_status(status, error=detail)
+        return encode_frame(status, error=detail)
 
 
 def _receive_job(job_r: int, warm_up: str | None) -> bytes:
@@ -188,7 +197,7 @@ def _failure(exc: BaseException) -> bytes:
     except BaseException:  # formatting itself can fail when memory is exhausted
         text = f"{type(exc).__name__}: {exc}"
     status = JobStatus.MEMORY if memory else JobStatus.ERROR
-    return encode_status(status, error=text)
+    return encode_frame(status, error=text)
 
 
 def is_memory_error(exc: BaseException) -> bool:
@@ -243,7 +252,7 @@ def set_parent_death_signal() -> bool:
 def _watch_parent(worker_pid: int) -> None:
     while os.getppid() == worker_pid:
         time.sleep(0.5)
-    os._exit(0)
+    _os_exit(0)
 
 
 #: sent by the worker just before it kills a job for a timeout: dump where it is running
@@ -251,10 +260,20 @@ DUMP_SIGNAL = signal.SIGUSR1
 
 
 def _report_where_on_fault() -> None:
-    """Crashes (SIGSEGV...) and the pre-timeout signal print the Python stack to the output,
-    so the caller can tell which line was running."""
+    """Crashes (SIGSEGV...) and the signal the worker sends before it ends a job (a timeout,
+    a limit) print the Python stack to the output, so the caller can tell which line was
+    running. The dump lists every thread, the main one last (``runner.running_line`` reads
+    the last); a thread of its own that never blocks a signal takes the worker's when the
+    job's code blocked it in the main thread (``pthread_sigmask``)."""
     faulthandler.enable(file=sys.stderr, all_threads=False)
-    faulthandler.register(DUMP_SIGNAL, file=sys.stderr, all_threads=False, chain=False)
+    faulthandler.register(DUMP_SIGNAL, file=sys.stderr, all_threads=True, chain=False)
+    threading.Thread(target=_take_signals, name="fxls-signals", daemon=True).start()
+
+
+def _take_signals() -> None:
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, [DUMP_SIGNAL])
+    while True:
+        time.sleep(3600.0)
 
 
 def _redirect_output(out_w: int) -> None:
@@ -275,11 +294,20 @@ def flush_output() -> None:
             pass
 
 
-def _apply_limits(limits: Limits) -> None:
-    if limits.memory_mb:
-        _lower_limit(resource.RLIMIT_AS, limits.memory_mb * 1024 * 1024)
+def _apply_limits(limits: Limits, policy: JobPolicy) -> None:
+    """The kernel's share of the job's limits (the worker watches the job's processes
+    together, ``fxls.worker.limits``): each process's address space, CPU time, a process
+    limit far above ``max_processes`` against fork bombs (per job in its own user namespace),
+    and the size of its private folder (a tmpfs in its own mount namespace)."""
+    memory_mb = policy.memory_mb or limits.memory_mb
+    if memory_mb:
+        _lower_limit(resource.RLIMIT_AS, memory_mb * 1024 * 1024)
     if limits.cpu_s:
         _lower_limit(resource.RLIMIT_CPU, max(1, int(limits.cpu_s + 0.999)))
+    if policy.max_processes and sandbox.in_namespaces():
+        _lower_limit(resource.RLIMIT_NPROC, policy.max_processes + _TASK_HEADROOM)
+    if policy.tmp_mb:
+        sandbox.limit_private_folder(policy.tmp_mb)
 
 
 def _lower_limit(which: int, soft: int) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from fxls.worker.heartbeat import PONG, Heartbeat, why_silent
+from fxls.worker.policy import JobPolicy
 from fxls.worker.protocol import HEADER, JobStatus, decode, encode
 from fxls.worker.sandbox import new_jobs_dir
 
@@ -78,7 +79,7 @@ class WorkerClient:
         Modules of the packages named in
         ``learn_imports`` (e.g. ``("torch",)``) that a job imported are imported by the warm
         worker after that job, so later jobs find them loaded. With ``sandbox``, jobs run
-        confined (``fxls.worker.sandbox``; ``run(sandbox=...)`` widens it per job). A worker
+        confined (``fxls.worker.sandbox``; ``run(policy=...)`` widens it per job). A worker
         that answers nothing for ``unresponsive_after_s`` is replaced (``heartbeat``)."""
         self.python = python
         self.warm_imports = tuple(warm_imports)
@@ -300,14 +301,12 @@ class WorkerClient:
         timeout: float = 10.0,
         job_id: str | None = None,
         on_partial: Callable[[Any], None] | None = None,
-        memory_limit_mb: int | None = None,
-        sandbox: dict[str, Any] | None = None,
+        policy: JobPolicy | None = None,
     ) -> JobResult:
         """Run ``target(params)`` in a fresh fork of the warm worker.
 
         ``on_partial`` gets each value the job sends ahead of its result (``send_partial``);
-        ``memory_limit_mb`` replaces the worker's limit for this job; ``sandbox`` (a
-        ``sandbox.Policy`` as a dict) is what the job may do beyond the defaults.
+        ``policy`` is what the job may do and use (its limits replace the worker's).
         """
         key = next(self._ids)
         if job_id is not None:
@@ -317,7 +316,7 @@ class WorkerClient:
             message: dict[str, Any] = {}
             for _ in range(_DELIVERY_ATTEMPTS):
                 message = await self._run_once(key, target, params, timeout, on_partial,
-                                               memory_limit_mb, sandbox)
+                                               policy)
                 if not message.get("retry") or self._closed:
                     break
             return _job_result(message)
@@ -333,8 +332,7 @@ class WorkerClient:
         params: dict[str, Any],
         timeout: float,
         on_partial: Callable[[Any], None] | None,
-        memory_limit_mb: int | None = None,
-        sandbox: dict[str, Any] | None = None,
+        policy: JobPolicy | None = None,
     ) -> dict[str, Any]:
         if key in self._superseded:
             return _SUPERSEDED
@@ -348,8 +346,8 @@ class WorkerClient:
         assert proc is not None
         # encoded first: params that are not JSON data raise here, before anything is sent
         request = encode({"op": "run", "id": key, "target": target, "params": params,
-                          "timeout": timeout, "memory_limit_mb": memory_limit_mb,
-                          "sandbox": sandbox})
+                          "timeout": timeout,
+                          "policy": policy.to_dict() if policy is not None else None})
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[key] = _Pending(future, proc, on_partial=on_partial)
         try:

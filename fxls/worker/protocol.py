@@ -25,6 +25,7 @@ class JobStatus(StrEnum):
     MEMORY = "memory"  # out of memory
     TIMEOUT = "timeout"  # wall-clock or CPU time limit
     CRASHED = "crashed"  # the job process (or the worker) died
+    LIMIT = "limit"  # ended for a limit of its policy (memory, processes, temporary folder)
     CANCELLED = "cancelled"
 
 

@@ -40,6 +40,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, NoReturn
 
 from fxls.worker import guard, jobenv, landlock, metadata_filter, mounts
+from fxls.worker.policy import JobPolicy
 from fxls.worker.procfs import child_pids
 
 _CLONE_NEWUSER = 0x10000000
@@ -106,25 +107,8 @@ class Support:
         return line
 
 
-@dataclass(frozen=True, slots=True)
-class Policy:
-    """What one job may do beyond its private folder."""
-
-    network: bool = False
-    write: tuple[str, ...] = ()
-    #: environment variables the job gets besides the allow-list (``[tool.fxls] env``)
-    env: tuple[tuple[str, str], ...] = ()
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any] | None) -> Policy:
-        data = data or {}
-        env = data.get("env") or {}
-        return cls(bool(data.get("network")), tuple(str(p) for p in data.get("write") or ()),
-                   tuple((str(k), str(v)) for k, v in (env.items() if isinstance(env, dict)
-                                                       else ())))
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"network": self.network, "write": list(self.write), "env": dict(self.env)}
+#: what one job may do beyond its private folder (its network and ``write`` members)
+Policy = JobPolicy
 
 
 @dataclass(slots=True)
@@ -287,6 +271,12 @@ def job_ended(name: str) -> None:
     """Remove the private folder ``name`` of a job process that ended (``enter``)."""
     if _config is not None:
         shutil.rmtree(os.path.join(_config.jobs_dir, name), ignore_errors=True)
+
+
+def job_folder(name: str) -> str | None:
+    """The path of the private folder ``name`` of a job process (``enter``), as the worker
+    sees it; None without the sandbox."""
+    return os.path.join(_config.jobs_dir, name) if _config is not None else None
 
 
 def new_jobs_dir() -> str:
@@ -502,11 +492,10 @@ def _map_ids(uid: int, gid: int) -> None:
 
 
 # --------------------------------------------------------------------- job
-def confine(policy_data: dict[str, Any] | None) -> None:
+def confine(policy: JobPolicy) -> None:
     """Apply the job's policy for the rest of this process, before any user code runs."""
     if _config is None or _job_dir is None:
         return
-    policy = Policy.from_dict(policy_data)
     jobenv.replace_environment(_job_dir, policy.env)
     tempfile.tempdir = _job_dir
     facts = _config.support
@@ -550,6 +539,20 @@ def _enforce_cpu_limit() -> None:
     soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
     if soft != resource.RLIM_INFINITY and (hard == resource.RLIM_INFINITY or hard > soft + 1):
         resource.setrlimit(resource.RLIMIT_CPU, (soft, soft + 1))
+
+
+# ------------------------------------------------- the job's folder's size
+def limit_private_folder(size_mb: int) -> bool:
+    """In a job process in its own namespaces, before ``confine`` (Landlock forbids mounts):
+    mount a tmpfs of ``size_mb`` on its private folder, in its own mount namespace only (the
+    worker still sees the empty folder it made, and removes it). Writes beyond the size fail
+    with ENOSPC. False where it cannot (no namespaces: the worker watches the folder's size
+    instead)."""
+    if not _in_namespaces or _job_dir is None or size_mb < 1:
+        return False
+    options = f"size={int(size_mb)}m,mode=0700".encode()
+    return _libc().mount(b"tmpfs", os.fsencode(_job_dir), b"tmpfs", _MS_NOSUID | _MS_NODEV,
+                         options) == 0
 
 
 def job_dir() -> str | None:

@@ -1,15 +1,15 @@
 """The warm worker: one process that imports heavy modules once and forks a child per job.
 
-It never runs user code itself. Children are forked *ahead* of jobs (the "idle" children,
-one per job that may run at once) so that no job waits for a fork; a job is handed to one
-through a pipe. A job's result frames are forwarded to the client as bytes, with the job's
-id added (``protocol.splice``). The loop is single-threaded (``selectors``): forking from a
-threaded process is unsafe.
+It never runs user code itself. Job processes are made *ahead* of jobs (the "idle" ones, one
+per job that may run at once, kept by ``pool.JobProcesses`` with the zygotes that fork
+them) so that no job waits for a fork; a job is handed to one through a pipe. While it
+runs, its processes are sampled against its limits (``limits``). A job's result frames are
+forwarded to the client as bytes, with the job's id added (``protocol.splice``). The loop
+is single-threaded (``selectors``): forking from a threaded process is unsafe.
 """
 
 from __future__ import annotations
 
-import functools
 import gc
 import json
 import os
@@ -17,7 +17,7 @@ import selectors
 import signal
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, NoReturn
 
 from fxls.worker import sandbox
@@ -25,12 +25,20 @@ from fxls.worker.child import (
     DUMP_SIGNAL,
     ChildFds,
     Limits,
-    flush_output,
     run_warm_up,
     serve_job,
 )
 from fxls.worker.heartbeat import BUSY, PONG
 from fxls.worker.hugepages import collapse_anonymous_memory
+from fxls.worker.limits import JobWatch
+from fxls.worker.policy import JobPolicy
+from fxls.worker.pool import (
+    Child,
+    JobProcesses,
+    kill_child,
+    killpg,
+    reap,
+)
 from fxls.worker.protocol import (
     IMPORTS,
     PARTIAL,
@@ -43,7 +51,6 @@ from fxls.worker.protocol import (
     status_body,
     write_all,
 )
-from fxls.worker.zygote import Announcement, ForkFailed, Zygote
 
 #: time a timed-out job gets to print its stack before it is killed
 _DUMP_GRACE_S = 0.3
@@ -51,22 +58,6 @@ OUTPUT_TAIL = 64 * 1024
 PARENT_POLL_S = 0.5
 _READ_CHUNK = 1 << 16
 _TRUNCATED = "[... earlier output truncated ...]\n"
-#: idle children kept forked: two jobs at once (``fxls check`` on two cores) never wait
-IDLE_CHILDREN = 2
-
-
-@dataclass
-class Child:
-    """A forked child and the worker's ends of its pipes."""
-
-    pid: int
-    pidfd: int | None
-    job_w: int  # -1 once closed (after the hand-over)
-    result_r: int
-    out_r: int
-    #: the name of its private folder in the jobs folder (``sandbox.enter``)
-    job_dir: str
-    forked_at: float = field(default_factory=time.monotonic)
 
 
 @dataclass
@@ -90,6 +81,10 @@ class Job:
     reported: bool = False
     #: modules the job imported that the worker may learn (see ``Worker._learn_imports``)
     imports: list[str] = field(default_factory=list)
+    #: samples its processes against its limits (None: no limits to watch)
+    watch: JobWatch | None = None
+    #: the limit it exceeded, in words: it is being ended for it
+    over_limit: str | None = None
 
 
 class Worker:
@@ -108,19 +103,13 @@ class Worker:
         self.selector = selectors.DefaultSelector()
         self.frames = FrameBuffer()
         self.jobs: dict[Any, Job] = {}
-        self.idle: list[Child] = []
         self.running = True
-        self.forks = 0
-        #: whether the idle children are forked for jobs allowed the network (the last job's)
-        self.network = False
-        #: fork the job processes where they can (``zygote``), one for jobs without network
-        #: (key False) and, once such a job comes, one for jobs allowed it (key True; the
-        #: first one's network namespace has none); else the worker forks them
-        self.zygotes: dict[bool, Zygote] = {}
-        self.zygotes_started = 0
-        self.zygotes_tried: set[bool] = set()
-        #: a job ended: what it left behind is to be killed (``_end_strays``)
-        self.strays_due = False
+        #: the job processes made ahead of jobs, and the zygotes that make them
+        self.pool = JobProcesses(
+            self.selector, self._serve_job,
+            worker_fds=lambda: [self.channel_in, self.channel_out],
+            running_jobs=lambda: [job.child for job in self.jobs.values()],
+            wanted=lambda: self.running)
 
     # ---------------------------------------------------------------- loop
     def serve(self, ready: dict[str, Any], prime: str | None = None) -> None:
@@ -131,15 +120,13 @@ class Worker:
             if prime:
                 run_warm_up(prime)
             collapse_anonymous_memory()  # cheaper forks
-            self._start_zygote(network=False)
-            self._ensure_idle()
-            self._settle_zygotes()  # the first jobs find their processes ready
-            first = self.zygotes.get(False)
-            self.send({**ready, "zygote": first.pid if first is not None else None})
+            zygote = self.pool.start()  # the first jobs find their processes ready
+            self.send({**ready, "zygote": zygote})
             while self.running:
                 for key, _ in self.selector.select(self._select_timeout()):
                     self._dispatch_event(*key.data)
                 self._check_deadlines()
+                self._check_limits()
                 self._poll_exits()
                 if self.to_learn:
                     self._learn_imports()
@@ -156,6 +143,8 @@ class Worker:
         for job in self.jobs.values():
             if job.deadline is not None and job.killed_for is None:
                 timeout = min(timeout, max(0.0, job.deadline - now))
+            if job.watch is not None and job.over_limit is None and job.killed_for is None:
+                timeout = min(timeout, max(0.0, job.watch.next_sample - now))
         return timeout
 
     def _dispatch_event(self, kind: str, obj: Any) -> None:
@@ -168,9 +157,9 @@ class Worker:
         elif kind == "exit":
             self._finish(obj)
         elif kind == "idle-exit":
-            self._idle_died(obj)
+            self.pool.idle_died(obj)
         elif kind == "zygote":
-            self._take_announcements(obj)
+            self.pool.take_announcements(obj)
 
     # ------------------------------------------------------------- channel
     def _read_channel(self) -> None:
@@ -207,16 +196,10 @@ class Worker:
     # ---------------------------------------------------------------- jobs
     def _start_job(self, message: dict[str, Any]) -> None:
         job_id = message.get("id")
-        policy = message.get("sandbox")
+        policy = JobPolicy.from_dict(message.get("policy"))
         payload = json.dumps({"target": message["target"], "params": message.get("params"),
-                              "memory_limit_mb": message.get("memory_limit_mb"),
-                              "sandbox": policy})
-        network = isinstance(policy, dict) and bool(policy.get("network"))
-        if network != self.network:  # a change of setting: fork children that fit it
-            self.network = network
-            while self.idle:
-                self._retire(self.idle[0])
-        child = self._hand_over(payload.encode("utf-8"))
+                              "policy": policy.to_dict()})
+        child = self.pool.hand_over(payload.encode("utf-8"), policy.network)
         if child is None:
             self.send(splice(status_body(JobStatus.CRASHED, error="could not start a job process"),
                              {"op": "result", "id": job_id}))
@@ -230,6 +213,7 @@ class Worker:
             deadline=now + timeout if timeout else None,
             timeout=timeout,
             oom_kills=oom_kill_count(),
+            watch=self._watch(child, policy),
         )
         self.jobs[job_id] = job
         self.selector.register(child.out_r, selectors.EVENT_READ, ("out", job))
@@ -237,28 +221,16 @@ class Worker:
         if child.pidfd is not None:
             self.selector.register(child.pidfd, selectors.EVENT_READ, ("exit", job))
         self.send({"op": "started", "id": job_id})
-        self._ensure_idle()  # fork the next job's process now, off the critical path
+        self.pool.ensure_idle()  # fork the next job's process now, off the critical path
 
-    def _hand_over(self, payload: bytes) -> Child | None:
-        """Give the job to an idle child (forking one if needed); None if that keeps failing."""
-        for _ in range(3):
-            self._ensure_idle()
-            if not self.idle:
-                self._wait_for_child()
-                self._ensure_idle()  # if the zygote failed, the worker forks one itself
-            if not self.idle:
-                return None
-            child = self.idle.pop(0)  # the oldest: the most likely to have warmed up
-            if child.pidfd is not None:
-                self.selector.unregister(child.pidfd)
-            try:
-                write_all(child.job_w, payload)
-                return child
-            except OSError:  # the idle child died; reap it and try a fresh one
-                self._discard(child)
-            finally:
-                _close_job_w(child)
-        return None
+    def _watch(self, child: Child, policy: JobPolicy) -> JobWatch | None:
+        """The job's limits, sampled by the worker (``limits``): the policy's, else the
+        worker's memory limit."""
+        if policy.memory_mb is None and self.limits.memory_mb:
+            policy = replace(policy, memory_mb=self.limits.memory_mb)
+        if not (policy.memory_mb or policy.max_processes or policy.tmp_mb):
+            return None
+        return JobWatch(child.pid, policy, sandbox.job_folder(child.job_dir))
 
     def _read_output(self, job: Job) -> None:
         data = _read_some(job.child.out_r)
@@ -290,7 +262,7 @@ class Worker:
                 continue
             job.final = body
             self.to_learn.update(job.imports)
-            if job.killed_for is None and not job.reported:
+            if job.killed_for is None and job.over_limit is None and not job.reported:
                 tail = _drain(job.child.out_r)
                 if tail:
                     _append_tail(job, tail)
@@ -302,14 +274,32 @@ class Worker:
         for job in list(self.jobs.values()):
             if job.deadline is not None and job.killed_for is None and now >= job.deadline:
                 if not job.dumped:
-                    job.dumped = True
-                    job.deadline = now + _DUMP_GRACE_S
-                    try:
-                        os.kill(job.child.pid, DUMP_SIGNAL)
-                    except OSError:
-                        pass
+                    self._ask_where(job, now)
                     continue
-                self._kill(job, JobStatus.TIMEOUT)
+                self._kill(job, JobStatus.LIMIT if job.over_limit else JobStatus.TIMEOUT)
+
+    def _check_limits(self) -> None:
+        """Sample the running jobs' processes; a job over a limit is asked where it is
+        running, then ended (``_check_deadlines``)."""
+        for job in self.jobs.values():
+            now = time.monotonic()
+            watch = job.watch
+            if (watch is None or job.over_limit is not None or job.killed_for is not None
+                    or job.final is not None or not watch.due(now)):
+                continue
+            job.over_limit = watch.check(now)
+            if job.over_limit is not None:
+                watch.pause_others()
+                self._ask_where(job, time.monotonic())  # a sample may take a while
+
+    def _ask_where(self, job: Job, now: float) -> None:
+        """Ask the job for its stack (it is about to be ended); it gets a moment to print."""
+        job.dumped = True
+        job.deadline = now + _DUMP_GRACE_S
+        try:
+            os.kill(job.child.pid, DUMP_SIGNAL)
+        except OSError:
+            pass
 
     def _poll_exits(self) -> None:
         for job in list(self.jobs.values()):
@@ -318,33 +308,24 @@ class Worker:
 
     def _kill(self, job: Job, reason: JobStatus) -> None:
         job.killed_for = reason
-        _kill_child(job.child.pid)
+        kill_child(job.child.pid)
 
     def _finish(self, job: Job) -> None:
         """The child exited: collect what it left, report, release its resources."""
         child = job.child
-        _killpg(child.pid)  # leftovers of the job (its own subprocesses)
-        status, cpu_used = _reap(child.pid)
+        killpg(child.pid)  # leftovers of the job (its own subprocesses)
+        status, cpu_used = reap(child.pid)
         left = _drain(child.result_r)
         if left:
             self._take_frames(job, left)
         tail = _drain(child.out_r)
         if tail:
             _append_tail(job, tail)
-        self._close_child(child)
+        self.pool.release(child)
         del self.jobs[job.id]
         if not job.reported:
             self._report(job, self._outcome(job, status, cpu_used))
-        self.strays_due = True
-        self._end_strays()
-
-    def _end_strays(self) -> None:
-        """Kill what ended jobs left behind (``sandbox.end_adopted``), once the zygote has
-        announced every job process on its way: those are the worker's children too, and
-        must not be taken for strays. Not waited for: the zygote's next announcement does it."""
-        if self.strays_due and not any(z.pending for z in self.zygotes.values()):
-            self.strays_due = False
-            sandbox.end_adopted(self._own_pids())
+        self.pool.job_ended()
 
     def _report(self, job: Job, body: bytes) -> None:
         """Send the job's result: ``body`` (``encode_status``) with the worker's members."""
@@ -358,6 +339,8 @@ class Worker:
             return status_body(JobStatus.TIMEOUT, error=f"timed out after {job.timeout:g} s")
         if job.killed_for is JobStatus.CANCELLED:
             return status_body(JobStatus.CANCELLED, error="cancelled")
+        if job.over_limit is not None:
+            return status_body(JobStatus.LIMIT, error=job.over_limit)
         if job.final is not None:
             return job.final
         if status is not None and os.WIFSIGNALED(status):
@@ -397,186 +380,13 @@ class Worker:
         gc.collect()
         gc.freeze()
         collapse_anonymous_memory()
-        self._settle_zygotes()
-        while self.idle:
-            self._retire(self.idle[0])
-        for network in list(self.zygotes):  # new ones, with the modules
-            self._stop_zygote(self.zygotes[network])
-            self._start_zygote(network)
-        self._ensure_idle()
-
-    # ------------------------------------------------------- idle children
-    def _ensure_idle(self) -> None:
-        while len(self.idle) + self._coming() < IDLE_CHILDREN and self.running:
-            zygote = self._zygote()
-            if zygote is not None:
-                if zygote.request(self.network):
-                    continue
-                self._stop_zygote(zygote)  # gone: the worker forks these from now on
-            child = self._fork()
-            if child is None:
-                return
-            self.idle.append(child)
-            if child.pidfd is not None:
-                self.selector.register(child.pidfd, selectors.EVENT_READ, ("idle-exit", child))
-
-    def _retire(self, child: Child) -> None:
-        """Stop an idle child (it leaves at once: no job will come)."""
-        self.idle.remove(child)
-        if child.pidfd is not None:
-            self._unregister(child.pidfd)
-        _close_job_w(child)
-        self._discard(child)
-
-    def _idle_died(self, child: Child) -> None:
-        if child not in self.idle:
-            return
-        self._retire(child)
-        if time.monotonic() - child.forked_at > 1.0:  # no fork storm if children die at once
-            self._ensure_idle()
-
-    # -------------------------------------------------------------- zygote
-    def _zygote_key(self) -> bool:
-        """Which zygote forks the job processes of the current network policy: the second
-        one (True) for jobs allowed the network where the first one has none."""
-        return self.network and sandbox.zygote_isolates_network()
-
-    def _zygote(self) -> Zygote | None:
-        """The zygote for the current policy, started now if it is the second one and never
-        tried; None: the worker forks the job processes."""
-        key = self._zygote_key()
-        if key and key not in self.zygotes_tried:
-            self._start_zygote(key)
-        return self.zygotes.get(key)
-
-    def _start_zygote(self, network: bool) -> None:
-        """Fork a zygote now (the first one right after the collapse into huge pages, which it
-        keeps), unless this worker cannot or must not (``FXLS_WORKER_ZYGOTE=0``)."""
-        self.zygotes_tried.add(network)
-        if os.environ.get("FXLS_WORKER_ZYGOTE", "1") == "0" or not sandbox.can_fork_siblings():
-            return
-        flush_output()
-        self.zygotes_started += 1
-        # the zygote has no fds of the worker's: a job process closes only the ones it names
-        serve = functools.partial(self._serve_job, os.getpid())
-        zygote = Zygote.start(serve, self.zygotes_started, isolate=not network)
-        if zygote is not None:
-            self.zygotes[network] = zygote
-            self.selector.register(zygote.fileno(), selectors.EVENT_READ, ("zygote", zygote))
-
-    def _stop_zygote(self, zygote: Zygote) -> None:
-        for network, known in list(self.zygotes.items()):
-            if known is zygote:
-                del self.zygotes[network]
-                self._unregister(zygote.fileno())
-                zygote.stop()
-                self._end_strays()
-
-    def _coming(self) -> int:
-        """Job processes of the current policy asked of a zygote and not announced yet."""
-        zygote = self.zygotes.get(self._zygote_key())
-        return zygote.pending if zygote is not None else 0
-
-    def _take_announcements(self, zygote: Zygote, wait: bool = False) -> None:
-        """Adopt the job processes ``zygote`` announced (waiting for one if ``wait``); a
-        zygote that is gone is replaced by the worker's own forks."""
-        while zygote in self.zygotes.values():
-            try:
-                announcement = zygote.receive(wait=wait)
-            except (ForkFailed, EOFError, OSError):  # the worker's forks have fallbacks
-                self._stop_zygote(zygote)
-                return
-            if announcement is None:
-                break
-            self._adopt(announcement)
-            wait = False
-        self._end_strays()
-
-    def _wait_for_child(self) -> None:
-        zygote = self._zygote()
-        while not self.idle and zygote is not None and zygote.pending:
-            self._take_announcements(zygote, wait=True)
-            zygote = self._zygote()
-
-    def _settle_zygotes(self) -> None:
-        """Adopt every job process a zygote is forking now (they are not strays)."""
-        for zygote in list(self.zygotes.values()):
-            while zygote in self.zygotes.values() and zygote.pending:
-                self._take_announcements(zygote, wait=True)
-
-    def _adopt(self, announcement: Announcement) -> None:
-        for fd in (announcement.result_r, announcement.out_r):
-            os.set_blocking(fd, False)
-        child = Child(announcement.pid, _pidfd_open(announcement.pid), announcement.job_w,
-                      announcement.result_r, announcement.out_r, announcement.job_dir)
-        if announcement.network != self.network or not self.running:
-            _close_job_w(child)  # asked for before the setting changed: never used
-            self._discard(child)
-            return
-        self.idle.append(child)
-        if child.pidfd is not None:
-            self.selector.register(child.pidfd, selectors.EVENT_READ, ("idle-exit", child))
-
-    def _fork(self) -> Child | None:
-        job_r, job_w = os.pipe()
-        result_r, result_w = os.pipe()
-        out_r, out_w = os.pipe()
-        private = [*self._private_fds(), job_w, result_r, out_r]
-        self.forks += 1
-        worker_pid = os.getpid()
-        job_dir = f"{worker_pid}-{self.forks}"
-        flush_output()
-        try:
-            pid = sandbox.fork_job_process(self.network)
-        except OSError:
-            for fd in (job_r, job_w, result_r, result_w, out_r, out_w):
-                os.close(fd)
-            return None
-        if pid == 0:
-            self._serve_job(worker_pid, job_r, result_w, out_w, private, job_dir)
-        for fd in (job_r, result_w, out_w):
-            os.close(fd)
-        os.set_blocking(result_r, False)
-        os.set_blocking(out_r, False)
-        return Child(pid, _pidfd_open(pid), job_w, result_r, out_r, job_dir)
+        self.pool.renew()  # new zygotes and idle processes, with the modules
 
     def _serve_job(self, worker_pid: int, job_r: int, result_w: int, out_w: int,
                    close: list[int], job_dir: str) -> NoReturn:
         """In a new job process (forked by the worker or its zygote): serve one job."""
         serve_job(ChildFds(job_r, result_w, out_w), self.limits, worker_pid, close,
                   self.warm_up, self.learn_imports, job_dir)
-
-    def _private_fds(self) -> list[int]:
-        fds = [self.channel_in, self.channel_out, self.selector.fileno()]
-        fds += [zygote.fileno() for zygote in self.zygotes.values()]
-        for child in [*(job.child for job in self.jobs.values()), *self.idle]:
-            fds += [child.job_w, child.result_r, child.out_r]
-            if child.pidfd is not None:
-                fds.append(child.pidfd)
-        return [fd for fd in fds if fd >= 0]
-
-    def _discard(self, child: Child) -> None:
-        _kill_child(child.pid)
-        _reap(child.pid)
-        self._close_child(child)
-
-    def _own_pids(self) -> list[int]:
-        return [*(zygote.pid for zygote in self.zygotes.values()),
-                *(child.pid for child in self.idle),
-                *(job.child.pid for job in self.jobs.values())]
-
-    def _close_child(self, child: Child) -> None:
-        """Close the worker's ends of a child's pipes (``job_w`` is closed at hand-over)."""
-        sandbox.job_ended(child.job_dir)
-        fds = [child.result_r, child.out_r]
-        if child.pidfd is not None:
-            fds.append(child.pidfd)
-        for fd in fds:
-            self._unregister(fd)
-            try:
-                os.close(fd)
-            except OSError:
-                pass
 
     def _unregister(self, fd: int) -> None:
         try:
@@ -587,28 +397,17 @@ class Worker:
     def shutdown(self) -> None:
         """Kill every child (they must not outlive the worker) and release everything."""
         self.running = False
-        self._settle_zygotes()
-        for zygote in list(self.zygotes.values()):
-            self._stop_zygote(zygote)
-        while self.idle:
-            self._retire(self.idle[0])
+        self.pool.close()
         for job in list(self.jobs.values()):
-            _kill_child(job.child.pid)
-            _reap(job.child.pid)
-            self._close_child(job.child)
+            kill_child(job.child.pid)
+            reap(job.child.pid)
+            self.pool.release(job.child)
         self.jobs.clear()
         sandbox.end_adopted(())
         sandbox.remove_jobs_dir()
 
 
 # ---------------------------------------------------------------- helpers
-def _close_job_w(child: Child) -> None:
-    """Close the job pipe once; -1 marks it closed so its number is never closed again."""
-    if child.job_w >= 0:
-        os.close(child.job_w)
-        child.job_w = -1
-
-
 def _names(body: bytes) -> list[str]:
     """The module names of an ``imports`` frame."""
     try:
@@ -652,44 +451,12 @@ def _drain(fd: int) -> bytes:
         chunks.append(data)
 
 
-def _pidfd_open(pid: int) -> int | None:
-    try:
-        return os.pidfd_open(pid)  # type: ignore[attr-defined,unused-ignore]
-    except (AttributeError, OSError):
-        return None
-
-
 def _has_exited(pid: int) -> bool:
     try:
         info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
     except ChildProcessError:
         return True
     return info is not None
-
-
-def _reap(pid: int) -> tuple[int | None, float]:
-    """Wait for ``pid``: its exit status and the CPU seconds it used (None, 0.0 if it was
-    reaped already)."""
-    try:
-        _, status, usage = os.wait4(pid, 0)
-    except ChildProcessError:
-        return None, 0.0
-    return status, usage.ru_utime + usage.ru_stime
-
-
-def _kill_child(pid: int) -> None:
-    _killpg(pid)
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except OSError:
-        pass
-
-
-def _killpg(pid: int) -> None:
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except OSError:
-        pass
 
 
 def _signal_name(signum: int) -> str:

@@ -56,7 +56,7 @@ def test_each_fault_gives_its_diagnostic_and_the_next_file_works(tmp_path: Path)
     assert [m["status"] for m in files["b_loop_eager.py"]["modules"]] == ["partial", "traced"]
     assert first("c_segfault.py")[:2] == ("FX102", 4)
     assert "SIGSEGV" in first("c_segfault.py")[2]
-    assert first("d_exit.py")[0] == "FX102" and "code 3" in first("d_exit.py")[2]
+    assert first("d_exit.py")[:2] == ("FX100", 4) and "os._exit(3)" in first("d_exit.py")[2]
     assert first("e_memory.py")[:2] == ("FX100", 3) and "MemoryError" in first("e_memory.py")[2]
     assert files["f_flood.py"]["diagnostics"] == []
     assert first("g_recursion.py")[0] == "FX004" and "RecursionError" in first("g_recursion.py")[2]

@@ -130,17 +130,23 @@ async def test_restart_command_and_a_killed_worker_leave_the_server_working(
     path = tmp_path / "head.py"
     path.write_text(MODEL, encoding="utf-8")
     await open_and_wait(client, path, MODEL)
+    server_pid = client._server.pid  # type: ignore[attr-defined]
+    first = set(child_pids(server_pid))  # the worker
+    assert first
     assert await client.workspace_execute_command_async(
         types.ExecuteCommandParams("fxls.restartWorker", [])
     )
     diagnostics = await save_and_wait(client, path, MODEL, 2)
     assert {d.code for d in diagnostics} == {"FX010"}
-    server_pid = client._server.pid  # type: ignore[attr-defined]
-    for worker_pid in child_pids(server_pid):
+    restarted = set(child_pids(server_pid))
+    assert restarted and not restarted & first  # a new worker, not the old one still
+    for worker_pid in restarted:
         os.kill(worker_pid, signal.SIGKILL)
     await asyncio.sleep(0.2)
     diagnostics = await save_and_wait(client, path, MODEL, 3)
     assert {d.code for d in diagnostics} == {"FX010"}
+    replaced = set(child_pids(server_pid))
+    assert replaced and not replaced & restarted
 
 
 PASS = """import torch

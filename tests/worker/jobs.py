@@ -28,6 +28,13 @@ def nap(params: dict[str, Any]) -> int:
     return os.getpid()
 
 
+def nap_stamped(params: dict[str, Any]) -> dict[str, Any]:
+    """Sleep; when the job ran, on the machine's monotonic clock (one for all processes)."""
+    start = time.monotonic()
+    time.sleep(float(params["seconds"]))
+    return {"pid": os.getpid(), "start": start, "end": time.monotonic()}
+
+
 def sleep_forever(params: dict[str, Any]) -> None:
     if "pidfile" in params:
         with open(params["pidfile"], "w") as f:

@@ -14,8 +14,8 @@ import pytest
 
 from fxls.report import Diagnostic, FileReport, RelatedInfo, Span
 from fxls.worker.client import WorkerClient
+from fxls.worker.pool import IDLE_CHILDREN
 from fxls.worker.protocol import FrameBuffer, decode, encode_status, peek_status, splice
-from fxls.worker.server import IDLE_CHILDREN
 from tests.worker.test_worker import JOBS, children_of
 
 REPO = Path(__file__).resolve().parents[2]

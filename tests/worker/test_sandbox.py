@@ -30,6 +30,7 @@ import pytest
 from fxls.worker import sandbox
 from fxls.worker.client import WorkerClient
 from tests.worker import probes
+from fxls.worker.policy import JobPolicy
 
 REPO = Path(__file__).resolve().parents[2]
 JOBS = "tests.worker.sandbox_jobs"
@@ -274,7 +275,7 @@ async def test_writes_go_only_to_the_private_folder(client: WorkerClient,
 async def test_a_policy_allows_more_folders(client: WorkerClient, tmp_path: Path) -> None:
     target = str(tmp_path / "out.txt")
     result = await client.run(f"{JOBS}:write_outside", {"paths": [target]}, timeout=20,
-                              sandbox={"write": [str(tmp_path)]})
+                              policy=JobPolicy(write=(str(tmp_path),)))
     assert result.value == {target: "python", target + ".sh": "shell"}, result
     assert (tmp_path / "out.txt").read_text() == "written by a job"
 
@@ -318,7 +319,7 @@ async def test_no_network_unless_allowed(client: WorkerClient) -> None:
             assert result.value["subprocess"] == "refused"
             assert accepted(server) == 0
         allowed = await client.run(f"{JOBS}:connect", {"port": port}, timeout=20,
-                                   sandbox={"network": True})
+                                   policy=JobPolicy(network=True))
         assert allowed.value == {"python": "connected", "subprocess": "connected"}, allowed
         assert accepted(server) == 2
         # idle processes are made for the policy of the last job: back to none, refused again

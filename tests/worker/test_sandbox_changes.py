@@ -322,10 +322,11 @@ def test_the_worker_starts_over_without_the_callers_variables(tmp_path: Path) ->
 
 def test_env_setting_reaches_the_job_policy() -> None:
     from fxls.settings import Settings
-    from fxls.worker.sandbox import Policy
+    from fxls.worker.policy import JobPolicy
 
     good = Settings.from_dict({"env": {"TORCH_HOME": "/models"}})
     assert good.problems == []
-    assert Policy.from_dict(good.job_policy()).env == (("TORCH_HOME", "/models"),)
+    assert good.job_policy().env == (("TORCH_HOME", "/models"),)
+    assert JobPolicy.from_dict(good.job_policy().to_dict()).env == (("TORCH_HOME", "/models"),)
     bad = Settings.from_dict({"env": {"TORCH_HOME": 1}})
     assert bad.env == {} and bad.problems == ["`env` must be a table of strings; using {}"]

@@ -17,7 +17,8 @@ import pytest
 
 from fxls.worker import sandbox
 from fxls.worker.client import WorkerClient
-from fxls.worker.server import IDLE_CHILDREN
+from fxls.worker.policy import JobPolicy
+from fxls.worker.pool import IDLE_CHILDREN
 from tests.worker.test_worker import JOBS, children_of, wait_gone
 
 SUPPORT = sandbox.support()
@@ -63,14 +64,14 @@ async def test_the_worker_no_longer_copies_its_pages_for_every_job(network: bool
     loop writes, shared again with every new child); with a zygote, a handful. Jobs allowed
     the network get a zygote of their own (the first one's network namespace has none)."""
     worker = await start(sandbox=True)
-    policy = {"network": network}
+    policy = JobPolicy(network=network)
     try:
         assert worker.pid is not None
         for _ in range(3):  # the loop's own first touches
-            await worker.run(f"{JOBS}:echo", {}, timeout=30, sandbox=policy)
+            await worker.run(f"{JOBS}:echo", {}, timeout=30, policy=policy)
         before = minor_faults(worker.pid)
         for _ in range(20):
-            result = await worker.run(f"{JOBS}:echo", {}, timeout=30, sandbox=policy)
+            result = await worker.run(f"{JOBS}:echo", {}, timeout=30, policy=policy)
             assert result.status == "ok"
         assert (minor_faults(worker.pid) - before) / 20 < 100
     finally:
@@ -111,7 +112,7 @@ async def test_job_processes_asked_for_before_a_change_of_network_policy_are_not
         own = os.readlink("/proc/self/ns/net")
         for network in (True, False, True, True, False):
             result = await worker.run(f"{JOBS}:network_namespace", {}, timeout=30,
-                                      sandbox={"network": network})
+                                      policy=JobPolicy(network=network))
             assert result.status == "ok" and (result.value == own) is network
     finally:
         await worker.close()

@@ -1,0 +1,361 @@
+"""The worker's job processes made ahead of jobs (the *idle* ones) and the zygotes that make
+them (``zygote``).
+
+A job is handed to the oldest idle job process of its network policy (``hand_over``), so
+that no job waits for a fork; the pool keeps ``IDLE_CHILDREN`` of them ready. They come from
+a zygote where one can be used (one for jobs without network; a second one, started when
+the first job allowed the network comes, where the first one's network namespace has
+none), else the worker forks them itself (``sandbox.fork_job_process``). The pool shares
+the worker's selector: an idle process's exit is the event ``("idle-exit", child)``, a
+zygote's announcement ``("zygote", zygote)``; the worker passes them to ``idle_died`` and
+``take_announcements``. Everything here runs on the worker's single thread.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import selectors
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import NoReturn
+
+from fxls.worker import sandbox
+from fxls.worker.child import flush_output
+from fxls.worker.protocol import write_all
+from fxls.worker.zygote import Announcement, ForkFailed, Zygote
+
+#: idle children kept forked: two jobs at once (``fxls check`` on two cores) never wait
+IDLE_CHILDREN = 2
+
+#: in a new job process: ``(worker_pid, job_r, result_w, out_w, fds to close, job_dir)``
+ServeJob = Callable[[int, int, int, int, list[int], str], NoReturn]
+
+
+@dataclass
+class Child:
+    """A job process and the worker's ends of its pipes."""
+
+    pid: int
+    pidfd: int | None
+    job_w: int  # -1 once closed (after the hand-over)
+    result_r: int
+    out_r: int
+    #: the name of its private folder in the jobs folder (``sandbox.enter``)
+    job_dir: str
+    forked_at: float = field(default_factory=time.monotonic)
+
+
+class JobProcesses:
+    """The idle job processes and the zygotes of one worker."""
+
+    def __init__(self, selector: selectors.BaseSelector, serve_job: ServeJob,
+                 worker_fds: Callable[[], list[int]], running_jobs: Callable[[], list[Child]],
+                 wanted: Callable[[], bool]) -> None:
+        """``serve_job`` runs in each new job process and never returns; ``worker_fds`` are
+        the worker's own fds a job process must close; ``running_jobs`` the job processes
+        handed a job (the pool's no longer); ``wanted``: false once the worker is stopping."""
+        self.selector = selector
+        self.serve_job = serve_job
+        self.worker_fds = worker_fds
+        self.running_jobs = running_jobs
+        self.wanted = wanted
+        self.idle: list[Child] = []
+        #: whether the idle children are made for jobs allowed the network (the last job's)
+        self.network = False
+        #: forks the job processes where they can (``zygote``), one for jobs without network
+        #: (key False) and, once such a job comes, one for jobs allowed it (key True; the
+        #: first one's network namespace has none); else the worker forks them
+        self.zygotes: dict[bool, Zygote] = {}
+        self.zygotes_started = 0
+        self.zygotes_tried: set[bool] = set()
+        self.forks = 0
+        #: a job ended: what it left behind is to be killed (``end_strays``)
+        self.strays_due = False
+
+    # ------------------------------------------------------------ lifecycle
+    def start(self) -> int | None:
+        """Start the first zygote and the idle processes (adopted before the first job);
+        the zygote's pid, None if the worker forks the job processes itself."""
+        self.start_zygote(network=False)
+        self.ensure_idle()
+        self.settle()
+        first = self.zygotes.get(False)
+        return first.pid if first is not None else None
+
+    def renew(self) -> None:
+        """After the worker imported more modules: new zygotes and idle processes, which
+        have them loaded."""
+        self.settle()
+        while self.idle:
+            self.retire(self.idle[0])
+        for network in list(self.zygotes):
+            self.stop_zygote(self.zygotes[network])
+            self.start_zygote(network)
+        self.ensure_idle()
+
+    def close(self) -> None:
+        """Stop the zygotes and the idle processes (the worker ends the running jobs)."""
+        self.settle()
+        for zygote in list(self.zygotes.values()):
+            self.stop_zygote(zygote)
+        while self.idle:
+            self.retire(self.idle[0])
+
+    # ---------------------------------------------------------------- jobs
+    def hand_over(self, payload: bytes, network: bool) -> Child | None:
+        """Give the job ``payload`` to an idle process of its network policy (forking one if
+        needed); None if that keeps failing."""
+        if network != self.network:  # a change of setting: processes that fit it
+            self.network = network
+            while self.idle:
+                self.retire(self.idle[0])
+        for _ in range(3):
+            self.ensure_idle()
+            if not self.idle:
+                self._wait_for_child()
+                self.ensure_idle()  # if the zygote failed, the worker forks one itself
+            if not self.idle:
+                return None
+            child = self.idle.pop(0)  # the oldest: the most likely to have warmed up
+            if child.pidfd is not None:
+                self._unregister(child.pidfd)
+            try:
+                write_all(child.job_w, payload)
+                return child
+            except OSError:  # the idle child died; reap it and try a fresh one
+                self.discard(child)
+            finally:
+                close_job_w(child)
+        return None
+
+    def job_ended(self) -> None:
+        """A job process ended: kill what it left behind (once it is safe)."""
+        self.strays_due = True
+        self.end_strays()
+
+    def end_strays(self) -> None:
+        """Kill what ended jobs left behind (``sandbox.end_adopted``), once the zygote has
+        announced every job process on its way: those are the worker's children too, and
+        must not be taken for strays. Not waited for: the zygote's next announcement does it."""
+        if self.strays_due and not any(z.pending for z in self.zygotes.values()):
+            self.strays_due = False
+            sandbox.end_adopted(self.own_pids())
+
+    def own_pids(self) -> list[int]:
+        return [*(zygote.pid for zygote in self.zygotes.values()),
+                *(child.pid for child in self.idle),
+                *(child.pid for child in self.running_jobs())]
+
+    # ------------------------------------------------------- idle children
+    def ensure_idle(self) -> None:
+        while len(self.idle) + self._coming() < IDLE_CHILDREN and self.wanted():
+            zygote = self._zygote()
+            if zygote is not None:
+                if zygote.request(self.network):
+                    continue
+                self.stop_zygote(zygote)  # gone: the worker forks these from now on
+            child = self._fork()
+            if child is None:
+                return
+            self._add_idle(child)
+
+    def retire(self, child: Child) -> None:
+        """Stop an idle child (it leaves at once: no job will come)."""
+        self.idle.remove(child)
+        if child.pidfd is not None:
+            self._unregister(child.pidfd)
+        close_job_w(child)
+        self.discard(child)
+
+    def idle_died(self, child: Child) -> None:
+        if child not in self.idle:
+            return
+        self.retire(child)
+        if time.monotonic() - child.forked_at > 1.0:  # no fork storm if children die at once
+            self.ensure_idle()
+
+    def _add_idle(self, child: Child) -> None:
+        self.idle.append(child)
+        if child.pidfd is not None:
+            self.selector.register(child.pidfd, selectors.EVENT_READ, ("idle-exit", child))
+
+    def discard(self, child: Child) -> None:
+        kill_child(child.pid)
+        reap(child.pid)
+        self.release(child)
+
+    def release(self, child: Child) -> None:
+        """Close the worker's ends of a child's pipes (``job_w`` is closed at hand-over) and
+        remove its private folder."""
+        sandbox.job_ended(child.job_dir)
+        fds = [child.result_r, child.out_r]
+        if child.pidfd is not None:
+            fds.append(child.pidfd)
+        for fd in fds:
+            self._unregister(fd)
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+    # -------------------------------------------------------------- zygote
+    def _zygote_key(self) -> bool:
+        """Which zygote forks the job processes of the current network policy: the second
+        one (True) for jobs allowed the network where the first one has none."""
+        return self.network and sandbox.zygote_isolates_network()
+
+    def _zygote(self) -> Zygote | None:
+        """The zygote for the current policy, started now if it is the second one and never
+        tried; None: the worker forks the job processes."""
+        key = self._zygote_key()
+        if key and key not in self.zygotes_tried:
+            self.start_zygote(key)
+        return self.zygotes.get(key)
+
+    def start_zygote(self, network: bool) -> None:
+        """Fork a zygote now (the first one right after the collapse into huge pages, which it
+        keeps), unless this worker cannot or must not (``FXLS_WORKER_ZYGOTE=0``)."""
+        self.zygotes_tried.add(network)
+        if os.environ.get("FXLS_WORKER_ZYGOTE", "1") == "0" or not sandbox.can_fork_siblings():
+            return
+        flush_output()
+        self.zygotes_started += 1
+        # the zygote has no fds of the worker's: a job process closes only the ones it names
+        serve = functools.partial(self.serve_job, os.getpid())
+        zygote = Zygote.start(serve, self.zygotes_started, isolate=not network)
+        if zygote is not None:
+            self.zygotes[network] = zygote
+            self.selector.register(zygote.fileno(), selectors.EVENT_READ, ("zygote", zygote))
+
+    def stop_zygote(self, zygote: Zygote) -> None:
+        for network, known in list(self.zygotes.items()):
+            if known is zygote:
+                del self.zygotes[network]
+                self._unregister(zygote.fileno())
+                zygote.stop()
+                self.end_strays()
+
+    def _coming(self) -> int:
+        """Job processes of the current policy asked of a zygote and not announced yet."""
+        zygote = self.zygotes.get(self._zygote_key())
+        return zygote.pending if zygote is not None else 0
+
+    def take_announcements(self, zygote: Zygote, wait: bool = False) -> None:
+        """Adopt the job processes ``zygote`` announced (waiting for one if ``wait``); a
+        zygote that is gone is replaced by the worker's own forks."""
+        while zygote in self.zygotes.values():
+            try:
+                announcement = zygote.receive(wait=wait)
+            except (ForkFailed, EOFError, OSError):  # the worker's forks have fallbacks
+                self.stop_zygote(zygote)
+                return
+            if announcement is None:
+                break
+            self._adopt(announcement)
+            wait = False
+        self.end_strays()
+
+    def _wait_for_child(self) -> None:
+        zygote = self._zygote()
+        while not self.idle and zygote is not None and zygote.pending:
+            self.take_announcements(zygote, wait=True)
+            zygote = self._zygote()
+
+    def settle(self) -> None:
+        """Adopt every job process a zygote is forking now (they are not strays)."""
+        for zygote in list(self.zygotes.values()):
+            while zygote in self.zygotes.values() and zygote.pending:
+                self.take_announcements(zygote, wait=True)
+
+    def _adopt(self, announcement: Announcement) -> None:
+        for fd in (announcement.result_r, announcement.out_r):
+            os.set_blocking(fd, False)
+        child = Child(announcement.pid, pidfd_open(announcement.pid), announcement.job_w,
+                      announcement.result_r, announcement.out_r, announcement.job_dir)
+        if announcement.network != self.network or not self.wanted():
+            close_job_w(child)  # asked for before the setting changed: never used
+            self.discard(child)
+            return
+        self._add_idle(child)
+
+    def _fork(self) -> Child | None:
+        """A job process forked by the worker itself (no zygote)."""
+        job_r, job_w = os.pipe()
+        result_r, result_w = os.pipe()
+        out_r, out_w = os.pipe()
+        private = [*self._private_fds(), job_w, result_r, out_r]
+        self.forks += 1
+        worker_pid = os.getpid()
+        job_dir = f"{worker_pid}-{self.forks}"
+        flush_output()
+        try:
+            pid = sandbox.fork_job_process(self.network)
+        except OSError:
+            for fd in (job_r, job_w, result_r, result_w, out_r, out_w):
+                os.close(fd)
+            return None
+        if pid == 0:
+            self.serve_job(worker_pid, job_r, result_w, out_w, private, job_dir)
+        for fd in (job_r, result_w, out_w):
+            os.close(fd)
+        os.set_blocking(result_r, False)
+        os.set_blocking(out_r, False)
+        return Child(pid, pidfd_open(pid), job_w, result_r, out_r, job_dir)
+
+    def _private_fds(self) -> list[int]:
+        fds = [*self.worker_fds(), self.selector.fileno()]
+        fds += [zygote.fileno() for zygote in self.zygotes.values()]
+        for child in [*self.running_jobs(), *self.idle]:
+            fds += [child.job_w, child.result_r, child.out_r]
+            if child.pidfd is not None:
+                fds.append(child.pidfd)
+        return [fd for fd in fds if fd >= 0]
+
+    def _unregister(self, fd: int) -> None:
+        try:
+            self.selector.unregister(fd)
+        except (KeyError, ValueError):
+            pass
+
+
+# ---------------------------------------------------------------- helpers
+def close_job_w(child: Child) -> None:
+    """Close the job pipe once; -1 marks it closed so its number is never closed again."""
+    if child.job_w >= 0:
+        os.close(child.job_w)
+        child.job_w = -1
+
+
+def pidfd_open(pid: int) -> int | None:
+    try:
+        return os.pidfd_open(pid)  # type: ignore[attr-defined,unused-ignore]
+    except (AttributeError, OSError):
+        return None
+
+
+def reap(pid: int) -> tuple[int | None, float]:
+    """Wait for ``pid``: its exit status and the CPU seconds it used (None, 0.0 if it was
+    reaped already)."""
+    try:
+        _, status, usage = os.wait4(pid, 0)
+    except ChildProcessError:
+        return None, 0.0
+    return status, usage.ru_utime + usage.ru_stime
+
+
+def kill_child(pid: int) -> None:
+    killpg(pid)
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+def killpg(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        pass
