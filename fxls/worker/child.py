@@ -78,6 +78,9 @@ def serve_job(
         policy = JobPolicy.from_dict(job.get("policy"))
         _apply_limits(limits, policy)
         sandbox.confine(policy)
+        # after confine: a process with more than one thread cannot enter the namespace
+        # that locks its read-only mounts
+        threading.Thread(target=_take_signals, name="fxls-signals", daemon=True).start()
         api.begin_job(fds.result_w)
         loaded = set(sys.modules)
         payload = run_target(job["target"], job["params"])
@@ -264,10 +267,10 @@ def _report_where_on_fault() -> None:
     a limit) print the Python stack to the output, so the caller can tell which line was
     running. The dump lists every thread, the main one last (``runner.running_line`` reads
     the last); a thread of its own that never blocks a signal takes the worker's when the
-    job's code blocked it in the main thread (``pthread_sigmask``)."""
+    job's code blocked it in the main thread (``pthread_sigmask``), started once the job is
+    confined."""
     faulthandler.enable(file=sys.stderr, all_threads=False)
     faulthandler.register(DUMP_SIGNAL, file=sys.stderr, all_threads=True, chain=False)
-    threading.Thread(target=_take_signals, name="fxls-signals", daemon=True).start()
 
 
 def _take_signals() -> None:

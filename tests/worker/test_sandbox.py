@@ -29,8 +29,8 @@ import pytest
 
 from fxls.worker import sandbox
 from fxls.worker.client import WorkerClient
-from tests.worker import probes
 from fxls.worker.policy import JobPolicy
+from tests.worker import probes
 
 REPO = Path(__file__).resolve().parents[2]
 JOBS = "tests.worker.sandbox_jobs"

@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 from fxls.worker.client import WorkerClient
+from fxls.worker.policy import JobPolicy
 from tests.worker import probes
 from tests.worker.sandbox_jobs import CHANGES
 
@@ -182,7 +183,7 @@ async def test_a_policy_allows_changes_in_its_folders(client: WorkerClient,
     files = outside_files(allowed, ["utime", "symlink"])
     result = await client.run(f"{JOBS}:change_outside",
                               {"changes": ["utime", "symlink"], "files": files}, timeout=30,
-                              sandbox={"write": [str(allowed)]})
+                              policy=JobPolicy(write=(str(allowed),)))
     assert result.status == "ok", result
     utime = "changed" if mode != "fallback" or not probes.SECCOMP else "PermissionError EPERM"
     assert result.value["utime"] == {"python": utime, "subprocess": utime}, result
@@ -197,7 +198,7 @@ async def test_the_job_gets_a_clean_environment(mode: str, tmp_path: Path) -> No
                            LANG="C.UTF-8")
     try:
         result = await worker.run(f"{JOBS}:environment", {}, timeout=30,
-                                  sandbox={"env": {"TORCH_HOME": "/models"}})
+                                  policy=JobPolicy(env=(("TORCH_HOME", "/models"),)))
         assert worker.pid is not None
         worker_env = Path(f"/proc/{worker.pid}/environ").read_bytes()
     finally:
