@@ -86,7 +86,10 @@ def check_report(
         worst = _worse(worst, partial.worst_dropped)
     for index, diagnostic in kept.items():
         try:
-            _check_span(diagnostic.span, path, text)
+            try:
+                _check_span(diagnostic.span, path, text)
+            except InvalidReport as error:
+                raise error.inside("span") from None
             for number, related in enumerate(diagnostic.related):
                 try:
                     _check_span(related.span, path, text)
@@ -225,21 +228,21 @@ def _check_span(span: Span, path: str, text: SourceText) -> None:
         return  # another file: placed (and clamped) against that file's text when shown
     if not 1 <= span.line <= span.end_line <= text.line_count:
         raise InvalidReport(f"lines {span.line}-{span.end_line} are outside the document "
-                            f"({text.line_count} lines)", "span")
+                            f"({text.line_count} lines)")
     if not 0 <= span.col <= text.byte_length(span.line) or \
             not 0 <= span.end_col <= text.byte_length(span.end_line):
         raise InvalidReport(f"columns {span.col}-{span.end_col} are outside lines "
-                            f"{span.line}-{span.end_line}", "span")
+                            f"{span.line}-{span.end_line}")
     if span.line == span.end_line and span.end_col < span.col:
         raise InvalidReport(f"it ends (column {span.end_col}) before it starts "
-                            f"(column {span.col})", "span")
+                            f"(column {span.col})")
 
 
 def _check_bounds(span: Span) -> None:
     for name in ("line", "end_line", "col", "end_col"):
         value = getattr(span, name)
         if not 0 <= value <= MAX_POSITION:
-            raise InvalidReport(f"{value} is not a position", f"span.{name}")
+            raise InvalidReport(f"{value} is not a position", name)
 
 
 def _other_spans(report: FileReport) -> typing.Iterator[tuple[str, Span]]:
@@ -371,7 +374,7 @@ def _one_of(allowed: tuple[Any, ...]) -> _Parse:
 def _enum(kind: type[Enum]) -> _Parse:
     def parse(value: Any) -> Any:
         try:
-            return kind(value) if type(value) is str else kind(object())
+            return kind(value) if isinstance(value, str) else kind(object())
         except ValueError:
             allowed = ", ".join(str(member.value) for member in kind)
             raise InvalidReport(f"is {_short(value)}, expected one of {allowed}") from None

@@ -31,9 +31,10 @@ WARM_IMPORTS = ("torch", "fxcore", "fxls.analysis.job")
 #: run by each pre-forked job process while it waits for its job (analyses a bundled model);
 #: for the editor, whose saves are apart, so the warm-up is done when a save comes
 WARM_UP = "fxls.analysis.job:warm_up"
-#: packages whose modules a job imported are imported by the warm worker for later jobs
-#: (torch's own, e.g. ``torch._dynamo`` that torchvision and timm pull in: seconds per job)
-LEARN_IMPORTS = ("torch",)
+#: packages whose modules a job imported are imported by the warm worker for later jobs:
+#: torch's costly ones (``torch._dynamo``, which torchvision and timm pull in, costs seconds
+#: per job); never more (a job can forge the list: ``fxls.worker.learning``)
+LEARN_IMPORTS = ("torch._dynamo", "torch._functorch", "torch.fx.experimental")
 
 
 @dataclass(slots=True)

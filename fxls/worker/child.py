@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from fxls.worker import api, sandbox
+from fxls.worker.learning import in_packages
 from fxls.worker.protocol import IMPORTS, JobStatus, encode_status, read_all, write_all
 
 _PR_SET_PDEATHSIG = 1
@@ -91,7 +92,7 @@ def serve_job(
 def _send_imports(result_w: int, loaded: set[str], packages: tuple[str, ...]) -> None:
     """Tell the worker which modules of ``packages`` the job imported (it may import them
     itself for later jobs): a frame ahead of the final one."""
-    names = sorted(n for n in set(sys.modules) - loaded if n.partition(".")[0] in packages)
+    names = sorted(n for n in set(sys.modules) - loaded if in_packages(n, packages))
     if names:
         write_all(result_w, encode_status(IMPORTS, value=names))
 

@@ -1,13 +1,16 @@
 """What the warm worker learns to import from its jobs, decided by the worker alone.
 
 A job reports the modules of the ``learn_imports`` packages it imported (an ``imports``
-frame), so that the worker can import them for later jobs (``torch._dynamo`` costs seconds
-per job). The job runs hostile code and can name anything, so the frame is only a hint: the
-worker keeps a name only if it is a plain dotted name inside one of those packages, as the
-worker itself imported it (its own ``__path__``: the interpreter's environment, never a
-workspace), that is a file of that package there; never a ``__main__`` module or a test
-module. Of those it imports the outermost ones (importing a package brings what it imports),
-at most ``ROUND_LIMIT`` per job and ``LIFETIME_LIMIT`` in the worker's life.
+frame), so that the worker can import them for later jobs (``torch._dynamo``, which
+torchvision and timm pull in, costs seconds per job). The job runs hostile code and can name
+anything, so the frame is only a hint among names the worker chose: it keeps a name only if
+it is a plain dotted name inside one of the packages its client named (e.g.
+``torch._dynamo``, never a whole library), that is a file of that package where the worker
+itself imported it from (the top package's ``__path__``: the interpreter's environment,
+never a workspace); never a ``__main__`` module or a test module. Of those it imports the
+outermost ones (importing a package brings what it imports), at most ``ROUND_LIMIT`` per job
+and ``LIFETIME_LIMIT`` in the worker's life. A forged frame can at most make the worker warm
+up, once, what it would have warmed up for a real job.
 """
 
 from __future__ import annotations
@@ -40,9 +43,16 @@ def learnable(names: Any, packages: tuple[str, ...]) -> list[str]:
     return kept
 
 
+def in_packages(name: str, packages: tuple[str, ...]) -> bool:
+    """Whether module ``name`` is one of ``packages`` or inside one."""
+    return any(name == package or name.startswith(package + ".") for package in packages)
+
+
 def _is_package_file(name: str, packages: tuple[str, ...]) -> bool:
+    if not in_packages(name, packages):
+        return False
     top, *parts = name.split(".")
-    if top not in packages or _REFUSED_PARTS.intersection(parts):
+    if _REFUSED_PARTS.intersection(parts):
         return False
     package = sys.modules.get(top)
     roots = getattr(package, "__path__", None) if package is not None else None
