@@ -122,3 +122,24 @@ def torch_modules(params: object) -> int:
     import sys
 
     return sum(1 for name in sys.modules if name == "torch" or name.startswith("torch."))
+
+
+def send_partials(params: dict[str, int]) -> str:
+    """A job: ``count`` partial results (``{"number": n}``), then its result."""
+    from fxls.worker import api
+
+    for number in range(params["count"]):
+        api.send_partial({"number": number})
+    return "done"
+
+
+def raw_final(params: dict[str, str]) -> str:
+    """A job that writes its own final frame (``body``, as given) and then returns."""
+    import os
+
+    from fxls.worker import api
+    from fxls.worker.protocol import frame
+
+    assert api._result_fd is not None
+    os.write(api._result_fd, frame(params["body"].encode()))
+    return "never seen"
