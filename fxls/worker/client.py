@@ -103,8 +103,9 @@ class WorkerClient:
         each pre-forked job process before its job arrives, ``prime`` (the same kind of
         function) once in the worker before its first fork; neither may run user code.
         Modules of the packages named in
-        ``learn_imports`` (e.g. ``("torch",)``) that a job imported are imported by the warm
-        worker after that job, so later jobs find them loaded. With ``sandbox``, jobs run
+        ``learn_imports`` (e.g. ``("torch._dynamo",)``; ``("torch",)`` for all of it) that a
+        job imported are imported by the warm worker after that job, so later jobs find them
+        loaded (``fxls.worker.learning`` decides which). With ``sandbox``, jobs run
         confined (``fxls.worker.sandbox``; ``run(sandbox=...)`` widens it per job). A worker
         that answers nothing for ``unresponsive_after_s`` is replaced (``heartbeat``)."""
         self.python = python
