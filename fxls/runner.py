@@ -118,9 +118,11 @@ class ReportReader:
         self._sent_ahead: SentAhead | None = None
 
     def partial(self, value: Any) -> FileReport | None:
-        """The report of a partial result; None (one log line) when it is invalid."""
+        """The report of a partial result (it may refer to the one before it, as the final
+        one does); None (one log line) when it is invalid."""
         try:
-            checked = check_report(value, path=self.path, text=self.text)
+            checked = check_report(value, path=self.path, text=self.text,
+                                   partial=self._sent_ahead)
         except InvalidReport as error:
             log.warning("ignored an invalid partial report for %s: %s", self.request.path,
                         error)

@@ -147,3 +147,35 @@ def test_an_invalid_report_is_fx102_at_the_line_importing_fxls_and_keeps_the_par
     assert (only.code, only.span.line) == ("FX102", 1)
     assert only.message == ("the analysis produced an invalid report (the report is null, "
                             "not an object)")
+
+
+def test_two_partial_reports_then_the_final_one_referring_to_the_second(tmp_path: Path) -> None:
+    """The analysis sends tracing's report, then the complete model report (issue 20's
+    lead change), then the final one referring to the newest partial."""
+    from fxls.runner import ReportReader
+
+    path = tmp_path / "model.py"
+    resolved = str(path.resolve())
+    request = AnalysisRequest(str(path), TEXT.text, Settings(root=str(tmp_path)))
+
+    def diagnostic(line: int, code: str) -> dict[str, Any]:
+        return {"code": code, "severity": "error", "message": code, "span": {
+            "file": resolved, "line": line, "end_line": line, "col": 0, "end_col": 1}}
+
+    reader = ReportReader(request)
+    first = reader.partial({"path": resolved, "diagnostics": [diagnostic(1, "FX001")]})
+    second = reader.partial({"path": resolved, "diagnostics": [diagnostic(1, "FX001"),
+                                                               diagnostic(2, "FX004")]})
+    assert first is not None and second is not None and second.path == str(path)
+    final = reader.result(JobResult(JobStatus.OK, {
+        "path": resolved, "diagnostics": [diagnostic(5, "FX014")],
+        "from_partial": [[0, 0], [1, 1]]}))
+    assert [(d.code, d.span.line) for d in final.diagnostics] == [
+        ("FX001", 1), ("FX004", 2), ("FX014", 5)]
+    # an invalid partial is ignored; a final report referring to it is FX102, the last valid
+    # partial's diagnostics kept
+    assert reader.partial({"path": resolved, "diagnostics": "many"}) is None
+    failed = reader.result(JobResult(JobStatus.OK, {"path": resolved, "diagnostics": [],
+                                                    "from_partial": [[0, 0]]}))
+    assert [(d.code, d.span.line) for d in failed.diagnostics] == [
+        ("FX001", 1), ("FX004", 2), ("FX102", 3)]
