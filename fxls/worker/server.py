@@ -210,7 +210,7 @@ class Worker:
                 continue
             try:
                 message = decode(body)
-            except ValueError as error:
+            except (ValueError, RecursionError) as error:
                 _log(f"ignored a request that is not JSON ({error})")
                 continue
             self._handle(message)
@@ -416,8 +416,6 @@ class Worker:
             return status_body(JobStatus.TIMEOUT, error=f"timed out after {job.timeout:g} s")
         if job.killed_for is JobStatus.CANCELLED:
             return status_body(JobStatus.CANCELLED, error="cancelled")
-        if job.killed_for is JobStatus.INVALID and job.final is not None:
-            return job.final
         if job.final is not None:
             return job.final
         if status is not None and os.WIFSIGNALED(status):
