@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -186,3 +187,26 @@ async def test_a_forged_imports_frame_makes_the_worker_import_nothing(tmp_path: 
         assert after.value == before.value  # 766 -> 2,158 before the fix
     finally:
         await worker.close()
+
+
+async def test_the_client_ends_a_run_the_worker_refused_at_once_and_ignores_bad_messages(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    import asyncio
+
+    from fxls.worker.client import _Pending
+
+    worker = WorkerClient(sys.executable)
+    proc: Any = object()  # the worker process the run was sent to
+    future: asyncio.Future[dict] = asyncio.get_running_loop().create_future()
+    worker._pending[9] = _Pending(future, proc)
+    for bad in ({"op": "result", "id": 9}, {"op": "warp", "id": 9}, ["x"],
+                {"op": "started", "id": "9"}):
+        worker._on_message(bad, None, proc)
+    assert not future.done() and not worker._pending[9].started
+    assert [r.getMessage().split(":")[0] for r in caplog.records] == [
+        "ignored a message from the worker"] * 4 and "Traceback" not in caplog.text
+    worker._on_message({"op": "error", "id": 9, "error": "unknown operation 'run2'"}, None, proc)
+    assert future.result() == {"status": "error", "error": "the worker refused the job: "
+                                                           "unknown operation 'run2'"}
+    assert 9 not in worker._pending
