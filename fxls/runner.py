@@ -1,12 +1,15 @@
 """Run analyses in the worker and turn every outcome, including failures, into a FileReport.
 
 The bridge between worker job results and reports: a timeout, crash or memory blow-up of
-the job becomes an FX102 diagnostic on the file instead of an error of the caller.
+the job becomes an FX102 diagnostic on the file instead of an error of the caller, and so
+does a report that does not fit the protocol (the job runs the user's code, which can forge
+it: ``fxls.report_validation`` checks every report, partial or final, before it is used).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -15,9 +18,12 @@ from typing import Any
 
 from fxls.codes import CODES
 from fxls.report import Diagnostic, FileReport, Span
+from fxls.report_validation import InvalidReport, SentAhead, check_report, suspect_line
 from fxls.settings import Settings
 from fxls.source_text import source_text
 from fxls.worker.protocol import JobStatus
+
+log = logging.getLogger(__name__)
 
 ANALYZE_TARGET = "fxls.analysis.job:analyze"
 #: imported once by the warm worker so that each job starts with them loaded
@@ -25,9 +31,10 @@ WARM_IMPORTS = ("torch", "fxcore", "fxls.analysis.job")
 #: run by each pre-forked job process while it waits for its job (analyses a bundled model);
 #: for the editor, whose saves are apart, so the warm-up is done when a save comes
 WARM_UP = "fxls.analysis.job:warm_up"
-#: packages whose modules a job imported are imported by the warm worker for later jobs
-#: (torch's own, e.g. ``torch._dynamo`` that torchvision and timm pull in: seconds per job)
-LEARN_IMPORTS = ("torch",)
+#: packages whose modules a job imported are imported by the warm worker for later jobs:
+#: torch's costly ones (``torch._dynamo``, which torchvision and timm pull in, costs seconds
+#: per job); never more (a job can forge the list: ``fxls.worker.learning``)
+LEARN_IMPORTS = ("torch._dynamo", "torch._functorch", "torch.fx.experimental")
 
 
 @dataclass(slots=True)
@@ -53,6 +60,7 @@ _FAILURE_MESSAGES = {
     JobStatus.LIMIT: "the analysis was stopped{where}: {detail}",
     JobStatus.ERROR: "fxls failed while analysing this file: {detail}",
     JobStatus.CANCELLED: "the analysis was cancelled",
+    JobStatus.INVALID: "the analysis produced an invalid report ({detail}){suspect}",
 }
 
 
@@ -82,40 +90,87 @@ def failure_report(
     where = f" while running line {line}" if line is not None else ""
     if line is None or not 0 < line <= text.line_count:
         line = 1
+    suspect = ""
+    if status == JobStatus.INVALID:
+        # the code that forged the report imports fxls: point there when it is known
+        imports_fxls = suspect_line(text)
+        if imports_fxls is not None:
+            line = imports_fxls
+            suspect = (f"; line {line} imports fxls: analysed code must not change fxls "
+                       f"itself or write to its result pipe")
     message = template.format(timeout=request.settings.timeout, detail=detail or status,
-                              where=where, memory=request.settings.memory_limit_mb)
+                              where=where, memory=request.settings.memory_limit_mb,
+                              suspect=suspect)
     span = Span(path, line, line, text.indent_bytes(line), text.byte_length(line))
     diagnostic = Diagnostic("FX102", CODES["FX102"].severity, message, span)
     return FileReport(request.path, [], [diagnostic])
 
 
+class ReportReader:
+    """Reads the reports of one analysis job (untrusted: see the module doc): its partial
+    reports, then its result. Each is checked against the request's document."""
+
+    def __init__(self, request: AnalysisRequest) -> None:
+        self.request = request
+        self.path = str(Path(request.path).resolve())
+        self.text = source_text(request.source)
+        #: the newest valid partial report (kept when the job then fails)
+        self.early: FileReport | None = None
+        self._sent_ahead: SentAhead | None = None
+
+    def partial(self, value: Any) -> FileReport | None:
+        """The report of a partial result (it may refer to the one before it, as the final
+        one does); None (one log line) when it is invalid."""
+        try:
+            checked = check_report(value, path=self.path, text=self.text,
+                                   partial=self._sent_ahead)
+        except InvalidReport as error:
+            log.warning("ignored an invalid partial report for %s: %s", self.request.path,
+                        error)
+            self._sent_ahead = None  # a final report referring to it is invalid too
+            return None
+        checked.report.path = self.request.path
+        self.early, self._sent_ahead = checked.report, checked.sent_ahead
+        return checked.report
+
+    def result(self, result: Any) -> FileReport:
+        """The file's report from the job's ``JobResult``: FX102 when the job failed or its
+        report is invalid, with the last valid partial report's diagnostics kept."""
+        if result.status == JobStatus.OK:
+            try:
+                checked = check_report(result.value, path=self.path, text=self.text,
+                                       partial=self._sent_ahead)
+            except InvalidReport as error:
+                return _failed(self.request, JobStatus.INVALID, str(error), "", self.early)
+            checked.report.path = self.request.path
+            return checked.report
+        return _failed(self.request, result.status, _last_line(_failure_detail(result)),
+                       getattr(result, "output", "") or "", self.early)
+
+
 def report_from_result(
-    request: AnalysisRequest, result: Any, early: FileReport | None = None
+    request: AnalysisRequest, result: Any, early: Any = None
 ) -> FileReport:
-    """Turn a worker ``JobResult`` into the file's report. ``early`` is what the job sent
-    before it ended (tracing's diagnostics): kept when the job then failed."""
-    if result.status == JobStatus.OK and isinstance(result.value, dict):
-        return _report_from_value(request, result.value, early)
-    report = failure_report(
-        request,
-        result.status,
-        _last_line(_failure_detail(result)),
-        getattr(result, "output", "") or "",
-    )
+    """Turn a worker ``JobResult`` into the file's report. ``early`` is the partial result
+    the job sent before it ended (plain data, tracing's diagnostics): kept when the job then
+    failed, and what the final report may refer to."""
+    reader = ReportReader(request)
+    if early is not None:
+        reader.partial(early)
+    return reader.result(result)
+
+
+def _failed(
+    request: AnalysisRequest, status: str, detail: str, output: str,
+    early: FileReport | None,
+) -> FileReport:
+    report = failure_report(request, status, detail, output)
     if early is not None:
         report.modules = early.modules
         report.diagnostics = sorted(
             [*early.diagnostics, *report.diagnostics],
             key=lambda d: (d.span.file, d.span.line, d.span.col, d.code),
         )
-    return report
-
-
-def _report_from_value(
-    request: AnalysisRequest, value: dict[str, Any], early: FileReport | None = None
-) -> FileReport:
-    report = FileReport.from_dict(value, early)
-    report.path = request.path
     return report
 
 
@@ -129,14 +184,12 @@ async def run_analysis(
     """Analyse ``request`` in ``client``'s worker; None when the job was cancelled (a newer
     one with the same ``job_id``, or the worker closed). ``on_diagnostics`` gets tracing's
     diagnostics as soon as the job sends them, before the complete report."""
-    early: FileReport | None = None
+    reader = ReportReader(request)
 
     def on_partial(value: Any) -> None:
-        nonlocal early
-        if isinstance(value, dict):
-            early = _report_from_value(request, value)
-            if on_diagnostics is not None:
-                on_diagnostics(early)
+        report = reader.partial(value)
+        if report is not None and on_diagnostics is not None:
+            on_diagnostics(report)
 
     result = await client.run(
         ANALYZE_TARGET, request.params(), timeout=request.settings.timeout, job_id=job_id,
@@ -144,7 +197,14 @@ async def run_analysis(
     )
     if result.status == JobStatus.CANCELLED:
         return None
-    return report_from_result(request, result, early)
+    try:
+        if getattr(result, "last_partial", None) is not None:
+            reader.partial(result.last_partial)  # coalesced: referred to, never published
+        return reader.result(result)
+    except Exception as error:  # a bug of ours must not lose the other files' results
+        log.warning("reading the report of %s failed: %s: %s", request.path,
+                    type(error).__name__, error)
+        return failure_report(request, JobStatus.INVALID, f"{type(error).__name__}: {error}")
 
 
 def _failure_detail(result: Any) -> str:

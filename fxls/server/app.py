@@ -23,6 +23,7 @@ from fxls.graph_render import RENDERERS, render_module
 from fxls.pass_view import PASS_FORMAT, find_pass, lens_title, pass_view
 from fxls.report import FileReport
 from fxls.runner import AnalysisRequest, failure_report
+from fxls.server import one_line_logs
 from fxls.server.analysis_service import AnalysisService, WorkerStartError
 from fxls.server.code_actions import FIX_ALL_KIND, FixCache, code_actions
 from fxls.server.config import ServerConfig
@@ -577,6 +578,7 @@ async def on_shutdown(ls: FxlsServer, *args: Any) -> None:
 
 def serve(*, tcp: bool = False, host: str = "127.0.0.1", port: int = 2087) -> None:
     logging.basicConfig(level=logging.WARNING)
+    one_line_logs.install()  # a malformed message is one line on stderr, not a traceback
     for name in ("pygls", "pygls.protocol", "pygls.server"):
         logging.getLogger(name).setLevel(logging.WARNING)
     if tcp:

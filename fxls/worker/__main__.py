@@ -89,12 +89,25 @@ def _start_sandbox(config: dict[str, Any]) -> dict[str, Any] | None:
     return {**facts.to_dict(), "summary": facts.describe()}
 
 
+def _check_protocol(config: dict[str, Any], channel_out: int) -> None:
+    """The handshake's first half: a client speaking another protocol version is told so at
+    once (an ``error`` in place of ``ready``), and the worker exits."""
+    from fxls.worker.protocol import Op, ProtocolError, check_version, encode, write_all
+
+    try:
+        check_version(config.get("protocol"), "the client")
+    except ProtocolError as error:
+        write_all(channel_out, encode({"op": Op.ERROR, "id": None, "error": str(error)}))
+        sys.exit(2)
+
+
 def main() -> None:
     own_variables_only()
     channel_in, channel_out = _take_channel()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the caller decides when the worker ends
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     config: dict[str, Any] = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
+    _check_protocol(config, channel_out)
     own_environment_only()
     single_threaded_libraries()
     facts = _start_sandbox(config)
@@ -108,8 +121,10 @@ def main() -> None:
     limits = Limits(config.get("memory_limit_mb"), config.get("cpu_limit_s"))
     worker = Worker(channel_in, channel_out, limits, config.get("warm_up"),
                     tuple(config.get("learn_imports", ())))
-    ready = {"op": "ready", "pid": os.getpid(), "python": sys.version, "import_errors": errors,
-             "sandbox": facts}
+    from fxls.worker.protocol import PROTOCOL_VERSION, Op
+
+    ready = {"op": Op.READY, "pid": os.getpid(), "protocol": PROTOCOL_VERSION,
+             "python": sys.version, "import_errors": errors, "sandbox": facts}
     worker.serve(ready, config.get("prime"))
 
 

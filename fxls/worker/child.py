@@ -27,6 +27,7 @@ from typing import Any, NoReturn
 
 from fxls.worker import api, sandbox
 from fxls.worker.api import encode_frame, write_frame
+from fxls.worker.learning import in_packages
 from fxls.worker.policy import JobPolicy
 from fxls.worker.protocol import IMPORTS, JobStatus, read_all
 
@@ -103,7 +104,7 @@ def serve_job(
 def _send_imports(result_w: int, loaded: set[str], packages: tuple[str, ...]) -> None:
     """Tell the worker which modules of ``packages`` the job imported (it may import them
     itself for later jobs): a frame ahead of the final one."""
-    names = sorted(n for n in set(sys.modules) - loaded if n.partition(".")[0] in packages)
+    names = sorted(n for n in set(sys.modules) - loaded if in_packages(n, packages))
     if names:
         write_frame(result_w, encode_frame(IMPORTS, value=names))
 

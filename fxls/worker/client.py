@@ -1,4 +1,11 @@
-"""The caller's side: start the warm worker, run jobs in it, survive its death."""
+"""The caller's side: start the warm worker, run jobs in it, survive its death.
+
+Every message from the worker is checked against the protocol (``protocol.EVENTS``) and
+dispatched through one table (``WorkerClient._handlers``); a job's own bytes (its partial and
+final results) are decoded here, as untrusted input: one that is not JSON, or not an object,
+makes that job's result ``invalid`` and nothing else. Partial results past
+``FORWARDED_PARTIALS`` are coalesced.
+"""
 
 from __future__ import annotations
 
@@ -14,9 +21,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fxls.worker.heartbeat import PONG, Heartbeat, why_silent
+from fxls.worker.heartbeat import Heartbeat, why_silent
 from fxls.worker.policy import JobPolicy
-from fxls.worker.protocol import HEADER, JobStatus, decode, encode
+from fxls.worker.protocol import (
+    ENVELOPE_LIMIT,
+    EVENTS,
+    FORWARDED_PARTIALS,
+    HEADER,
+    JOB_FRAME_LIMIT,
+    JOB_OWN_STATUSES,
+    PROTOCOL_VERSION,
+    JobStatus,
+    Op,
+    ProtocolError,
+    check_message,
+    check_version,
+    decode,
+    encode,
+)
 from fxls.worker.sandbox import new_jobs_dir
 
 log = logging.getLogger(__name__)
@@ -38,6 +60,9 @@ class JobResult:
     error: str | None = None  # human-readable detail (traceback, signal, exit code, ...)
     output: str = ""  # captured stdout+stderr of the job (tail)
     duration_ms: float = 0.0
+    #: the newest partial result that was coalesced, not given to ``on_partial`` (a job sent
+    #: more than ``FORWARDED_PARTIALS``); the final result may refer to it
+    last_partial: Any = None
 
 
 @dataclass
@@ -46,6 +71,8 @@ class _Pending:
     proc: asyncio.subprocess.Process  # the worker the job was sent to
     started: bool = False  # the worker acknowledged it (a fork is running the job)
     on_partial: Callable[[Any], None] | None = None
+    partials: int = 0  # partial results received
+    held: bytes | None = None  # the newest coalesced partial result, undecoded
 
 
 _SUPERSEDED = {"status": JobStatus.CANCELLED,
@@ -77,8 +104,9 @@ class WorkerClient:
         each pre-forked job process before its job arrives, ``prime`` (the same kind of
         function) once in the worker before its first fork; neither may run user code.
         Modules of the packages named in
-        ``learn_imports`` (e.g. ``("torch",)``) that a job imported are imported by the warm
-        worker after that job, so later jobs find them loaded. With ``sandbox``, jobs run
+        ``learn_imports`` (e.g. ``("torch._dynamo",)``; ``("torch",)`` for all of it) that a
+        job imported are imported by the warm worker after that job, so later jobs find them
+        loaded (``fxls.worker.learning`` decides which). With ``sandbox``, jobs run
         confined (``fxls.worker.sandbox``; ``run(policy=...)`` widens it per job). A worker
         that answers nothing for ``unresponsive_after_s`` is replaced (``heartbeat``)."""
         self.python = python
@@ -109,6 +137,13 @@ class WorkerClient:
         self._start_lock = asyncio.Lock()
         self._write_lock = asyncio.Lock()
         self._closed = False
+        #: one handler per message of the worker's (``protocol.EVENTS``)
+        self._handlers: dict[Op, Callable[[dict[str, Any], bytes | None, _Pending | None],
+                                          None]] = {
+            Op.STARTED: self._on_started, Op.PARTIAL: self._on_partial,
+            Op.RESULT: self._on_result, Op.ERROR: self._on_error,
+            Op.READY: _ignore, Op.PONG: _ignore, Op.BUSY: _ignore,
+        }
 
     @property
     def pid(self) -> int | None:
@@ -130,7 +165,7 @@ class WorkerClient:
         proc, self._proc = self._proc, None
         if proc is not None and proc.returncode is None:
             with contextlib.suppress(Exception):
-                await self._send_to(proc, {"op": "shutdown"})
+                await self._send_to(proc, {"op": Op.SHUTDOWN})
             with contextlib.suppress(Exception):
                 if proc.stdin is not None:
                     proc.stdin.close()
@@ -159,6 +194,7 @@ class WorkerClient:
 
     async def _spawn(self) -> None:
         config = {
+            "protocol": PROTOCOL_VERSION,
             "warm_imports": list(self.warm_imports),
             "memory_limit_mb": self.memory_limit_mb,
             "cpu_limit_s": self.cpu_limit_s,
@@ -177,13 +213,17 @@ class WorkerClient:
         )
         assert proc.stdout is not None
         try:
-            ready = await asyncio.wait_for(_read_frame(proc.stdout), STARTUP_TIMEOUT_S)
+            ready, _ = await asyncio.wait_for(_read_message(proc.stdout), STARTUP_TIMEOUT_S)
+            _check_ready(ready)
         except BaseException as exc:
             with contextlib.suppress(ProcessLookupError):
                 proc.kill()
             await proc.wait()
             if isinstance(exc, asyncio.CancelledError):
                 raise
+            if isinstance(exc, ProtocolError):
+                raise WorkerError(f"the worker ({self.python} -m fxls.worker) refused to "
+                                  f"work with this fxls: {exc}") from exc
             raise WorkerError(
                 f"the worker ({self.python} -m fxls.worker) did not start: exit code "
                 f"{proc.returncode}; see its stderr"
@@ -226,12 +266,14 @@ class WorkerClient:
         assert proc.stdout is not None
         try:
             while True:
-                message = await _read_frame(proc.stdout)
-                heartbeat.heard(message.get("op"))
-                if message.get("op") != PONG:
-                    self._on_message(message, proc)
-        except (asyncio.IncompleteReadError, ConnectionError, ValueError):
-            pass
+                message, body = await _read_message(proc.stdout)
+                heartbeat.heard(message.get("op") if isinstance(message, dict) else None)
+                self._on_message(message, body, proc)
+        except (asyncio.IncompleteReadError, ConnectionError) as error:
+            if not self._closed and proc.returncode is None:
+                log.warning("the worker's channel ended: %s", error)
+        except ProtocolError as error:  # the stream itself is broken: replace the worker
+            log.warning("the worker broke the protocol: %s", error)
         finally:
             if self._proc is proc:
                 self._proc = None
@@ -258,24 +300,90 @@ class WorkerClient:
                 return
             if not self._write_lock.locked():  # a stopped worker may block a write: skip
                 with contextlib.suppress(ConnectionError, RuntimeError, OSError):
-                    await self._send_to(proc, {"op": "ping"})
+                    await self._send_to(proc, {"op": Op.PING})
 
-    def _on_message(self, message: dict[str, Any], proc: asyncio.subprocess.Process) -> None:
-        pending = self._pending.get(message.get("id"))  # type: ignore[arg-type]
-        if pending is None or pending.proc is not proc:
+    def _on_message(
+        self, message: Any, body: bytes | None, proc: asyncio.subprocess.Process
+    ) -> None:
+        """Check a message of the worker's and dispatch it; one that does not fit the
+        protocol is one log line."""
+        try:
+            op = check_message(message, EVENTS)
+        except ProtocolError as error:
+            log.warning("ignored a message from the worker: %s", error)
             return
-        if message.get("op") == "started":
+        pending = self._pending.get(message.get("id"))  # type: ignore[arg-type]
+        if pending is not None and pending.proc is not proc:
+            pending = None
+        self._handlers[op](message, body, pending)
+
+    def _on_started(
+        self, message: dict[str, Any], body: bytes | None, pending: _Pending | None
+    ) -> None:
+        if pending is not None:
             pending.started = True
-        elif message.get("op") == "partial":
-            if pending.on_partial is not None and not pending.future.done():
-                try:
-                    pending.on_partial(message.get("value"))
-                except Exception:  # the caller's callback must not stop the reader
-                    log.exception("a partial-result callback failed")
-        elif message.get("op") == "result":
-            del self._pending[message["id"]]
-            if not pending.future.done():
-                pending.future.set_result(message)
+
+    def _on_partial(
+        self, message: dict[str, Any], body: bytes | None, pending: _Pending | None
+    ) -> None:
+        """The first ``FORWARDED_PARTIALS`` go to the caller; later ones are coalesced: the
+        newest is kept, undecoded, and comes with the result."""
+        if pending is None or pending.future.done() or body is None:
+            return
+        pending.partials += 1
+        if pending.partials > FORWARDED_PARTIALS:
+            pending.held = body
+            return
+        try:
+            value = job_body(body).get("value")
+        except ProtocolError as error:
+            log.warning("ignored a partial result of job %s: %s", message["id"], error)
+            return
+        if pending.on_partial is not None:
+            try:
+                pending.on_partial(value)
+            except Exception as error:  # the caller's callback must not stop the reader
+                log.warning("a partial-result callback failed: %s: %s",
+                            type(error).__name__, error)
+
+    def _on_result(
+        self, message: dict[str, Any], body: bytes | None, pending: _Pending | None
+    ) -> None:
+        if pending is None:
+            return
+        del self._pending[message["id"]]
+        if pending.future.done():
+            return
+        outcome = {**message, "value": None, "error": None}
+        try:
+            status = message["status"]
+            if status not in JobStatus.__members__.values() or (
+                    message["own"] and status not in JOB_OWN_STATUSES):
+                raise ProtocolError(f"it says its status is {status[:40]!r}")
+            data = job_body(body or b"")
+            error = data.get("error")
+            if error is not None and not isinstance(error, str):
+                raise ProtocolError(f"its 'error' is a {type(error).__name__}")
+            outcome.update(value=data.get("value"), error=error)
+        except ProtocolError as problem:
+            outcome.update(status=JobStatus.INVALID, error=f"the job's result is invalid: "
+                           f"{problem}")
+        if pending.held is not None:
+            with contextlib.suppress(ProtocolError):
+                outcome["last_partial"] = job_body(pending.held).get("value")
+        pending.future.set_result(outcome)
+
+    def _on_error(
+        self, message: dict[str, Any], body: bytes | None, pending: _Pending | None
+    ) -> None:
+        """The worker refused a request: the run that sent it ends now, with the reason."""
+        if pending is None:
+            log.warning("the worker refused a request: %s", message["error"])
+            return
+        del self._pending[message["id"]]
+        if not pending.future.done():
+            pending.future.set_result({"status": JobStatus.ERROR,
+                                       "error": f"the worker refused the job: {message['error']}"})
 
     def _fail_pending(
         self, outcome: dict[str, Any], proc: asyncio.subprocess.Process | None = None
@@ -345,7 +453,7 @@ class WorkerClient:
             return _SUPERSEDED
         assert proc is not None
         # encoded first: params that are not JSON data raise here, before anything is sent
-        request = encode({"op": "run", "id": key, "target": target, "params": params,
+        request = encode({"op": Op.RUN, "id": key, "target": target, "params": params,
                           "timeout": timeout,
                           "policy": policy.to_dict() if policy is not None else None})
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
@@ -388,7 +496,7 @@ class WorkerClient:
         proc = self._proc
         if proc is not None and proc.returncode is None:
             with contextlib.suppress(ConnectionError, RuntimeError, OSError):
-                await self._send_to(proc, {"op": "cancel", "id": key})
+                await self._send_to(proc, {"op": Op.CANCEL, "id": key})
 
     async def _send_to(
         self, proc: asyncio.subprocess.Process, message: dict[str, Any] | bytes
@@ -418,10 +526,48 @@ def _remove_dirs(paths: list[str]) -> None:
     paths.clear()
 
 
-async def _read_frame(stream: asyncio.StreamReader) -> dict[str, Any]:
+def _ignore(message: dict[str, Any], body: bytes | None, pending: _Pending | None) -> None:
+    pass
+
+
+async def _read_message(stream: asyncio.StreamReader) -> tuple[Any, bytes | None]:
+    """The worker's next message (its envelope, decoded) and the job's bytes that follow it
+    (``protocol.attach``), if any. ProtocolError when the stream itself cannot be trusted
+    any more (an envelope too large or not JSON: the worker is replaced)."""
     header = await stream.readexactly(HEADER.size)
     (size,) = HEADER.unpack(header)
-    return decode(await stream.readexactly(size))
+    if size > ENVELOPE_LIMIT:
+        raise ProtocolError(f"a message of {size:,} bytes (limit {ENVELOPE_LIMIT:,})")
+    try:
+        message = decode(await stream.readexactly(size))
+    except (ValueError, RecursionError) as error:
+        raise ProtocolError(f"a message that is not JSON: {error}") from None
+    length = message.get("body") if isinstance(message, dict) else None
+    if not isinstance(length, int) or isinstance(length, bool):
+        return message, None
+    if not 0 <= length <= JOB_FRAME_LIMIT:
+        raise ProtocolError(f"a job frame of {length:,} bytes (limit {JOB_FRAME_LIMIT:,})")
+    return message, await stream.readexactly(length)
+
+
+def job_body(body: bytes) -> dict[str, Any]:
+    """A job's frame (untrusted), decoded: a JSON object, else ProtocolError."""
+    try:
+        data = decode(body)
+    except (ValueError, RecursionError) as error:
+        raise ProtocolError(f"not JSON ({error})") from None
+    if not isinstance(data, dict):
+        raise ProtocolError(f"not a JSON object but a {type(data).__name__}")
+    return data
+
+
+def _check_ready(message: Any) -> None:
+    """The handshake's second half: the worker's first message is ``ready`` in this
+    protocol's version (or an ``error`` saying why it refused)."""
+    if isinstance(message, dict) and message.get("op") == Op.ERROR:
+        raise ProtocolError(str(message.get("error")))
+    check_message(message, {Op.READY: EVENTS[Op.READY]})
+    check_version(message.get("protocol"), "the worker")
 
 
 def _describe_exit(code: int | None) -> str:
@@ -444,6 +590,7 @@ def _job_result(message: dict[str, Any]) -> JobResult:
         error=message.get("error"),
         output=message.get("output") or "",
         duration_ms=float(message.get("duration_ms") or 0.0),
+        last_partial=message.get("last_partial"),
     )
 
 

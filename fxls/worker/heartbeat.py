@@ -13,8 +13,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from fxls.worker.protocol import Op
+
 #: ops the worker sends: ``busy`` before a step that blocks its loop, ``pong`` to a ping
-BUSY, PONG = "busy", "pong"
+BUSY, PONG = Op.BUSY, Op.PONG
 
 
 @dataclass

@@ -4,8 +4,10 @@ It never runs user code itself. Job processes are made *ahead* of jobs (the "idl
 per job that may run at once, kept by ``pool.JobProcesses`` with the zygotes that fork
 them) so that no job waits for a fork; a job is handed to one through a pipe. While it
 runs, its processes are sampled against its limits (``limits``). A job's result frames are
-forwarded to the client as bytes, with the job's id added (``protocol.splice``). The loop
-is single-threaded (``selectors``): forking from a threaded process is unsafe.
+read with a bound (``protocol.JOB_FRAME_LIMIT``) and forwarded to the client as bytes after
+an envelope of the worker's (``protocol.attach``); a flood of partial results is coalesced.
+Requests go through one dispatch table (``Worker.handlers``). The loop is single-threaded
+(``selectors``): forking from a threaded process is unsafe.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import selectors
 import signal
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, NoReturn
 
@@ -28,8 +31,8 @@ from fxls.worker.child import (
     run_warm_up,
     serve_job,
 )
-from fxls.worker.heartbeat import BUSY, PONG
 from fxls.worker.hugepages import collapse_anonymous_memory
+from fxls.worker.learning import LIFETIME_LIMIT, import_plan, learnable
 from fxls.worker.limits import JobWatch
 from fxls.worker.policy import JobPolicy
 from fxls.worker.pool import (
@@ -40,14 +43,22 @@ from fxls.worker.pool import (
     reap,
 )
 from fxls.worker.protocol import (
+    FORWARDED_PARTIALS,
     IMPORTS,
+    JOB_FRAME_LIMIT,
     PARTIAL,
+    REQUEST_LIMIT,
+    REQUESTS,
     FrameBuffer,
     JobStatus,
+    Op,
+    Oversized,
+    ProtocolError,
+    attach,
+    check_message,
     decode,
     encode,
     peek_status,
-    splice,
     status_body,
     write_all,
 )
@@ -67,10 +78,15 @@ class Job:
     started: float
     deadline: float | None
     timeout: float | None
-    #: the result frames (``partial`` ones, then the final one) as they arrive
-    frames: FrameBuffer = field(default_factory=FrameBuffer)
+    #: the result frames (``partial`` ones, then the final one) as they arrive, bounded
+    frames: FrameBuffer = field(default_factory=lambda: FrameBuffer(JOB_FRAME_LIMIT))
+    #: partial frames forwarded so far; past ``FORWARDED_PARTIALS`` only the newest is kept
+    partials: int = 0
+    held_partial: bytes | None = None
     #: the body of the final frame (``protocol.encode_status``), once it arrived
     final: bytes | None = None
+    #: ``final`` is the job's own frame (untrusted), not one the worker made
+    final_from_job: bool = False
     output: bytearray = field(default_factory=bytearray)
     output_total: int = 0
     killed_for: JobStatus | None = None
@@ -101,7 +117,14 @@ class Worker:
         self.warm_up = warm_up
         self.parent_pid = os.getppid()
         self.selector = selectors.DefaultSelector()
-        self.frames = FrameBuffer()
+        self.frames = FrameBuffer(REQUEST_LIMIT)
+        #: one handler per request (``protocol.REQUESTS``)
+        self.handlers: dict[Op, Callable[[dict[str, Any]], None]] = {
+            Op.RUN: self._start_job, Op.CANCEL: self._cancel_job,
+            Op.PING: lambda _: self.send({"op": Op.PONG}), Op.SHUTDOWN: self._stop,
+        }
+        #: modules learned from jobs so far (``learning.LIFETIME_LIMIT``)
+        self.learned = 0
         self.jobs: dict[Any, Job] = {}
         self.running = True
         #: the job processes made ahead of jobs, and the zygotes that make them
@@ -170,21 +193,37 @@ class Worker:
         if not data:  # the client is gone
             self.running = False
             return
-        for message in self.frames.feed(data):
+        for body in self.frames.bodies(data):
+            if isinstance(body, Oversized):
+                _log(f"ignored a request of {body.size} bytes (limit {REQUEST_LIMIT})")
+                continue
+            try:
+                message = decode(body)
+            except (ValueError, RecursionError) as error:
+                _log(f"ignored a request that is not JSON ({error})")
+                continue
             self._handle(message)
 
-    def _handle(self, message: dict[str, Any]) -> None:
-        op = message.get("op")
-        if op == "run":
-            self._start_job(message)
-        elif op == "cancel":
-            job = self.jobs.get(message.get("id"))
-            if job is not None:
-                self._kill(job, JobStatus.CANCELLED)
-        elif op == "ping":
-            self.send({"op": PONG})
-        elif op == "shutdown":
-            self.running = False
+    def _handle(self, message: Any) -> None:
+        """Dispatch a request; one that does not fit the protocol is answered with an error
+        at once (its sender is not left waiting for a timeout)."""
+        try:
+            op = check_message(message, REQUESTS)
+        except ProtocolError as error:
+            _log(f"refused a request: {error}")
+            request_id = message.get("id") if isinstance(message, dict) else None
+            self.send({"op": Op.ERROR, "id": request_id if isinstance(request_id, int) else None,
+                       "error": str(error)})
+            return
+        self.handlers[op](message)
+
+    def _cancel_job(self, message: dict[str, Any]) -> None:
+        job = self.jobs.get(message["id"])
+        if job is not None:
+            self._kill(job, JobStatus.CANCELLED)
+
+    def _stop(self, message: dict[str, Any]) -> None:
+        self.running = False
 
     def send(self, message: dict[str, Any] | bytes) -> None:
         """Send a message, or a frame already encoded."""
@@ -201,8 +240,9 @@ class Worker:
                               "policy": policy.to_dict()})
         child = self.pool.hand_over(payload.encode("utf-8"), policy.network)
         if child is None:
-            self.send(splice(status_body(JobStatus.CRASHED, error="could not start a job process"),
-                             {"op": "result", "id": job_id}))
+            self.send(attach({"op": Op.RESULT, "id": job_id, "status": JobStatus.CRASHED,
+                              "own": False, "output": "", "duration_ms": 0.0},
+                             status_body(JobStatus.CRASHED, error="could not start a job process")))
             return
         timeout = message.get("timeout")
         now = time.monotonic()
@@ -220,7 +260,7 @@ class Worker:
         self.selector.register(child.result_r, selectors.EVENT_READ, ("result", job))
         if child.pidfd is not None:
             self.selector.register(child.pidfd, selectors.EVENT_READ, ("exit", job))
-        self.send({"op": "started", "id": job_id})
+        self.send({"op": Op.STARTED, "id": job_id})
         self.pool.ensure_idle()  # fork the next job's process now, off the critical path
 
     def _watch(self, child: Child, policy: JobPolicy) -> JobWatch | None:
@@ -247,20 +287,33 @@ class Worker:
             self._unregister(job.child.result_r)
 
     def _take_frames(self, job: Job, data: bytes) -> None:
-        """Forward partial results as they come, as bytes; report the final one at once (the
-        teardown of a large child takes milliseconds that the caller need not wait for)."""
+        """Forward partial results as they come, as bytes (past ``FORWARDED_PARTIALS``, only
+        the newest, right before the final one); report the final one at once (the teardown
+        of a large child takes milliseconds that the caller need not wait for). A frame over
+        the limit ends the job without being read."""
         for body in job.frames.bodies(data):
+            if job.final is not None:
+                continue
+            if isinstance(body, Oversized):
+                job.final = status_body(
+                    JobStatus.INVALID, error=f"the job sent a result frame of {body.size:,} "
+                    f"bytes; the limit is {JOB_FRAME_LIMIT:,} bytes")
+                self._kill(job, JobStatus.INVALID)
+                continue
             status = peek_status(body)
-            if status is None or job.final is not None:
+            if status is None:
                 continue  # not our framing: the exit status will tell what happened
             if status == PARTIAL:
-                if job.killed_for is None:
-                    self.send(splice(body, {"op": "partial", "id": job.id}))
+                if job.killed_for is None and job.partials < FORWARDED_PARTIALS:
+                    job.partials += 1
+                    self.send(attach({"op": Op.PARTIAL, "id": job.id}, body))
+                else:
+                    job.held_partial = body
                 continue
             if status == IMPORTS:  # comes right before the final frame
-                job.imports = _names(body)
+                job.imports = learnable(_names(body), self.learn_imports)
                 continue
-            job.final = body
+            job.final, job.final_from_job = body, True
             self.to_learn.update(job.imports)
             if job.killed_for is None and job.over_limit is None and not job.reported:
                 tail = _drain(job.child.out_r)
@@ -328,11 +381,16 @@ class Worker:
         self.pool.job_ended()
 
     def _report(self, job: Job, body: bytes) -> None:
-        """Send the job's result: ``body`` (``encode_status``) with the worker's members."""
-        self.send(splice(body, {
-            "op": "result", "id": job.id, "output": _output_text(job),
+        """Send the job's result: ``body`` (``encode_status``) after the worker's envelope,
+        and before it the newest partial result held back, if any."""
+        if job.held_partial is not None and job.killed_for is not JobStatus.CANCELLED:
+            self.send(attach({"op": Op.PARTIAL, "id": job.id}, job.held_partial))
+        job.held_partial = None
+        self.send(attach({
+            "op": Op.RESULT, "id": job.id, "status": peek_status(body) or JobStatus.INVALID,
+            "own": body is job.final and job.final_from_job, "output": _output_text(job),
             "duration_ms": (time.monotonic() - job.started) * 1000.0,
-        }))
+        }, body))
 
     def _outcome(self, job: Job, status: int | None, cpu_used: float = 0.0) -> bytes:
         if job.killed_for is JobStatus.TIMEOUT:
@@ -370,12 +428,12 @@ class Worker:
         output waits in its pipe)."""
         from fxls.worker.__main__ import warm_imports
 
-        names = sorted(n for n in self.to_learn
-                       if n.partition(".")[0] in self.learn_imports and n not in sys.modules)
+        names = import_plan(self.to_learn, LIFETIME_LIMIT - self.learned)
         self.to_learn.clear()
         if not names:
             return
-        self.send({"op": BUSY})  # the loop blocks for seconds: the client's heartbeat waits
+        self.learned += len(names)
+        self.send({"op": Op.BUSY})  # the loop blocks for seconds: the client's heartbeat waits
         warm_imports(names)
         gc.collect()
         gc.freeze()
@@ -408,15 +466,21 @@ class Worker:
 
 
 # ---------------------------------------------------------------- helpers
-def _names(body: bytes) -> list[str]:
-    """The module names of an ``imports`` frame."""
+def _names(body: bytes) -> Any:
+    """The ``value`` of an ``imports`` frame (untrusted: ``learning.learnable`` checks it)."""
     try:
-        value = decode(body).get("value")
-    except (ValueError, AttributeError):
-        return []
-    if not isinstance(value, list):
-        return []
-    return [name for name in value if isinstance(name, str)]
+        return decode(body).get("value")
+    except (ValueError, AttributeError, RecursionError):
+        return None
+
+
+def _log(line: str) -> None:
+    """One line on the worker's stderr (the caller's log), never a traceback."""
+    try:
+        sys.stderr.write(f"fxls worker: {line}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
 
 
 def _append_tail(job: Job, data: bytes) -> None:

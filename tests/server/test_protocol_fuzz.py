@@ -262,6 +262,9 @@ def test_protocol_fuzz_never_kills_the_server(tmp_path: Path):
             checked += len(params["diagnostics"])
             outside += [d for d in params["diagnostics"] if not _inside(d, lengths)]
         assert not outside, outside[:3]
+        assert checked > 0, "no diagnostic was published for a document the fuzzer knows"
+        log = (tmp_path / "server.log").read_text(errors="replace")
+        assert "Traceback" not in log, log[log.index("Traceback") - 200:][:3000]
         print(f"\nprotocol fuzz: seed {SEED}, {CASES} cases {dict(fuzzer.kinds)}, "
               f"{len(fuzzer.request_ids)} requests all answered, {checked} diagnostics inside "
               f"their documents, 0 deaths, {time.monotonic() - started:.0f} s")

@@ -15,21 +15,41 @@ import pytest
 from fxls.report import Diagnostic, FileReport, RelatedInfo, Span
 from fxls.worker.client import WorkerClient
 from fxls.worker.pool import IDLE_CHILDREN
-from fxls.worker.protocol import FrameBuffer, decode, encode_status, peek_status, splice
+from fxls.worker.protocol import (
+    HEADER,
+    FrameBuffer,
+    Oversized,
+    attach,
+    decode,
+    encode,
+    encode_status,
+    peek_status,
+)
 from tests.worker.test_worker import JOBS, children_of
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def test_a_job_frame_is_forwarded_with_the_workers_members_added() -> None:
+def test_a_job_frame_is_forwarded_undecoded_after_the_workers_envelope() -> None:
     body = encode_status("ok", value={"status": "nested", "id": 99})[8:]
     assert peek_status(body) == "ok"
-    (forwarded,) = FrameBuffer().feed(splice(body, {"op": "result", "id": 7}))
-    assert forwarded == {"status": "ok", "value": {"status": "nested", "id": 99},
-                         "op": "result", "id": 7}
-    # the worker's members win over the same names in a job's frame
-    (spoofed,) = FrameBuffer().feed(splice(b'{"status":"ok","id":3}', {"id": 7}))
-    assert spoofed["id"] == 7
+    data = attach({"op": "result", "id": 7}, body)
+    (envelope,) = FrameBuffer().feed(data[: HEADER.size + HEADER.unpack_from(data)[0]])
+    # the job's bytes cannot change the worker's members: they are not part of the envelope
+    assert envelope == {"op": "result", "id": 7, "body": len(body)}
+    assert data.endswith(body) and decode(body)["value"] == {"status": "nested", "id": 99}
+
+
+def test_a_frame_over_the_limit_is_skipped_as_it_arrives_never_buffered() -> None:
+    frames = FrameBuffer(limit=1000)
+    announced = HEADER.pack(1 << 40)
+    assert frames.bodies(announced + b"x" * 500) == [Oversized(1 << 40)]
+    for _ in range(100):  # fed 100 MB: nothing is kept
+        assert frames.bodies(b"x" * (1 << 20)) == []
+        assert len(frames._data) == 0
+    small = FrameBuffer(limit=1000)
+    (oversized, after) = small.bodies(HEADER.pack(2000) + b"y" * 2000 + encode({"op": "ping"}))
+    assert oversized == Oversized(2000) and decode(after) == {"op": "ping"}  # in step again
 
 
 @pytest.mark.parametrize("body", [b"", b"[1]", b'{"value":1,"status":"ok"}', b'{"status":1}',
