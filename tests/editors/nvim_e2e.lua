@@ -201,6 +201,7 @@ local ok_run, err_run = xpcall(function()
     return out
   end
   local line_len = #lines[unused_lnum + 1]
+  local asked = vim.uv.hrtime()
   local actions = client:request_sync('textDocument/codeAction', {
     textDocument = { uri = vim.uri_from_bufnr(buf) },
     range = { start = { line = unused_lnum, character = 0 },
@@ -212,7 +213,8 @@ local ok_run, err_run = xpcall(function()
   for _, a in ipairs(actions.result or {}) do
     titles[#titles + 1] = ('%s [%s]'):format(a.title, tostring(a.kind))
   end
-  log('code actions on line %d: %s', unused_lnum, table.concat(titles, '; '))
+  log('code actions on line %d (first request, answered in %d ms): %s', unused_lnum,
+    (vim.uv.hrtime() - asked) / 1e6, table.concat(titles, '; '))
   local fix_title = os.getenv('FXLS_E2E_FIX') or 'emove'
   local wanted
   for _, a in ipairs(actions.result or {}) do
