@@ -11,8 +11,8 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
-from tests.server.conftest import open_and_wait as open_and_wait_forever
 from tests.server.conftest import accept_registrations, track_analyses
+from tests.server.conftest import open_and_wait as open_and_wait_forever
 
 MODEL = """import torch
 from torch import nn
