@@ -171,7 +171,8 @@ class TaskProgress:
             return
         try:
             message = "cancelled" if self.cancelled.is_set() else "done"
-            self.server.work_done_progress.end(self.token, types.WorkDoneProgressEnd(message))
+            end = types.WorkDoneProgressEnd(message=message)
+            self.server.work_done_progress.end(self.token, end)
         except Exception:
             log.warning("ending progress failed", exc_info=True)
         finally:
