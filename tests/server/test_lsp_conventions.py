@@ -270,7 +270,9 @@ async def test_files_changed_on_disk_reanalyse_the_open_documents_that_import_th
     registrations = client.registrations  # type: ignore[attr-defined]
     await _until(lambda: types.WORKSPACE_DID_CHANGE_WATCHED_FILES in registrations)
     options = registrations[types.WORKSPACE_DID_CHANGE_WATCHED_FILES]
-    assert [w.glob_pattern for w in options.watchers] == ["**/*.py", "**/pyproject.toml"]
+    watchers = options["watchers"] if isinstance(options, dict) else options.watchers
+    assert [w["globPattern"] if isinstance(w, dict) else w.glob_pattern for w in watchers] == [
+        "**/*.py", "**/pyproject.toml"]
 
     layers, net = _write(tmp_path)
     in_net = await open_and_wait(client, net, NET)
