@@ -734,7 +734,10 @@ async def on_code_action(
         # ... then the verification of the fixes asked for (those are re-traced next)
         await _verified(ls, cache, params, converter)
         actions = code_actions(cache, state.uri, text, params, converter)
-    actions += ignore_on_line(state.uri, text, params, converter)
+    # the document's own diagnostics, when they are those of the text in the editor
+    shown = (ls.board.own(state.uri) if text == state.analysed_text
+             and ls.board.version(state.uri) == state.analysed_version else None)
+    actions += ignore_on_line(state.uri, text, params, converter, shown)
     document = ls.workspace.text_documents.get(state.uri)
     if document is not None and document.version is not None and _versioned_edits(ls):
         for action in actions:

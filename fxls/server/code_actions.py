@@ -245,20 +245,28 @@ def wants_fix_all(params: types.CodeActionParams) -> bool:
     return not only or any(FIX_ALL_KIND.startswith(_kind_value(kind)) for kind in only)
 
 
+def asked_about(at: types.Range, asked: types.Range) -> bool:
+    """Whether a request for ``asked`` is about a diagnostic at ``at``: the ranges touch,
+    or ``asked`` is a bare cursor (an empty range) on one of ``at``'s lines."""
+    cursor = (asked.start.line, asked.start.character) == (asked.end.line, asked.end.character)
+    return (cursor and at.start.line <= asked.start.line <= at.end.line) or _touches(at, asked)
+
+
 def relevant(
     cache: FixCache, params: types.CodeActionParams, converter: RangeConverter
 ) -> list[tuple[int, list[types.Diagnostic]]]:
     """The candidates a request is about, each with the request's diagnostics it fixes.
 
     A candidate whose diagnostic is among the request's (same code and range) is about it;
-    so is one whose diagnostic's range touches the request's range when none of the
-    request's diagnostics is that candidate's: right after a save the client still sends
-    the diagnostics of the text before (shifted, or not yet published)."""
+    so is one whose diagnostic's range touches the request's range or, for a bare cursor,
+    covers the cursor's line: right after a save the client still sends the diagnostics of
+    the text before (shifted, or none yet), and Ctrl+. is asked from anywhere on the line
+    (Neovim sends the cursor position; VS Code too when no diagnostic it knows is there)."""
     found = []
     for index, candidate in enumerate(cache.candidates):
         matching = [d for d in params.context.diagnostics
                     if _same_range(candidate.diagnostic, d, converter)]
-        if matching or _touches(converter.range(candidate.diagnostic.span), params.range):
+        if matching or asked_about(converter.range(candidate.diagnostic.span), params.range):
             found.append((index, matching))
     return found
 
@@ -322,18 +330,24 @@ _IGNORE_PRAGMA = re.compile(r"#\s*fxls:\s*ignore(\[(?P<codes>[A-Za-z0-9_,\s]*)\]
 
 
 def ignore_on_line(
-    uri: str, text: str, params: types.CodeActionParams, converter: RangeConverter
+    uri: str, text: str, params: types.CodeActionParams, converter: RangeConverter,
+    shown: list[types.Diagnostic] | None = None,
 ) -> list[types.CodeAction]:
     """"Ignore FXnnn on this line" for each fxls diagnostic of the request located in the
     document: adds ``# fxls: ignore[FXnnn]`` at the end of the diagnostic's first line, or
-    the code to the pragma already there."""
+    the code to the pragma already there. A request that brings no fxls diagnostic (asked
+    right after a save, before the client had the new ones) is about those of ``shown``
+    (the document's own, for ``text``) under its range."""
     if not wants_quickfix(params):
         return []
+    diagnostics = list(params.context.diagnostics)
+    if shown and not any(d.source == "fxls" for d in diagnostics):
+        diagnostics = [d for d in shown if asked_about(d.range, params.range)]
     index = source_text(text)
     comments, in_string = _scan(text)
     actions = []
     seen: set[tuple[str, int]] = set()
-    for diagnostic in params.context.diagnostics:
+    for diagnostic in diagnostics:
         code = str(diagnostic.code or "")
         if diagnostic.source != "fxls" or code not in CODES:
             continue

@@ -116,6 +116,10 @@ class DiagnosticBoard:
         contributed = self._foreign.get(uri, {})
         return unique([*own, *(d for ds in contributed.values() for d in ds)])
 
+    def own(self, uri: str) -> list[types.Diagnostic]:
+        """``uri``'s own diagnostics (those its analysis found in it)."""
+        return list(self._own.get(uri, ([], None))[0])
+
     def version(self, uri: str) -> int | None:
         """The document version of ``uri``'s own diagnostics (None when it has none)."""
         return self._own.get(uri, ([], None))[1]

@@ -14,7 +14,7 @@ from lsprotocol import types
 from fxls.codes import CODES, doc_url
 from fxls.fixes.base import Fix, TextEdit
 from fxls.report import Diagnostic, FileReport, Span
-from fxls.server.code_actions import FixCache, _ignore_edit, _scan
+from fxls.server.code_actions import FixCache, _ignore_edit, _scan, asked_about
 from fxls.server.progress import TraceProgress
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "diagnostics.md"
@@ -62,6 +62,19 @@ def test_the_ignore_pragma_is_added_merged_or_left_alone():
     assert edit(4) is None  # every code is ignored there already
     assert 5 in in_string and 6 not in in_string
     assert edit(7) is None  # a backslash continues the line
+
+
+def test_a_bare_cursor_asks_about_its_line_and_a_selection_about_what_it_touches():
+    def r(line: int, col: int, end_line: int, end_col: int) -> types.Range:
+        return types.Range(types.Position(line, col), types.Position(end_line, end_col))
+
+    problem = r(10, 17, 10, 29)  # `self.proj(x)` in `unused = self.proj(x)`
+    assert asked_about(problem, r(10, 8, 10, 8))  # Ctrl+. at the start of the line
+    assert asked_about(problem, r(10, 40, 10, 40))  # ... or past its end
+    assert asked_about(r(9, 4, 11, 2), r(10, 0, 10, 0))  # a problem over several lines
+    assert not asked_about(problem, r(11, 17, 11, 17))  # the next line
+    assert not asked_about(problem, r(10, 0, 10, 8))  # a selection beside it
+    assert asked_about(problem, r(10, 0, 10, 17))  # a selection that touches it
 
 
 def _report(n: int) -> FileReport:

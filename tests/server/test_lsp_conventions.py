@@ -120,6 +120,9 @@ async def test_a_code_action_asked_right_after_a_save_waits_for_the_analysis_and
     assert [(d.code, d.range) for d in fix.diagnostics] == [
         ("FX010", lsp_range(DEAD, "self.proj(x)"))]
     assert _apply(DEAD, _edits(fix, uri)) == CLEAN
+    # the cursor anywhere on the line, no diagnostic sent: "ignore" is offered too
+    titles = [a.title for a in actions or []]
+    assert "fxls: ignore FX010 on this line" in titles, titles
 
 
 async def test_fix_all_asked_right_after_a_save_waits_for_the_whole_verification(
