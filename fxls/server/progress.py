@@ -51,6 +51,9 @@ class TraceProgress:
         self.token: str | None = None
         self._items: dict[str, _Item] = {}
         self._finished = 0
+        #: the highest percentage sent for the current token: it never goes back (LSP:
+        #: "steadily rising"), even when a new trace joins and the true share drops
+        self._shown = 0
         self._creating: asyncio.Task[None] | None = None
 
     def start(self, key: str, label: str, cancel: Callable[[], None]) -> None:
@@ -76,7 +79,7 @@ class TraceProgress:
         if self._items:
             self._report()
             return
-        self._finished = 0
+        self._finished, self._shown = 0, 0
         if self.token is not None:
             token, self.token = self.token, None
             self._send(lambda p: p.end(token, types.WorkDoneProgressEnd()))
@@ -94,9 +97,11 @@ class TraceProgress:
         return True
 
     def percentage(self) -> int:
+        """The share of the traces in flight done so far, never less than before."""
         total = self._finished + len(self._items)
         done = self._finished + sum(item.fraction for item in self._items.values())
-        return int(100 * done / total) if total else 100
+        self._shown = max(self._shown, int(100 * done / total) if total else 100)
+        return self._shown
 
     def message(self) -> str:
         labels = [item.label for item in self._items.values()]
@@ -114,7 +119,7 @@ class TraceProgress:
             return
         self._creating = None
         if not self._items:  # everything finished while the client answered
-            self._finished = 0
+            self._finished, self._shown = 0, 0
             self.server.work_done_progress.tokens.pop(token, None)
             return
         self.token = token
