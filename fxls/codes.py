@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from enum import StrEnum
-from pathlib import Path
 
 
 class Severity(StrEnum):
@@ -49,17 +48,27 @@ CODES: dict[str, Code] = {
     )
 }
 
-DOCS_URL = "https://github.com/fxls/fxls/blob/main/docs/diagnostics.md"
-#: the docs next to this checkout (editable installs), which an editor can open offline
-LOCAL_DOCS = Path(__file__).resolve().parent.parent / "docs" / "diagnostics.md"
+#: the repository fxls is published from (``[project.urls]`` in pyproject.toml, and
+#: ``repository`` in the VS Code extension's package.json)
+REPOSITORY_URL = "https://github.com/fxls/fxls"
+#: the diagnostics reference as published in the repository: what editors link to
+DOCS_URL = f"{REPOSITORY_URL}/blob/main/docs/diagnostics.md"
 
 
-def doc_url(code: str, *, prefer_local: bool = False) -> str:
-    """The docs section of ``code``; with ``prefer_local``, the file in this checkout if any."""
-    base = os.environ.get("FXLS_DOCS_URL")
-    if base is None:
-        base = LOCAL_DOCS.as_uri() if prefer_local and LOCAL_DOCS.is_file() else DOCS_URL
-    return f"{base}#{code.lower()}"
+def doc_anchor(code: str) -> str:
+    """The anchor of ``code``'s section (``## FX001: traced value used in control flow``)
+    as GitHub makes it from the heading: lower case, punctuation dropped, spaces -> ``-``."""
+    known = CODES.get(code)
+    heading = f"{code}: {known.title}" if known is not None else code
+    kept = "".join(ch for ch in heading.lower() if ch.isalnum() or ch in " -_")
+    return kept.replace(" ", "-")
+
+
+def doc_url(code: str) -> str:
+    """The published docs section of ``code`` (``FXLS_DOCS_URL`` replaces the page, e.g. for
+    a fork or a mirror): a URL an editor opens in the browser, never a local file."""
+    base = os.environ.get("FXLS_DOCS_URL") or DOCS_URL
+    return f"{base}#{doc_anchor(code)}"
 
 
 def parse_code_list(text: str | list[str] | tuple[str, ...] | None) -> tuple[str, ...]:

@@ -8,9 +8,9 @@ happens only on open/save (and, opt-in, after a pause in typing), never on hover
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import itertools
+import hashlib
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +21,20 @@ from pygls.uris import to_fs_path
 from fxls import __version__
 from fxls.graph_render import RENDERERS, render_module
 from fxls.pass_view import PASS_FORMAT, find_pass, lens_title, pass_view
+from fxls.python_source import read_python_source_or_replace
 from fxls.report import FileReport
 from fxls.runner import AnalysisRequest, failure_report
 from fxls.server import one_line_logs
 from fxls.server.analysis_service import AnalysisService, WorkerStartError
-from fxls.server.code_actions import FIX_ALL_KIND, FixCache, code_actions
+from fxls.server.code_actions import (
+    FIX_ALL_KIND,
+    FixCache,
+    code_actions,
+    ignore_on_line,
+    relevant,
+    wants_fix_all,
+    wants_quickfix,
+)
 from fxls.server.config import ServerConfig
 from fxls.server.dependencies import depends_on, is_project_file
 from fxls.server.documents import (
@@ -45,6 +54,7 @@ from fxls.server.hover import (
 )
 from fxls.server.inlay import shape_hints
 from fxls.server.lsp_convert import RangeConverter, place_diagnostics
+from fxls.server.progress import TaskProgress, TraceProgress
 from fxls.server.protocol import FxlsProtocol, serve_stdio
 from fxls.server.reporting import reported, tell
 from fxls.settings import load_settings
@@ -53,15 +63,21 @@ log = logging.getLogger("fxls.server")
 
 SHOW_GRAPH = "fxls.showGraph"
 RESTART_WORKER = "fxls.restartWorker"
+#: analyse every Python file of the workspace (cancellable progress with percentages)
+CHECK_PROJECT = "fxls.checkProject"
 #: sent after the complete report of a version is in place (hover, inlay hints, code lens
 #: and code actions answer from it); diagnostics may have been published before it
 ANALYSIS_DONE = "fxls/analysisDone"
-#: how long a code action request waits for fixes of the current text to be verified
-VERIFY_WAIT_S = 10.0
 #: debounce before re-analysing the open documents that depend on a saved file
 DEPENDENTS_DELAY_S = 0.3
 #: how much longer than the trace timeout a request waits for an analysis in flight
 REQUEST_WAIT_SLACK_S = 5.0
+#: files a project check analyses at most
+MAX_PROJECT_FILES = 500
+#: folders a project check never enters (besides hidden ones and virtual environments)
+SKIPPED_FOLDERS = frozenset({"__pycache__", "node_modules", "site-packages", "dist-packages",
+                             "build", "dist"})
+WATCH_REGISTRATION_ID = "fxls-watch-python"
 
 
 class FxlsServer(LanguageServer):
@@ -77,7 +93,16 @@ class FxlsServer(LanguageServer):
         self.board = DiagnosticBoard()
         self._debounce: dict[str, asyncio.TimerHandle] = {}
         self._tasks: set[asyncio.Task[None]] = set()
-        self._progress_ids = itertools.count(1)
+        #: one work-done progress for every trace in flight
+        self.progress = TraceProgress(self)
+        #: progress token -> the project check it reports on (cancellable)
+        self.task_progress: dict[str, tuple[TaskProgress, asyncio.Task[Any]]] = {}
+        #: the client pulls diagnostics (textDocument/diagnostic) for its open documents
+        self.pull_diagnostics = False
+        #: uri -> revision of what it shows (the result id of a pull)
+        self._revisions: dict[str, int] = {}
+        #: uris whose last push was not empty
+        self._pushed: set[str] = set()
         #: messages already shown (a bad setting or a broken interpreter is said once)
         self._said: set[str] = set()
 
@@ -139,10 +164,11 @@ class FxlsServer(LanguageServer):
         document = self.workspace.text_documents.get(uri)
         return document.source if document is not None else state.analysed_text
 
-    def spawn(self, coroutine: Any) -> None:
+    def spawn(self, coroutine: Any) -> asyncio.Task[Any]:
         task = asyncio.ensure_future(coroutine)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return task
 
     # -- analysis ------------------------------------------------------------------------
 
@@ -154,21 +180,28 @@ class FxlsServer(LanguageServer):
         if state is not None:
             state.settled.clear()
         if delay_s <= 0:
-            self.spawn(self.analyze(uri))
+            self._start(uri)
             return
         loop = asyncio.get_running_loop()
         self._debounce[uri] = loop.call_later(
-            delay_s, lambda: (self._debounce.pop(uri, None), self.spawn(self.analyze(uri)))
+            delay_s, lambda: (self._debounce.pop(uri, None), self._start(uri))
         )
 
-    async def analyze(self, uri: str) -> None:
+    def _start(self, uri: str) -> None:
+        task = self.spawn(self.analyze(uri))
+        state = self.states.get(uri)
+        if state is not None:
+            state.task = task
+
+    async def analyze(self, uri: str, *, track: bool = True) -> None:
+        """Analyse the open document ``uri`` and publish; ``track``: in the trace progress."""
         state = self.states.get(uri)
         if state is None:
             return  # closed (or never opened) since it was scheduled
         state.generation += 1
         generation = state.generation
         try:
-            await self._analyze(uri, state, generation)
+            await self._analyze(uri, state, generation, track)
         except Exception as error:
             log.exception("analysis of %s failed", uri)
             tell(self, f"fxls: the analysis of {uri} failed: {error}")
@@ -176,7 +209,9 @@ class FxlsServer(LanguageServer):
             if generation == state.generation and uri not in self._debounce:
                 state.settled.set()
 
-    async def _analyze(self, uri: str, state: DocumentState, generation: int) -> None:
+    async def _analyze(
+        self, uri: str, state: DocumentState, generation: int, track: bool = True
+    ) -> None:
         document = self.workspace.get_text_document(uri)
         text, version = document.source, document.version
         overrides = {
@@ -193,20 +228,28 @@ class FxlsServer(LanguageServer):
         def current() -> bool:
             return generation == state.generation and self.states.get(uri) is state
 
+        key = f"{uri}#{generation}"
+
         def publish_early(report: FileReport) -> None:
             # tracing's diagnostics now; the complete report (FX014, shapes for hover)
             # publishes again when the job ends, and is what code actions use
+            self.progress.advance(key, 0.5)
             if current():
                 self.publish_report(uri, state, report, text, version, settings.root)
 
         worker_started = True
+        if track:
+            task = asyncio.current_task()
+            self.progress.start(key, Path(state.path).name,
+                                cancel=task.cancel if task is not None else lambda: None)
         try:
-            async with self._progress(f"Tracing {Path(state.path).name}"):
-                report = await self.analysis.analyze(uri, request, publish_early)
+            report = await self.analysis.analyze(uri, request, publish_early)
         except WorkerStartError as error:
             worker_started = False
             self.say_once(str(error), types.MessageType.Error)
             report = failure_report(request, "worker-start", str(error))
+        finally:
+            self.progress.finish(key)
         if report is None or not current():
             return  # superseded by a newer save (its result will publish) or closed
         state.report, state.analysed_text, state.analysed_version = report, text, version
@@ -238,16 +281,77 @@ class FxlsServer(LanguageServer):
         roots = [*self._workspace_roots(), project_root]
         placed = place_diagnostics(report, converter, lambda file: is_project_file(file, roots))
         own = placed.pop(converter.path, [])
-        by_target = {self._uri_of(path): diagnostics for path, diagnostics in placed.items()}
+        by_target: dict[str, list[types.Diagnostic]] = {}
+        seen: dict[str, str] = {}
+        for path, diagnostics in placed.items():
+            target = self._uri_of(path)
+            # the analysis read the file from disk: its positions are those of that text,
+            # wrong in an editor that holds other (unsaved) text of it
+            on_disk = _digest(read_python_source_or_replace(path))
+            in_editor = self.editor_digest(target)
+            if in_editor is not None and in_editor != on_disk:
+                continue
+            by_target[target], seen[target] = diagnostics, on_disk
         affected = self.board.set_own(uri, own, version)
-        affected |= self.board.set_contributions(uri, by_target)
+        affected |= self.board.set_contributions(uri, by_target, seen)
         self.republish(affected)
 
+    def editor_digest(self, uri: str) -> str | None:
+        """A digest of the text the editor holds for ``uri``; None when it is not open."""
+        document = self.workspace.text_documents.get(uri)
+        return _digest(document.source) if document is not None else None
+
+    def withdraw_stale(self, uri: str, *, reanalyse: bool) -> None:
+        """What other documents found in ``uri`` for another text of it than the editor's
+        is withdrawn; with ``reanalyse``, those documents are analysed again (when the
+        editor's text is the file's on disk, which is what they read)."""
+        if not self.board.contributors(uri):
+            return
+        digest = self.editor_digest(uri)
+        if digest is None:
+            return
+        stale = self.board.stale_sources(uri, digest)
+        affected: set[str] = set()
+        for source in stale:
+            affected |= self.board.drop(source, uri)
+        self.republish(affected)
+        path = to_fs_path(uri) or uri
+        if reanalyse and stale and digest == _digest(read_python_source_or_replace(path)):
+            for source in stale:
+                if source in self.states and source != uri:
+                    self.schedule(source, DEPENDENTS_DELAY_S)
+
     def republish(self, uris: set[str]) -> None:
-        """Publish what each of ``uris`` shows now (an empty list clears it)."""
+        """Publish what each of ``uris`` shows now (an empty list clears it). A client that
+        pulls diagnostics is asked to pull again for its open documents instead."""
+        refresh = False
         for uri in sorted(uris):
-            self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
-                uri=uri, diagnostics=self.board.shown(uri), version=self.board.version(uri)))
+            self._revisions[uri] = self._revisions.get(uri, 0) + 1
+            if self.pull_diagnostics and uri in self.workspace.text_documents:
+                refresh = True
+                continue
+            self.push(uri, self.board.shown(uri), self.board.version(uri))
+        if refresh:
+            try:
+                self.workspace_diagnostic_refresh(None)
+            except Exception:
+                log.warning("could not ask the client to pull diagnostics", exc_info=True)
+
+    def push(self, uri: str, diagnostics: list[types.Diagnostic], version: int | None) -> None:
+        if diagnostics:
+            self._pushed.add(uri)
+        else:
+            self._pushed.discard(uri)
+        self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
+            uri=uri, diagnostics=diagnostics, version=version))
+
+    def pulled(self, uri: str, previous: str | None) -> types.DocumentDiagnosticReport:
+        """What ``uri`` shows, as the answer to a pull (unchanged since ``previous``?)."""
+        result_id = str(self._revisions.get(uri, 0))
+        if previous == result_id:
+            return types.RelatedUnchangedDocumentDiagnosticReport(result_id=result_id)
+        return types.RelatedFullDocumentDiagnosticReport(
+            items=self.board.shown(uri), result_id=result_id)
 
     def dependents_of(self, uri: str) -> list[str]:
         """The other open documents whose analysis depends on the file ``uri``."""
@@ -275,10 +379,12 @@ class FxlsServer(LanguageServer):
             state.fixes = FixCache()
         report, text = state.report, state.analysed_text
         assert report is not None
+        # proposed now, so that a request from this moment on waits for their verification
+        state.fixes.reset(text, report)
 
-        async def analyze_variant(variant: str) -> Any:
+        async def analyze_variant(variant: str, lane: int) -> Any:
             variant_request = AnalysisRequest(request.path, variant, request.settings)
-            return await self.analysis.analyze(f"verify:{state.uri}", variant_request)
+            return await self.analysis.analyze(f"verify:{state.uri}:{lane}", variant_request)
 
         state.verify_task = asyncio.ensure_future(
             state.fixes.verify_all(text, report, analyze_variant)
@@ -293,37 +399,113 @@ class FxlsServer(LanguageServer):
         if workspace.code_lens and workspace.code_lens.refresh_support:
             self.workspace_code_lens_refresh(None)
 
-    def _progress(self, title: str) -> _Progress:
-        return _Progress(self, f"fxls-trace-{next(self._progress_ids)}", title)
+    # -- watched files and the project check ---------------------------------------------
 
-
-class _Progress:
-    """Work-done progress around one trace, if the client supports it; never fails the trace."""
-
-    def __init__(self, server: FxlsServer, token: str, title: str) -> None:
-        self.server, self.token, self.title = server, token, title
-        window = server.client_capabilities.window
-        self.enabled = bool(window and window.work_done_progress)
-
-    async def __aenter__(self) -> None:
-        if not self.enabled:
-            return
+    async def watch_files(self) -> None:
+        """Ask the client to tell us about changes to the project's Python files."""
+        watchers = [types.FileSystemWatcher(glob_pattern="**/*.py"),
+                    types.FileSystemWatcher(glob_pattern="**/pyproject.toml")]
+        registration = types.Registration(
+            id=WATCH_REGISTRATION_ID, method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+            register_options=types.DidChangeWatchedFilesRegistrationOptions(watchers=watchers))
         try:
-            await self.server.work_done_progress.create_async(self.token)
-            self.server.work_done_progress.begin(
-                self.token, types.WorkDoneProgressBegin(title=self.title, cancellable=False)
+            await self.client_register_capability_async(types.RegistrationParams([registration]))
+        except Exception as error:
+            log.warning("the client refused to watch files: %s", error)
+
+    def files_changed(self, changes: list[types.FileEvent]) -> None:
+        """Files changed on disk (not through this editor's buffers): re-analyse the open
+        documents that depend on them; a changed pyproject.toml re-analyses them all."""
+        open_paths = {str(Path(state.path).resolve()) for state in self.states.values()}
+        dependents: set[str] = set()
+        for change in changes:
+            path = to_fs_path(change.uri) or change.uri
+            if Path(path).name == "pyproject.toml":
+                dependents.update(self.states)
+                continue
+            if str(Path(path).resolve()) in open_paths:
+                continue  # the editor's text is what counts; its save re-analyses
+            dependents.update(self.dependents_of(change.uri))
+        for uri in sorted(dependents):
+            self.schedule(uri, DEPENDENTS_DELAY_S)
+
+    async def check_project(self) -> dict[str, Any]:
+        """Analyse every Python file of the workspace and publish what each shows."""
+        files = project_files([root for root in self._workspace_roots() if root])
+        truncated = len(files) > MAX_PROJECT_FILES
+        files = files[:MAX_PROJECT_FILES]
+        checked = problems = 0
+        async with TaskProgress(self, "fxls: checking the project") as progress:
+            try:
+                for index, path in enumerate(files):
+                    if progress.cancelled.is_set():
+                        break
+                    progress.report(f"{path.name} ({index + 1}/{len(files)})", index, len(files))
+                    uri = self._uri_of(str(path))
+                    one = asyncio.ensure_future(self._check_file(uri, path))
+                    self.task_progress[progress.token] = (progress, one)
+                    try:
+                        await one
+                    except asyncio.CancelledError:
+                        if not progress.cancelled.is_set():
+                            raise
+                        break
+                    checked += 1
+                    problems += len(self.board.shown(uri))
+            finally:
+                self.task_progress.pop(progress.token, None)
+        return {"files": len(files), "checked": checked, "diagnostics": problems,
+                "cancelled": progress.cancelled.is_set(), "truncated": truncated}
+
+    async def _check_file(self, uri: str, path: Path) -> None:
+        if uri in self.states:
+            await self.analyze(uri, track=False)
+            return
+        text = read_python_source_or_replace(str(path))
+        overrides = {"timeout": self.config.trace_timeout, "select": self.config.select or None,
+                     "ignore": self.config.ignore or None,
+                     "trace_mode": self.config.trace_mode or None}
+        settings = load_settings(str(path), overrides)
+        request = AnalysisRequest(str(path), text, settings)
+        try:
+            report = await self.analysis.analyze(f"check:{path}", request)
+        except WorkerStartError as error:
+            self.say_once(str(error), types.MessageType.Error)
+            raise asyncio.CancelledError from error
+        if report is None or uri in self.states:
+            return  # opened meanwhile: its own analysis publishes
+        self.publish_report(uri, DocumentState(uri, str(path)), report, text, None, settings.root)
+
+    def cancel_progress(self, token: object) -> None:
+        if self.progress.cancelled(token):
+            return
+        entry = self.task_progress.get(str(token))
+        if entry is not None:
+            progress, task = entry
+            progress.cancelled.set()
+            task.cancel()
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()
+
+
+def project_files(roots: list[str]) -> list[Path]:
+    """The Python files under ``roots``, sorted, outside hidden folders, virtual
+    environments and installed libraries."""
+    found: dict[str, Path] = {}
+    for root in roots:
+        for folder, subfolders, names in os.walk(root):
+            subfolders[:] = sorted(
+                name for name in subfolders
+                if not name.startswith(".") and name not in SKIPPED_FOLDERS
+                and not (Path(folder) / name / "pyvenv.cfg").exists()
             )
-        except Exception:
-            self.enabled = False
-
-    async def __aexit__(self, *exc: object) -> None:
-        if not self.enabled:
-            return
-        try:
-            self.server.work_done_progress.end(self.token, types.WorkDoneProgressEnd())
-        finally:
-            # pygls keeps every token forever (pygls #607); a long session must not grow.
-            self.server.work_done_progress.tokens.pop(self.token, None)
+            for name in sorted(names):
+                if name.endswith(".py"):
+                    path = (Path(folder) / name).resolve()
+                    found.setdefault(str(path), path)
+    return sorted(found.values())
 
 
 server = FxlsServer()
@@ -340,6 +522,53 @@ def _apply_settings(ls: FxlsServer, raw: Any) -> None:
 def on_initialize(ls: FxlsServer, params: types.InitializeParams) -> None:
     _apply_settings(ls, params.initialization_options)
     ls.analysis.python = ls.config.python
+    ls.pull_diagnostics = pulls_diagnostics(params.capabilities)
+    if ls.pull_diagnostics and types.TEXT_DOCUMENT_DIAGNOSTIC not in ls.protocol.fm.features:
+        # advertised to this client only: one that pulls and is told when to pull again
+        # gets its open documents' diagnostics by pull and no push for them (both at once
+        # would show each diagnostic twice in VS Code); any other client gets pushes
+        ls.feature(types.TEXT_DOCUMENT_DIAGNOSTIC, types.DiagnosticOptions(
+            identifier="fxls", inter_file_dependencies=True, workspace_diagnostics=False,
+        ))(on_pull_diagnostics)
+
+
+def pulls_diagnostics(capabilities: types.ClientCapabilities) -> bool:
+    """Whether the client pulls diagnostics and re-pulls when the server asks: Neovim 0.11
+    pulls only on open and change and cannot be told that a save's trace is done."""
+    text_document, workspace = capabilities.text_document, capabilities.workspace
+    return bool(
+        text_document is not None and text_document.diagnostic is not None
+        and workspace is not None and workspace.diagnostics is not None
+        and workspace.diagnostics.refresh_support
+    )
+
+
+@reported()
+async def on_pull_diagnostics(
+    ls: FxlsServer, params: types.DocumentDiagnosticParams
+) -> types.DocumentDiagnosticReport:
+    return ls.pulled(params.text_document.uri, params.previous_result_id)
+
+
+@server.feature(types.INITIALIZED)
+@reported()
+def on_initialized(ls: FxlsServer, params: types.InitializedParams) -> None:
+    workspace = ls.client_capabilities.workspace
+    watched = workspace.did_change_watched_files if workspace is not None else None
+    if watched is not None and watched.dynamic_registration:
+        ls.spawn(ls.watch_files())
+
+
+@server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+@reported()
+def on_watched_files(ls: FxlsServer, params: types.DidChangeWatchedFilesParams) -> None:
+    ls.files_changed(list(params.changes))
+
+
+@server.feature(types.WINDOW_WORK_DONE_PROGRESS_CANCEL)
+@reported()
+def on_progress_cancel(ls: FxlsServer, params: types.WorkDoneProgressCancelParams) -> None:
+    ls.cancel_progress(params.token)
 
 
 @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
@@ -354,13 +583,20 @@ async def on_configuration(ls: FxlsServer, params: types.DidChangeConfigurationP
 @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
 @reported(user_facing=True)
 def on_open(ls: FxlsServer, params: types.DidOpenTextDocumentParams) -> None:
-    ls.state_for(params.text_document.uri)
-    ls.schedule(params.text_document.uri)
+    uri = params.text_document.uri
+    ls.state_for(uri)
+    if ls.pull_diagnostics and uri in ls._pushed:
+        ls.push(uri, [], None)  # pushed while closed; from now on the client pulls it
+    # what other documents found in it, for another text of it, goes (and is recomputed)
+    ls.withdraw_stale(uri, reanalyse=True)
+    ls.schedule(uri)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
 @reported()
 def on_change(ls: FxlsServer, params: types.DidChangeTextDocumentParams) -> None:
+    # what other documents found in it points into the text before this edit
+    ls.withdraw_stale(params.text_document.uri, reanalyse=False)
     if ls.config.trace_on_change:
         ls.schedule(params.text_document.uri, ls.config.trace_on_change_delay_ms / 1000)
 
@@ -497,21 +733,52 @@ async def on_code_lens(ls: FxlsServer, params: types.CodeLensParams) -> list[typ
 async def on_code_action(
     ls: FxlsServer, params: types.CodeActionParams
 ) -> list[types.CodeAction]:
+    # right after a save: the analysis in flight first (bounded by the trace timeout) ...
     state = await ls.answering_state(params.text_document.uri)
-    if state is None or state.report is None or state.fixes is None:
+    if state is None or state.report is None:
         return []
     text = ls.open_text(state.uri, state)
-    task = state.verify_task
-    if task is not None and not task.done() and text == state.analysed_text:
-        # fixes for this very text are being verified: answer with them, not with nothing
-        with contextlib.suppress(TimeoutError, asyncio.CancelledError):
-            await asyncio.wait_for(asyncio.shield(task), timeout=VERIFY_WAIT_S)
-    actions = code_actions(state.fixes, state.uri, text, params, ls.converter(state))
+    converter = ls.converter(state)
+    actions: list[types.CodeAction] = []
+    cache = state.fixes
+    if isinstance(cache, FixCache) and cache.matches(text):
+        # ... then the verification of the fixes asked for (those are re-traced next)
+        await _verified(ls, cache, params, converter)
+        actions = code_actions(cache, state.uri, text, params, converter)
+    # the document's own diagnostics, when they are those of the text in the editor
+    shown = (ls.board.own(state.uri) if text == state.analysed_text
+             and ls.board.version(state.uri) == state.analysed_version else None)
+    actions += ignore_on_line(state.uri, text, params, converter, shown)
     document = ls.workspace.text_documents.get(state.uri)
     if document is not None and document.version is not None and _versioned_edits(ls):
         for action in actions:
             action.edit = _versioned(action.edit, document.version)
     return actions
+
+
+async def _verified(
+    ls: FxlsServer, cache: FixCache, params: types.CodeActionParams, converter: RangeConverter
+) -> None:
+    """Wait until the fixes ``params`` asks for are verified (a ``source.fixAll`` request:
+    all of them, and their combination), at most the trace timeout and some slack. A
+    verification that starts over (a newer analysis of the same text) is waited for too."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + ls.config.trace_timeout + REQUEST_WAIT_SLACK_S
+    fix_all = wants_fix_all(params) and bool(params.context.only)
+    while True:
+        current = cache.round
+        indices = [i for i, _ in relevant(cache, params, converter)] \
+            if wants_quickfix(params) else []
+        cache.want(indices)
+
+        def ready(current: int = current, indices: list[int] = indices) -> bool:
+            if cache.round != current:
+                return True
+            return cache.finished if fix_all else cache.decided(indices)
+
+        await cache.wait(ready, max(0.0, deadline - loop.time()))
+        if cache.round == current or loop.time() >= deadline:
+            return
 
 
 def _versioned_edits(ls: FxlsServer) -> bool:
@@ -561,6 +828,12 @@ def show_graph(ls: FxlsServer, *args: Any) -> dict[str, Any]:
         "format": fmt,
         "text": render_module(module, fmt),
     }
+
+
+@server.command(CHECK_PROJECT)
+async def check_project(ls: FxlsServer, *args: Any) -> dict[str, Any]:
+    """Analyse every Python file of the workspace folders; returns a summary."""
+    return await ls.check_project()
 
 
 @server.command(RESTART_WORKER)

@@ -36,6 +36,8 @@ class DocumentState:
     verify_task: Any = None
     #: set while no analysis of the document is scheduled or running (an ``asyncio.Event``)
     settled: Any = None
+    #: the task running the document's latest analysis (an ``asyncio.Task``)
+    task: Any = None
 
 
 def _contains(span: Span, line: int, col: int) -> bool:

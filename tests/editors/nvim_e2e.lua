@@ -214,6 +214,7 @@ local ok_run, err_run = xpcall(function()
     return out
   end
   local line_len = #lines[unused_lnum + 1]
+  local asked = vim.uv.hrtime()
   local actions = client:request_sync('textDocument/codeAction', {
     textDocument = { uri = vim.uri_from_bufnr(buf) },
     range = { start = { line = unused_lnum, character = 0 },
@@ -225,7 +226,8 @@ local ok_run, err_run = xpcall(function()
   for _, a in ipairs(actions.result or {}) do
     titles[#titles + 1] = ('%s [%s]'):format(a.title, tostring(a.kind))
   end
-  log('code actions on line %d: %s', unused_lnum, table.concat(titles, '; '))
+  log('code actions on line %d (first request, answered in %d ms): %s', unused_lnum,
+    (vim.uv.hrtime() - asked) / 1e6, table.concat(titles, '; '))
   local fix_title = os.getenv('FXLS_E2E_FIX') or 'emove'
   local wanted
   for _, a in ipairs(actions.result or {}) do
@@ -261,6 +263,41 @@ local ok_run, err_run = xpcall(function()
   check(fixed_all ~= before and not fixed_all:find('unused = self.proj(x)', 1, true),
     ':FxlsFixAll did not remove the unused computation:\n%s', fixed_all)
   log('ok: :FxlsFixAll')
+
+  -- Ctrl+. straight after :write, before fxls/analysisDone: the request waits for the
+  -- analysis in flight and the verification of the fix on its line, and answers with it
+  -- (vim.lsp.buf.code_action's request: the cursor position and the line's diagnostics,
+  -- here those of the text before the save)
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, vim.split(before, '\n', { plain = true }))
+  vim.api.nvim_buf_set_lines(buf, -1, -1, false, { '# saved again' })
+  local stale = lsp_diags_on(unused_lnum)
+  vim.cmd('silent write')
+  local saved_version = vim.lsp.util.buf_versions[buf]
+  local done_when_asked = analysed[saved_version] == true
+  local asked_at = vim.uv.hrtime()
+  local cursor_col = lines[unused_lnum + 1]:find('unused') - 1
+  local right_after = client:request_sync('textDocument/codeAction', {
+    textDocument = { uri = vim.uri_from_bufnr(buf) },
+    range = { start = { line = unused_lnum, character = cursor_col },
+      ['end'] = { line = unused_lnum, character = cursor_col } },
+    context = { diagnostics = stale, triggerKind = 1 },
+  }, 40000, buf)
+  local waited_ms = (vim.uv.hrtime() - asked_at) / 1e6
+  check(right_after and not right_after.err, 'codeAction right after :write failed: %s',
+    vim.inspect(right_after))
+  local after_titles, offered = {}, false
+  for _, a in ipairs(right_after.result or {}) do
+    after_titles[#after_titles + 1] = a.title
+    offered = offered or (a.kind == 'quickfix' and a.title == wanted.title)
+  end
+  log('code action right after :write (version %d, analysis done when asked: %s, when '
+    .. 'answered: %s): answered in %d ms: %s', saved_version, tostring(done_when_asked),
+    tostring(analysed[saved_version] == true), waited_ms, table.concat(after_titles, '; '))
+  check(offered, 'right after :write, %q was not offered: %s', wanted.title,
+    table.concat(after_titles, '; '))
+  check(analysed[saved_version], 'the code action was answered before the analysis of '
+    .. 'version %d was done', saved_version)
+  log('ok: a code action right after :write waits for the analysis and its fix')
 
   -- :FxlsGraph with the cursor inside forward
   vim.api.nvim_win_set_cursor(0, { if_lnum + 1, 0 })

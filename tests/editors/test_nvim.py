@@ -144,6 +144,8 @@ def test_neovim_end_to_end(tmp_path: Path) -> None:
     assert "all checks passed" in proc.stderr, log
     assert "code lenses refreshed on fxls/analysisDone" in proc.stderr, log
     assert "vim.g.fxls_codelens shows the lenses" in proc.stderr, log
+    assert "ok: a code action right after :write waits for the analysis and its fix" in (
+        proc.stderr), log
     assert "ok: pass FX005" in proc.stderr and "ok: pass code lens" in proc.stderr, log
     assert "ok: the pass lens opens its before/after diff" in proc.stderr, log
     assert elapsed < 60, f"nvim e2e took {elapsed:.1f} s\n{log}"

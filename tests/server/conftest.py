@@ -69,6 +69,18 @@ def track_analyses(client: LanguageClient) -> None:
         client.fxls_done.add((uri, version))  # type: ignore[attr-defined]
 
 
+def accept_registrations(client: LanguageClient) -> None:
+    """Answer ``client/registerCapability`` as an editor does, recording each registration
+    in ``client.registrations`` (method -> register options)."""
+    client.registrations = {}  # type: ignore[attr-defined]
+
+    @client.feature(types.CLIENT_REGISTER_CAPABILITY)
+    def _register(params: types.RegistrationParams) -> None:
+        for registration in params.registrations:
+            client.registrations[registration.method] = (  # type: ignore[attr-defined]
+                registration.register_options)
+
+
 def _field(params: Any, name: str) -> Any:
     return params[name] if isinstance(params, dict) else getattr(params, name)
 
@@ -78,6 +90,7 @@ def _field(params: Any, name: str) -> Any:
 )
 async def client(lsp_client: LanguageClient, tmp_path: Path):
     track_analyses(lsp_client)
+    accept_registrations(lsp_client)
 
     # the VS Code capabilities we claim include refresh support: answer those requests
     @lsp_client.feature(types.WORKSPACE_CODE_LENS_REFRESH)
@@ -105,6 +118,7 @@ async def client(lsp_client: LanguageClient, tmp_path: Path):
 async def nvim_client(lsp_client: LanguageClient, tmp_path: Path):
     """A client that announces Neovim's capabilities: it negotiates utf-8 positions."""
     track_analyses(lsp_client)
+    accept_registrations(lsp_client)
 
     @lsp_client.feature(types.WORKSPACE_INLAY_HINT_REFRESH)
     def _inlay_hint_refresh(_params: None) -> None:

@@ -43,8 +43,11 @@ async def test_the_fx005_pass_fix_is_offered_after_a_save(client: LanguageClient
         context=types.CodeActionContext(diagnostics=[fx005],
                                         only=[types.CodeActionKind.QuickFix])))
     titles = [a.title for a in actions or []]
-    assert titles == ["Insert after `node` instead of before it (`inserting_after`)"], titles
-    (action,) = actions
+    # the verified fix first, then the comment that silences the line (never preferred)
+    assert titles == ["Insert after `node` instead of before it (`inserting_after`)",
+                      "fxls: ignore FX005 on this line"], titles
+    action, ignore = actions
+    assert not ignore.is_preferred
     assert action.kind == types.CodeActionKind.QuickFix and action.is_preferred
     fixed = _apply(SAMPLE, action.edit, uri, 2)
     assert fixed == SAMPLE.replace("inserting_before(node)", "inserting_after(node)")

@@ -11,8 +11,8 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
+from tests.server.conftest import accept_registrations, track_analyses
 from tests.server.conftest import open_and_wait as open_and_wait_forever
-from tests.server.conftest import track_analyses
 
 MODEL = """import torch
 from torch import nn
@@ -144,6 +144,7 @@ async def test_bad_pyproject_settings_are_said_and_the_default_is_used(
 )
 async def bad_python_client(lsp_client: LanguageClient, tmp_path: Path):
     track_analyses(lsp_client)
+    accept_registrations(lsp_client)
 
     @lsp_client.feature(types.WORKSPACE_CODE_LENS_REFRESH)
     def _code_lens_refresh(_params: None) -> None:

@@ -20,7 +20,15 @@ import {
 } from "vscode-languageclient/node";
 import { CrashTracker } from "./crashes";
 import { GraphView, PassRun, graphHtml, makeNonce } from "./graphHtml";
-import { Interpreter, chooseInterpreter, describeInterpreter, pythonFromEnvironment, resolveVariables } from "./interpreter";
+import {
+  Interpreter,
+  chooseInterpreter,
+  describeInterpreter,
+  folderOf,
+  interpreterSettingFor,
+  pythonFromEnvironment,
+  resolveVariables,
+} from "./interpreter";
 import { GraphTarget, PASS_FORMAT, classNames, enclosingClass, enclosingDefinition, targetFromArgs, withoutCommands } from "./modules";
 import { buildServerCommand, formatCommandLine, startFailureHint } from "./serverCommand";
 import { ServerSettings, configChangeAction, didChangeConfigurationParams, initializationOptions, serverSettings } from "./settings";
@@ -28,6 +36,8 @@ import { ClientState, countSeverities } from "./status";
 import { StatusBar } from "./statusBar";
 
 const SHOW_GRAPH = "fxls.showGraph";
+/** the server's notification that the complete report of a document version is in place */
+const ANALYSIS_DONE = "fxls/analysisDone";
 /** Server commands the extension implements itself (it calls the server for the data). */
 const CLIENT_OWNED_COMMANDS = [SHOW_GRAPH];
 
@@ -76,6 +86,8 @@ class FxlsExtension implements vscode.Disposable {
   private client: FxlsLanguageClient | undefined;
   private clientState: ClientState = "stopped";
   private interpreter: Interpreter | undefined;
+  /** the workspace folder whose settings chose the interpreter (the server's cwd) */
+  private serverFolder: vscode.WorkspaceFolder | undefined;
   private stopping = false;
   /** serialises start/stop/restart */
   private queue: Promise<unknown> = Promise.resolve();
@@ -91,6 +103,7 @@ class FxlsExtension implements vscode.Disposable {
       vscode.commands.registerCommand(SHOW_GRAPH, (...args: unknown[]) => this.showGraph(args)),
       vscode.commands.registerCommand("fxls.showLogs", () => this.output.show(true)),
       vscode.workspace.onDidChangeConfiguration((event) => this.onConfigurationChanged(event)),
+      vscode.workspace.onDidChangeWorkspaceFolders(() => void this.recheckInterpreter("the workspace folders changed")),
       vscode.window.onDidChangeActiveTextEditor(() => this.updateStatus()),
       vscode.languages.onDidChangeDiagnostics(() => this.updateStatus()),
       vscode.workspace.onDidCloseTextDocument((doc) => {
@@ -106,19 +119,22 @@ class FxlsExtension implements vscode.Disposable {
 
   // -- settings -------------------------------------------------------------------------
 
-  private variableContext() {
-    return { workspaceFolder: vscode.workspace.workspaceFolders?.[0]?.uri.fsPath, home: os.homedir(), env: process.env };
+  private variableContext(folder: vscode.WorkspaceFolder | undefined = this.serverFolder) {
+    const workspaceFolder = (folder ?? vscode.workspace.workspaceFolders?.[0])?.uri.fsPath;
+    return { workspaceFolder, home: os.homedir(), env: process.env };
   }
 
   private settings(): ServerSettings {
-    const config = vscode.workspace.getConfiguration("fxls");
+    // read in the server's folder: a folder's own .vscode/settings.json counts there
+    const config = vscode.workspace.getConfiguration("fxls", this.serverFolder?.uri);
     return serverSettings((key) => config.get(key), (p) => resolveVariables(p, this.variableContext()));
   }
 
   private onConfigurationChanged(event: vscode.ConfigurationChangeEvent): void {
     const action = configChangeAction((section) => event.affectsConfiguration(section));
     if (action === "restart") {
-      void this.restart("fxls.interpreter changed");
+      // a restart only if the interpreter the window should use is another one now
+      void this.recheckInterpreter("fxls.interpreter changed");
     } else if (action === "push" && this.client && this.clientState === "running") {
       const settings = this.settings();
       this.log(`settings changed: ${JSON.stringify(settings)}`);
@@ -131,7 +147,7 @@ class FxlsExtension implements vscode.Disposable {
 
   // -- interpreter ----------------------------------------------------------------------
 
-  private async pythonExtensionInterpreter(): Promise<string | undefined> {
+  private async pythonExtensionInterpreter(folder?: vscode.WorkspaceFolder): Promise<string | undefined> {
     const extension = vscode.extensions.getExtension("ms-python.python");
     if (!extension) return undefined;
     try {
@@ -146,7 +162,7 @@ class FxlsExtension implements vscode.Disposable {
           }),
         );
       }
-      const resource = vscode.workspace.workspaceFolders?.[0]?.uri;
+      const resource = (folder ?? vscode.workspace.workspaceFolders?.[0])?.uri;
       const active = environments.getActiveEnvironmentPath(resource);
       const resolved = environments.resolveEnvironment ? await environments.resolveEnvironment(active) : undefined;
       return pythonFromEnvironment(active, resolved);
@@ -156,11 +172,58 @@ class FxlsExtension implements vscode.Disposable {
     }
   }
 
-  private async chooseInterpreter(): Promise<Interpreter> {
-    const setting = vscode.workspace.getConfiguration("fxls").get<string>("interpreter");
-    const ctx = this.variableContext();
-    if (setting && setting.trim()) return chooseInterpreter({ setting }, ctx);
-    return chooseInterpreter({ setting, pythonExtension: await this.pythonExtensionInterpreter() }, ctx);
+  /** The folder of the Python file the user works in: the active editor's, else the first
+   * open Python document's. */
+  private preferredFolder(): vscode.WorkspaceFolder | undefined {
+    const folders = vscode.workspace.workspaceFolders ?? [];
+    const candidates = [
+      vscode.window.activeTextEditor?.document,
+      ...vscode.workspace.textDocuments.filter((d) => d.languageId === "python" && d.uri.scheme === "file"),
+    ];
+    for (const document of candidates) {
+      if (!document || document.uri.scheme !== "file") continue;
+      const path = folderOf(document.uri.fsPath, folders.map((f) => f.uri.fsPath));
+      const folder = folders.find((f) => f.uri.fsPath === path);
+      if (folder) return folder;
+    }
+    return undefined;
+  }
+
+  private async chooseInterpreter(): Promise<{ interpreter: Interpreter; folder?: vscode.WorkspaceFolder }> {
+    const folders = vscode.workspace.workspaceFolders ?? [];
+    const choice = interpreterSettingFor(
+      folders.map((f) => ({ folder: f.uri.fsPath, value: vscode.workspace.getConfiguration("fxls", f.uri).get<string>("interpreter") })),
+      vscode.workspace.getConfiguration("fxls").get<string>("interpreter"),
+      this.preferredFolder()?.uri.fsPath,
+    );
+    const folder = folders.find((f) => f.uri.fsPath === choice.folder);
+    const ctx = this.variableContext(folder);
+    if (choice.setting) return { interpreter: chooseInterpreter({ setting: choice.setting }, ctx), folder };
+    const pythonExtension = await this.pythonExtensionInterpreter(folder);
+    return { interpreter: chooseInterpreter({ setting: choice.setting, pythonExtension }, ctx), folder };
+  }
+
+  /**
+   * Read the settings again and restart the server if they now name another interpreter.
+   * Run after every start and on every change of `fxls.interpreter` or of the folders: a
+   * window can start the extension before the folder (or, in code-server, the user)
+   * settings have reached the extension host, and then the first read misses them; the
+   * configuration event that follows used to restart blindly and could be swallowed by a
+   * start in progress. Queued after any start or stop, like them.
+   */
+  recheckInterpreter(reason: string): Promise<unknown> {
+    this.queue = this.queue
+      .then(async () => {
+        if (!this.interpreter) return; // not started yet: the start reads them
+        const { interpreter } = await this.chooseInterpreter();
+        if (interpreter.path === this.interpreter.path) return;
+        this.log(`${reason}: the interpreter is now ${describeInterpreter(interpreter)}; restarting the server`);
+        await this.doStop();
+        this.crashes.reset();
+        await this.doStart();
+      })
+      .catch((error) => this.log(`checking the interpreter failed: ${error}`));
+    return this.queue;
   }
 
   // -- client lifecycle -----------------------------------------------------------------
@@ -193,11 +256,12 @@ class FxlsExtension implements vscode.Disposable {
   }
 
   private async doStart(): Promise<void> {
-    const interpreter = await this.chooseInterpreter();
+    const { interpreter, folder } = await this.chooseInterpreter();
     this.interpreter = interpreter;
+    this.serverFolder = folder;
     const command = buildServerCommand({
       interpreter: interpreter.path,
-      cwd: vscode.workspace.workspaceFolders?.[0]?.uri.fsPath,
+      cwd: (folder ?? vscode.workspace.workspaceFolders?.[0])?.uri.fsPath,
       baseEnv: process.env,
     });
     const settings = this.settings();
@@ -254,10 +318,22 @@ class FxlsExtension implements vscode.Disposable {
         }
       }),
     );
+    // with pull diagnostics (vscode-languageclient pulls when the server offers it) no
+    // diagnostics are pushed: the server says when a document's analysis is complete
+    client.onNotification(ANALYSIS_DONE, (params: { uri?: string }) => {
+      if (client !== this.client || typeof params?.uri !== "string") return;
+      const key = client.protocol2CodeConverter.asUri(params.uri).toString();
+      this.traced.add(key);
+      this.clearTracing(key);
+      this.updateStatus();
+      this.scheduleGraphRefresh(key);
+    });
     this.setState("starting");
     try {
       await client.start();
       this.log(`server running (pid ${this.serverPid(client) ?? "?"})`);
+      // settings that arrived while it started (see recheckInterpreter)
+      void this.recheckInterpreter("settings read again after the start");
     } catch (error) {
       this.log(`the server did not start: ${error}`);
       if (this.client === client && this.clientState !== "running") {

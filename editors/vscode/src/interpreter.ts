@@ -83,3 +83,49 @@ export function describeInterpreter(interpreter: Interpreter): string {
       return `${interpreter.path} (default; set fxls.interpreter to choose another)`;
   }
 }
+
+/** `fxls.interpreter` as seen from one workspace folder (its effective value there). */
+export interface FolderInterpreterSetting {
+  /** the folder's path (what `${workspaceFolder}` means there) */
+  folder: string;
+  /** `getConfiguration("fxls", folder).get("interpreter")`: user, workspace and folder merged */
+  value?: string | null;
+}
+
+export interface InterpreterSettingChoice {
+  setting?: string;
+  /** the folder whose value it is: `${workspaceFolder}` expands to it */
+  folder?: string;
+}
+
+/**
+ * Which `fxls.interpreter` value a window's server uses. VS Code gives a setting made in a
+ * folder's `.vscode/settings.json` only to reads scoped to that folder, so the extension
+ * reads it per folder: the folder of the Python file that started the server (or of the
+ * active editor) first, then every other folder in order, then the value without a folder
+ * (user or workspace settings, also in a window without folders). A folder that sets no
+ * value of its own has the user/workspace value as its effective one, so a folder setting
+ * anywhere is never lost to `python3`.
+ */
+export function interpreterSettingFor(
+  folders: FolderInterpreterSetting[],
+  windowValue: string | null | undefined,
+  preferredFolder?: string,
+): InterpreterSettingChoice {
+  const usable = (value: string | null | undefined): value is string => typeof value === "string" && value.trim() !== "";
+  const ordered = [
+    ...folders.filter((f) => f.folder === preferredFolder),
+    ...folders.filter((f) => f.folder !== preferredFolder),
+  ];
+  for (const entry of ordered) {
+    if (usable(entry.value)) return { setting: entry.value, folder: entry.folder };
+  }
+  if (usable(windowValue)) return { setting: windowValue, folder: ordered[0]?.folder };
+  return { folder: ordered[0]?.folder };
+}
+
+/** The folder (of `folders`, by path) that holds `file`: the innermost one. */
+export function folderOf(file: string, folders: string[]): string | undefined {
+  const inside = folders.filter((folder) => file === folder || file.startsWith(folder.endsWith("/") ? folder : `${folder}/`));
+  return inside.sort((a, b) => b.length - a.length)[0];
+}

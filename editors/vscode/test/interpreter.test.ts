@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { chooseInterpreter, describeInterpreter, pythonFromEnvironment, resolveVariables } from "../src/interpreter";
+import { chooseInterpreter, describeInterpreter, folderOf, interpreterSettingFor, pythonFromEnvironment, resolveVariables } from "../src/interpreter";
 
 test("the fxls.interpreter setting wins over the Python extension", () => {
   assert.deepEqual(chooseInterpreter({ setting: "/opt/venv/bin/python", pythonExtension: "/usr/bin/python3.11" }), {
@@ -52,4 +52,27 @@ test("the chosen interpreter is described with its source", () => {
   assert.match(describeInterpreter({ path: "/p", source: "setting" }), /fxls\.interpreter setting/);
   assert.match(describeInterpreter({ path: "/p", source: "python-extension" }), /Python extension/);
   assert.match(describeInterpreter({ path: "python3", source: "default" }), /default/);
+});
+
+test("a folder's own fxls.interpreter is used, in a multi-root window too", () => {
+  const folders = [
+    { folder: "/ws/a", value: "" },
+    { folder: "/ws/b", value: "${workspaceFolder}/.venv/bin/python" },
+  ];
+  // a file of folder a opened first: a sets nothing, b's setting is still found (not python3)
+  assert.deepEqual(interpreterSettingFor(folders, "", "/ws/a"), { setting: "${workspaceFolder}/.venv/bin/python", folder: "/ws/b" });
+  const choice = interpreterSettingFor(folders, undefined, "/ws/b");
+  assert.equal(chooseInterpreter({ setting: choice.setting }, { workspaceFolder: choice.folder }).path, "/ws/b/.venv/bin/python");
+  // the preferred folder's value wins over the others
+  const both = [{ folder: "/ws/a", value: "/a/python" }, { folder: "/ws/b", value: "/b/python" }];
+  assert.deepEqual(interpreterSettingFor(both, "/user/python", "/ws/b"), { setting: "/b/python", folder: "/ws/b" });
+  // user settings in a window without folders
+  assert.deepEqual(interpreterSettingFor([], "/user/python"), { setting: "/user/python", folder: undefined });
+  assert.deepEqual(interpreterSettingFor([], "  "), { folder: undefined });
+});
+
+test("a file's folder is the innermost workspace folder that holds it", () => {
+  assert.equal(folderOf("/ws/a/m.py", ["/ws", "/ws/a"]), "/ws/a");
+  assert.equal(folderOf("/ws/ab/m.py", ["/ws/a"]), undefined);
+  assert.equal(folderOf("/elsewhere/m.py", ["/ws/a"]), undefined);
 });

@@ -43,9 +43,9 @@ test("every setting is contributed with the server's defaults", () => {
   assert.equal(properties["fxls.interpreter"].type, "string");
 });
 
-test("the three commands are contributed", () => {
+test("the four commands are contributed (fxls.checkProject is the server's, registered by the client)", () => {
   assert.deepEqual(
     manifest.contributes.commands.map((c: { command: string }) => c.command).sort(),
-    ["fxls.restart", "fxls.showGraph", "fxls.showLogs"],
+    ["fxls.checkProject", "fxls.restart", "fxls.showGraph", "fxls.showLogs"],
   );
 });
