@@ -47,6 +47,7 @@ async function expandFirstGroup(page) {
   const group = page.locator("g.group.collapsed").first();
   if ((await group.count()) === 0) return null;
   const id = await group.getAttribute("data-id");
+  await page.evaluate((shown) => window.fxlsGraph.centerOnId(shown), id); // as a person scrolls to it
   const before = await page.evaluate(() => window.fxlsGraph.timing.shownNodes);
   await page.evaluate(() => {
     window.__clickDone = null;

@@ -83,7 +83,7 @@ export class GraphView {
   ) {
     this.model = buildModel(doc);
     this.layouter = new Layouter(this.model);
-    if (this.model.nodes.size <= SMALL_MODEL) for (const g of this.model.groups.values()) g.expanded = true;
+    this.initialExpansion();
     root.textContent = "";
     const app = el("div", { class: "fx-app" });
     const toolbar = el("div", { class: "fx-toolbar" });
@@ -132,6 +132,20 @@ export class GraphView {
     this.render({ fit: true });
     this.showPanel();
     this.graphBox.dataset.rendered = "true";
+  }
+
+  /** Small models open expanded; others at their top-level modules: the root's, or those
+   * of the one module that wraps everything (a `Vit` holding `self.vit`). */
+  private initialExpansion(): void {
+    const all = this.model.nodes.size <= SMALL_MODEL;
+    for (const g of this.model.groups.values()) g.expanded = all || !g.parent;
+    let group = this.model.root;
+    for (;;) {
+      const inner = group.children.filter((c): c is Group => c.kind === "group");
+      if (inner.length !== 1) break;
+      group = inner[0];
+      group.expanded = true;
+    }
   }
 
   // -- problems ---------------------------------------------------------------------------
@@ -478,7 +492,8 @@ export class GraphView {
   }
 
   collapseAll(): void {
-    for (const group of this.model.groups.values()) group.expanded = !group.parent;
+    this.initialExpansion();
+    if (this.model.nodes.size <= SMALL_MODEL) for (const group of this.model.groups.values()) group.expanded = !group.parent;
     this.layouter.invalidateAll();
     this.render({ fit: true });
     this.select(null);
@@ -652,6 +667,13 @@ export class GraphView {
       out.push(list);
     }
     return out;
+  }
+
+  /** Scrolls the shown item `id` (`n:name`, `g:path`) into the middle of the view. */
+  centerOnId(id: string): boolean {
+    const box = this.scene.boxes.get(id);
+    if (box) this.centerOn(box);
+    return !!box;
   }
 
   /** Names of the shown groups and nodes, for tests. */
