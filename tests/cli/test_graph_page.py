@@ -184,13 +184,14 @@ def test_a_5000_node_page_opens_collapsed_expands_searches_and_shows_sources(
                    "--screenshot", str(shot))
     assert result["title"] == "Big"
     assert result["total"] >= 5000
-    # opens collapsed to the top-level modules
-    assert result["collapsed"]["groups"] == ["stages"]
+    # opens collapsed to the top-level modules (`stages`, the only one, is open)
+    assert result["collapsed"]["groups"] == [f"stages.{i}" for i in range(10)]
     assert set(result["collapsed"]["nodes"]) == {"x", "stem", "mean", "head", "output"}
-    # expand one group, then the first group inside it, down to a block
+    # expand one group, then the first group inside it, down to a block's attention
     expanded = [e["group"] for e in result["expansions"]]
-    assert expanded == ["stages", "stages.0", "stages.0.blocks", "stages.0.blocks.0"]
-    assert result["expansions"][1]["groupsAfter"] > result["expansions"][0]["groupsAfter"] - 1
+    assert expanded == ["stages.0", "stages.0.blocks", "stages.0.blocks.0",
+                        "stages.0.blocks.0.attn"]
+    assert result["expansions"][1]["groupsAfter"] == 9 + 28
     assert result["expansions"][-1]["shownAfter"] > result["expansions"][-2]["shownAfter"]
     # search goes to the match, expanding the groups around it
     assert result["search"] == {"count": "1 of 1", "selected": "softmax_100", "matchesShown": 1}
