@@ -36,7 +36,7 @@ test("nodes are grouped by module path; a leaf module's calls are not a group", 
   assert.equal(blocks.nodeCount, 6);
   assert.equal(blocks.problemCount, 1);
   assert.deepEqual(model.groups.get("blocks.1")!.children.map((c) => c.id), ["n:blocks_1_fc", "n:drop", "n:drop_1", "n:add"]);
-  assert.equal(model.groups.get("blocks.0")!.label, "0");
+  assert.equal(model.groups.get("blocks.0")!.label, "blocks.0");
   assert.deepEqual(model.nodes.get("relu")!.problems.map((p) => p.code), ["FX001"]);
 });
 

@@ -208,6 +208,8 @@ function labelGroups(group: Group): void {
     if (child.kind !== "group") continue;
     const prefix = group.path ? `${group.path}.` : "";
     child.label = child.path.startsWith(prefix) ? child.path.slice(prefix.length) : child.path;
+    // `3` says little on its own: `blocks.3`
+    if (/^\d+$/.test(child.label)) child.label = child.path.split(".").slice(-2).join(".");
     labelGroups(child);
   }
 }

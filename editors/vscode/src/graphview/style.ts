@@ -57,6 +57,7 @@ body { font-family: var(--vscode-font-family, system-ui, sans-serif); font-size:
 svg.far .t2, svg.far .edge-label { display: none; }
 svg.very-far text { display: none; }
 .fx-minimap { position: absolute; right: 10px; bottom: 10px; border: 1px solid #cbd5e1; background: rgba(255,255,255,0.92); cursor: crosshair; }
+.fx-minimap.hidden { display: none; }
 .fx-panel { width: 320px; overflow: auto; padding: 8px 12px; border-left: 1px solid var(--vscode-panel-border, #ddd); }
 .fx-panel h2 { font-size: 14px; margin: 6px 0; word-break: break-all; }
 .fx-panel h3 { font-size: 12px; margin: 12px 0 4px; text-transform: uppercase; color: var(--vscode-descriptionForeground, #777); }

@@ -355,6 +355,9 @@ export class GraphView {
     ctx.drawImage(this.minimapBase, 0, 0);
     const { scale, ox, oy } = this.minimapScale();
     const { width, height } = this.size();
+    // no minimap while the whole graph is in view
+    const fits = this.scene.width * this.k + this.tx <= width && this.scene.height * this.k + this.ty <= height && this.tx >= 0 && this.ty >= 0;
+    this.minimap.classList.toggle("hidden", fits);
     ctx.strokeStyle = "#1d4ed8";
     ctx.lineWidth = 1.5;
     ctx.strokeRect(ox + (-this.tx / this.k) * scale, oy + (-this.ty / this.k) * scale, (width / this.k) * scale, (height / this.k) * scale);
