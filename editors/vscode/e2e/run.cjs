@@ -13,8 +13,9 @@ if (!url || !outDir) {
 }
 fs.mkdirSync(outDir, { recursive: true });
 // a model and two FX passes (FX005 in `negate_after_relu`; a code lens on each pass)
+// and a model of twelve blocks for the grouped graph view
 if (process.env.FXLS_E2E_PROJECT) {
-  fs.copyFileSync(path.join(__dirname, "passes.py"), path.join(process.env.FXLS_E2E_PROJECT, "passes.py"));
+  for (const name of ["passes.py", "blocks.py"]) fs.copyFileSync(path.join(__dirname, name), path.join(process.env.FXLS_E2E_PROJECT, name));
 }
 
 const results = [];
@@ -290,6 +291,46 @@ async function command(page, title) {
       const heading = await frame.locator("h1").innerText();
       await page.screenshot({ path: path.join(outDir, "pass.png") });
       return `lenses "${title}" and "${other}"; panel "${heading}": ${added.length} added, ${removed.length} removed lines`;
+    });
+
+    await step("the graph view opens grouped; a click on a node takes the editor to its line", async () => {
+      if (!process.env.FXLS_E2E_PROJECT) return "skipped: FXLS_E2E_PROJECT not set";
+      await command(page, "View: Close All Editors");
+      await page.keyboard.press("Control+P");
+      const input = page.locator(".quick-input-widget .quick-input-box input").first();
+      await input.waitFor({ state: "visible", timeout: 10_000 });
+      await input.fill("blocks.py");
+      await page.locator(".quick-input-list .monaco-list-row", { hasText: "blocks.py" }).first().waitFor({ timeout: 15_000 });
+      await page.keyboard.press("Enter");
+      const source = fs.readFileSync(path.join(__dirname, "blocks.py"), "utf8").split("\n");
+      const netLine = source.findIndex((l) => l.includes("x = self.blocks(x)")) + 1;
+      const reluLine = source.findIndex((l) => l.includes("h = self.fc1(self.norm(x)).relu()")) + 1;
+      await page.locator(".monaco-editor .view-line", { hasText: "x = self.blocks(x)" }).first().click();
+      await command(page, "fxls: Show FX Graph");
+      // opens collapsed: `blocks` (the one top-level module) open, its twelve blocks closed
+      const frame = await findFrame(page, '#graph[data-rendered="true"] g.group.collapsed[data-id="g:blocks.3"]', 120_000);
+      const collapsed = await frame.locator("g.group.collapsed").count();
+      const before = await frame.locator("g.node").count();
+      await frame.locator('g.group.collapsed[data-id="g:blocks.3"]').click();
+      await frame.locator('g.node[data-id="n:relu_3"]').waitFor({ timeout: 10_000 });
+      const after = await frame.locator("g.node").count();
+      if (after <= before) throw new Error(`expanding blocks.3 showed ${after} nodes (was ${before})`);
+      // find it as a person would: search, Enter centres it
+      await frame.locator("#fx-search").fill("relu_3");
+      await frame.locator("#fx-search").press("Enter");
+      await frame.locator('g.node.selected[data-id="n:relu_3"]').waitFor({ timeout: 10_000 });
+      await frame.locator('g.node[data-id="n:relu_3"]').click();
+      // the editor shows blocks.py at the node's line
+      const position = page.locator(".statusbar-item", { hasText: new RegExp(`Ln ${reluLine}, Col`) });
+      await position.first().waitFor({ timeout: 15_000 });
+      const panelSource = await frame.locator("#fx-node-source").innerText();
+      if (panelSource !== `blocks.py:${reluLine}`) throw new Error(`panel source ${panelSource}`);
+      // and the editor's cursor line is marked in the graph: relu_3, and the closed blocks
+      // whose relu it is too
+      await frame.locator('g.cursor[data-id="n:relu_3"]').waitFor({ timeout: 10_000 });
+      const marked = await frame.locator("g.cursor").count();
+      await page.screenshot({ path: path.join(outDir, "graph-view.png") });
+      return `Net (line ${netLine}): ${collapsed} closed groups, ${before} -> ${after} nodes after expanding blocks.3; click relu_3 -> Ln ${reluLine}; ${marked} items marked for the cursor line`;
     });
 
     const csp = consoleErrors.filter((text) => /Content Security Policy/i.test(text));
