@@ -24,6 +24,9 @@ export interface Host {
   reveal(span: Span): void;
 }
 
+/** Below this zoom the graph is drawn as bare boxes (no text can be read). */
+const OVERVIEW = 0.22;
+
 /** Models up to this many nodes open fully expanded. */
 const SMALL_MODEL = 60;
 
@@ -182,8 +185,7 @@ export class GraphView {
     const started = performance.now();
     const before = opts.keep ? this.screenBox(opts.keep) : null;
     this.scene = this.layouter.scene();
-    this.draw();
-    if (opts.fit) this.fit();
+    if (opts.fit) this.fitTransform();
     else if (opts.keep && before) {
       const after = this.scene.boxes.get(opts.keep.id);
       if (after) {
@@ -191,6 +193,7 @@ export class GraphView {
         this.ty = before.y - (after.y - after.height / 2) * this.k;
       }
     }
+    this.drawn = null;
     this.drawMinimapBase();
     this.applyTransform();
     this.timing.lastRenderMs = performance.now() - started;
@@ -202,6 +205,28 @@ export class GraphView {
     this.graphBox.dataset.shownGroups = String(this.scene.collapsed.length);
   }
 
+  /** The part of the scene drawn now, and how: zoomed far out, every item as a bare box;
+   * closer, only what is within a screen of the view, with its text (5,000 nodes of SVG
+   * text cost seconds to parse and lay out, and cannot be read at that zoom anyway). */
+  private drawn: { overview: boolean; region: Box } | null = null;
+
+  private visibleRegion(margin: number): Box {
+    const { width, height } = this.size();
+    const w = width / this.k;
+    const h = height / this.k;
+    return { x: -this.tx / this.k + w / 2, y: -this.ty / this.k + h / 2, width: w * (1 + 2 * margin), height: h * (1 + 2 * margin) };
+  }
+
+  private needsRedraw(): boolean {
+    const overview = this.k < OVERVIEW;
+    if (!this.drawn || this.drawn.overview !== overview) return true;
+    if (overview) return false;
+    const view = this.visibleRegion(0);
+    const r = this.drawn.region;
+    return view.x - view.width / 2 < r.x - r.width / 2 || view.x + view.width / 2 > r.x + r.width / 2 ||
+      view.y - view.height / 2 < r.y - r.height / 2 || view.y + view.height / 2 > r.y + r.height / 2;
+  }
+
   private screenBox(item: Item): { x: number; y: number } | null {
     const box = this.scene?.boxes.get(item.id);
     if (!box) return null;
@@ -211,7 +236,16 @@ export class GraphView {
   private draw(): void {
     const parts: string[] = [];
     const s = this.scene;
+    const overview = this.k < OVERVIEW;
+    const region = this.visibleRegion(1);
+    this.drawn = { overview, region };
+    const rx0 = region.x - region.width / 2;
+    const rx1 = region.x + region.width / 2;
+    const ry0 = region.y - region.height / 2;
+    const ry1 = region.y + region.height / 2;
+    const inside = (b: Box) => overview || (b.x + b.width / 2 >= rx0 && b.x - b.width / 2 <= rx1 && b.y + b.height / 2 >= ry0 && b.y - b.height / 2 <= ry1);
     for (const { group, box } of s.frames) {
+      if (!inside(box)) continue;
       const x = box.x - box.width / 2;
       const y = box.y - box.height / 2;
       parts.push(
@@ -220,15 +254,26 @@ export class GraphView {
       );
     }
     for (const edge of s.edges) {
+      if (!overview) {
+        let x0 = Infinity, x1 = -Infinity, y0 = Infinity, y1 = -Infinity;
+        for (const p of edge.points) {
+          x0 = Math.min(x0, p.x);
+          x1 = Math.max(x1, p.x);
+          y0 = Math.min(y0, p.y);
+          y1 = Math.max(y1, p.y);
+        }
+        if (x1 < rx0 || x0 > rx1 || y1 < ry0 || y0 > ry1) continue;
+      }
       const d = edge.points.map((p, i) => `${i ? "L" : "M"}${fmt(p.x)},${fmt(p.y)}`).join("");
       parts.push(`<path class="edge" d="${d}" marker-end="url(#arrow)"/>`);
-      if (edge.label && edge.points.length >= 2) {
+      if (!overview && edge.label && edge.points.length >= 2) {
         const a = edge.points[0];
         const b = edge.points[1];
         parts.push(`<text class="edge-label" x="${fmt((a.x + b.x) / 2 + 4)}" y="${fmt((a.y + b.y) / 2 + 3)}">${esc(edge.label)}</text>`);
       }
     }
     for (const { group, box } of s.collapsed) {
+      if (!inside(box)) continue;
       const x = box.x - box.width / 2;
       const y = box.y - box.height / 2;
       const detail = `${group.nodeCount} nodes${group.problemCount ? ` · ${group.problemCount} problem${group.problemCount === 1 ? "" : "s"}` : ""}`;
@@ -242,9 +287,16 @@ export class GraphView {
       );
     }
     for (const { node, box } of s.nodes) {
+      if (!inside(box)) continue;
       const x = box.x - box.width / 2;
       const y = box.y - box.height / 2;
       const problem = node.problems.length > 0;
+      if (overview) {
+        parts.push(
+          `<g class="node op-${esc(node.data.op)}${problem ? " problem" : ""}" data-id="${esc(node.id)}" transform="translate(${fmt(x)},${fmt(y)})"><rect width="${fmt(box.width)}" height="${fmt(box.height)}" rx="4"/></g>`,
+        );
+        continue;
+      }
       // the side panel has the details: a <title> per node would double the page's parse
       const tip = problem ? `<title>${esc(node.problems.map((p) => `${p.code} ${p.message}`).join("\n"))}</title>` : "";
       parts.push(
@@ -280,7 +332,8 @@ export class GraphView {
   private applyTransform(): void {
     this.viewport.setAttribute("transform", `translate(${fmt(this.tx)},${fmt(this.ty)}) scale(${this.k})`);
     this.svg.classList.toggle("far", this.k < 0.5);
-    this.svg.classList.toggle("very-far", this.k < 0.22);
+    this.svg.classList.toggle("very-far", this.k < OVERVIEW);
+    if (this.needsRedraw()) this.draw();
     this.drawMinimap();
   }
 
@@ -292,6 +345,11 @@ export class GraphView {
   }
 
   fit(): void {
+    this.fitTransform();
+    this.applyTransform();
+  }
+
+  private fitTransform(): void {
     const { width, height } = this.size();
     const sw = Math.max(this.scene.width, 1);
     const sh = Math.max(this.scene.height, 1);
@@ -299,7 +357,6 @@ export class GraphView {
     if (this.k < 0.35 && sw * 0.35 < width) this.k = Math.min(1.2, (width - 40) / sw); // tall: fit width, start at the top
     this.tx = (width - sw * this.k) / 2;
     this.ty = sh * this.k < height ? (height - sh * this.k) / 2 : 20;
-    this.applyTransform();
   }
 
   zoomBy(factor: number, cx?: number, cy?: number): void {
