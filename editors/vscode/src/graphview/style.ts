@@ -68,6 +68,11 @@ svg.very-far text { display: none; }
 .fx-panel ul { padding-left: 16px; margin: 4px 0; }
 .fx-panel li { margin: 2px 0; }
 .fx-panel .problem-text { color: var(--vscode-errorForeground, #c41a16); }
+@media (max-width: 900px) {
+  .fx-panel { width: 210px; padding: 6px 8px; }
+  .fx-minimap { width: 120px; height: 84px; }
+  .fx-toolbar input { width: 150px; }
+}
 pre { background: var(--vscode-textCodeBlock-background, #f6f8fa); padding: 8px; overflow: auto;
   font-family: var(--vscode-editor-font-family, monospace); font-size: 12px; }
 pre code { font-family: inherit; }

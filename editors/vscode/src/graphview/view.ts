@@ -423,8 +423,9 @@ export class GraphView {
   private minimapMove(event: MouseEvent): void {
     const r = this.minimap.getBoundingClientRect();
     const { scale, ox, oy } = this.minimapScale();
-    const x = (event.clientX - r.left - ox) / scale;
-    const y = (event.clientY - r.top - oy) / scale;
+    // the canvas may be drawn smaller than its pixels (narrow panels: see the style sheet)
+    const x = ((event.clientX - r.left) * (this.minimap.width / r.width) - ox) / scale;
+    const y = ((event.clientY - r.top) * (this.minimap.height / r.height) - oy) / scale;
     const { width, height } = this.size();
     this.tx = width / 2 - x * this.k;
     this.ty = height / 2 - y * this.k;
