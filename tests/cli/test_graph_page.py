@@ -122,8 +122,7 @@ def test_the_committed_bundle_is_built_from_the_current_sources(tmp_path: Path) 
     """fxls/graph_page/graph.js is what `npm run build:page` makes of editors/vscode/src."""
     assert BUNDLE.stat().st_size > 20_000
     assert "fxls-graph-data" in BUNDLE.read_text(encoding="utf-8")
-    if not (EXTENSION / "node_modules" / "esbuild").is_dir() or shutil.which("node") is None:
-        pytest.skip("editors/vscode has no node_modules (npm ci) to rebuild the bundle with")
+    _node_modules()
     fresh = tmp_path / "graph.js"
     done = subprocess.run(["node", "scripts/build.mjs", "--page"], cwd=EXTENSION, timeout=300,
                           capture_output=True, text=True,
@@ -135,19 +134,41 @@ def test_the_committed_bundle_is_built_from_the_current_sources(tmp_path: Path) 
 
 # -- in a real browser ----------------------------------------------------------------------
 
-def _browser_missing() -> str | None:
+def _node_modules() -> None:
+    """editors/vscode's node_modules (esbuild, dagre, playwright-core): `npm ci` there when
+    missing; skips the test without node or npm."""
     if shutil.which("node") is None:
-        return "node is not installed"
+        pytest.skip("node is not installed")
     if not (EXTENSION / "node_modules" / "playwright-core").is_dir():
-        return "editors/vscode/node_modules has no playwright-core (npm ci there)"
-    candidates = ("/usr/bin/chromium", os.environ.get("FXLS_CHROMIUM", ""))
-    if not any(Path(p).exists() for p in candidates if p):
-        return "no chromium (apt-get install chromium)"
+        if shutil.which("npm") is None:
+            pytest.skip("editors/vscode has no node_modules and npm is not installed")
+        done = subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"],
+                              cwd=EXTENSION, capture_output=True, text=True, timeout=900)
+        assert done.returncode == 0, done.stderr[-3000:]
+
+
+def _chromium() -> Path | None:
+    for candidate in (os.environ.get("FXLS_CHROMIUM", ""), "/usr/bin/chromium"):
+        if candidate and Path(candidate).exists():
+            return Path(candidate)
     return None
 
 
-needs_browser = pytest.mark.skipif(_browser_missing() is not None,
-                                   reason=_browser_missing() or "")
+@pytest.fixture(scope="module")
+def browser() -> None:
+    """node + playwright-core (editors/vscode's devDependencies, `npm ci` there) + Debian's
+    chromium (apt-get, as scripts/vscode-e2e.sh installs it), installed when missing and
+    possible; else the browser tests skip."""
+    _node_modules()
+    if _chromium() is None:
+        if shutil.which("apt-get") is None:
+            pytest.skip("no chromium (apt-get install chromium)")
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        for command in (["apt-get", "update", "-qq"],
+                        ["apt-get", "install", "-y", "-qq", "chromium"]):
+            done = subprocess.run(command, capture_output=True, text=True, timeout=900, env=env)
+            assert done.returncode == 0, done.stderr[-3000:]
+        assert _chromium() is not None
 
 
 def drive(page: Path, *arguments: str, timeout: float = 400) -> dict[str, Any]:
@@ -174,9 +195,8 @@ def big_page(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     return folder / "big.html", source
 
 
-@needs_browser
 def test_a_5000_node_page_opens_collapsed_expands_searches_and_shows_sources(
-        big_page: tuple[Path, str], tmp_path: Path) -> None:
+        browser: None, big_page: tuple[Path, str], tmp_path: Path) -> None:
     page, source = big_page
     shot = tmp_path / "big.png"
     result = drive(page, "--expand-depth", "4", "--search", "softmax_100",
@@ -220,10 +240,9 @@ class Vit(nn.Module):
 """
 
 
-@needs_browser
 @pytest.mark.skipif(not (ZOO_SITE / "timm").is_dir(),
                     reason="model zoo not installed (scripts/install_model_zoo.py)")
-def test_timm_vit_page(tmp_path: Path) -> None:
+def test_timm_vit_page(browser: None, tmp_path: Path) -> None:
     (tmp_path / "vit.py").write_text(VIT, encoding="utf-8")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         p for p in (str(ZOO_SITE), os.environ.get("PYTHONPATH")) if p)}
