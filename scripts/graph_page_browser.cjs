@@ -93,6 +93,14 @@ async function main() {
         if (expansion) result.expansions.push(expansion);
       }
     }
+    if (result.expansions.length) {
+      // collapse the last group expanded, by its frame's title
+      const last = result.expansions[result.expansions.length - 1].group;
+      await page.evaluate((id) => window.fxlsGraph.centerOnId(id), `g:${last}`);
+      await page.locator(`g.frame[data-id="g:${last}"] .frame-title`).click();
+      await page.locator(`g.group.collapsed[data-id="g:${last}"]`).waitFor({ timeout: 10_000 });
+      result.collapse = { group: last, shownNodes: await page.evaluate(() => window.fxlsGraph.timing.shownNodes) };
+    }
     const query = arg("--search");
     if (query) {
       await page.fill("#fx-search", query);

@@ -213,6 +213,9 @@ def test_a_5000_node_page_opens_collapsed_expands_searches_and_shows_sources(
                         "stages.0.blocks.0.attn"]
     assert result["expansions"][1]["groupsAfter"] == 9 + 28
     assert result["expansions"][-1]["shownAfter"] > result["expansions"][-2]["shownAfter"]
+    # a click on an open group's title closes it again
+    assert result["collapse"] == {"group": "stages.0.blocks.0.attn",
+                                  "shownNodes": result["expansions"][-2]["shownAfter"]}
     # search goes to the match, expanding the groups around it
     assert result["search"] == {"count": "1 of 1", "selected": "softmax_100", "matchesShown": 1}
     # a click on a node shows its file:line
