@@ -341,7 +341,18 @@ async function command(page, title) {
       await frame.locator('g.cursor[data-id="n:relu_3"]').waitFor({ timeout: 10_000 });
       const marked = await frame.locator("g.cursor").count();
       await page.screenshot({ path: path.join(outDir, "graph-view.png") });
-      return `Net (line ${netLine}): ${collapsed} closed groups, ${before} -> ${after} nodes after expanding blocks.3; click relu_3 -> Ln ${reluLine}; ${marked} items marked for the cursor line`;
+      // a save re-traces and the panel's page is set again: blocks.3 stays open
+      await frame.evaluate(() => (document.body.dataset.beforeSave = "1"));
+      await page.keyboard.press("Control+G");
+      const goto = page.locator(".quick-input-widget .quick-input-box input").first();
+      await goto.waitFor({ state: "visible", timeout: 10_000 });
+      await goto.fill(":1");
+      await page.keyboard.press("Enter");
+      await page.keyboard.press("End");
+      await page.keyboard.type(" ");
+      await page.keyboard.press("Control+S");
+      await findFrame(page, 'body:not([data-before-save]) #graph[data-rendered="true"] g.node[data-id="n:relu_3"]', 60_000);
+      return `Net (line ${netLine}): ${collapsed} closed groups, ${before} -> ${after} nodes after expanding blocks.3; click relu_3 -> Ln ${reluLine}; ${marked} items marked for the cursor line; after a save blocks.3 is still open`;
     });
 
     const csp = consoleErrors.filter((text) => /Content Security Policy/i.test(text));

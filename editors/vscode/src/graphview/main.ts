@@ -8,10 +8,12 @@
 // node's file:line itself. `window.fxlsGraph` is the view, for tests and benchmarks.
 import { GraphDocument, Span } from "./model";
 import { CSS } from "./style";
-import { GraphView, Host } from "./view";
+import { GraphView, Host, ViewState } from "./view";
 
 interface VsCodeApi {
   postMessage(message: unknown): void;
+  getState(): unknown;
+  setState(state: unknown): void;
 }
 declare function acquireVsCodeApi(): VsCodeApi;
 
@@ -44,11 +46,14 @@ function main(): void {
       view?.showLocation(span);
     },
   };
+  // VS Code sets the panel's page again after every trace: keep what was open and where
+  if (vscode) host.saveState = (state: ViewState) => vscode.setState(state);
+  const saved = (vscode?.getState() as ViewState | undefined) ?? null;
   try {
     performance.mark("fxls-script");
     const doc = JSON.parse(data.textContent || "{}") as GraphDocument;
     performance.mark("fxls-parsed");
-    view = new GraphView(mount, doc, host);
+    view = new GraphView(mount, doc, host, saved);
     performance.mark("fxls-drawn");
     window.fxlsGraph = view;
   } catch (error) {

@@ -20,8 +20,18 @@ import {
 } from "./model";
 
 /** Where the view sends a request to show a source line. */
+/** What the view keeps across a reload of its page (VS Code re-renders the panel after
+ * every trace): the open groups, the zoom and pan, the selected node. */
+export interface ViewState {
+  expanded: string[];
+  transform: { k: number; tx: number; ty: number };
+  selected: string | null;
+}
+
 export interface Host {
   reveal(span: Span): void;
+  /** the view's state changed (optional: the standalone page keeps nothing) */
+  saveState?(state: ViewState): void;
 }
 
 /** Below this zoom the graph is drawn as bare boxes (no text can be read). */
@@ -83,6 +93,7 @@ export class GraphView {
     root: HTMLElement,
     doc: GraphDocument,
     private readonly host: Host,
+    saved?: ViewState | null,
   ) {
     this.model = buildModel(doc);
     this.layouter = new Layouter(this.model);
@@ -132,9 +143,33 @@ export class GraphView {
     app.append(main);
     root.append(app);
     this.wire();
-    this.render({ fit: true });
+    if (saved && this.restore(saved)) {
+      this.render();
+    } else {
+      this.render({ fit: true });
+    }
     this.showPanel();
     this.graphBox.dataset.rendered = "true";
+  }
+
+  /** Re-opens the groups of a saved state that still exist, its zoom and selection. */
+  private restore(saved: ViewState): boolean {
+    if (!Array.isArray(saved.expanded) || !saved.transform) return false;
+    for (const group of this.model.groups.values()) group.expanded = !group.parent;
+    for (const path of saved.expanded) {
+      const group = this.model.groups.get(path);
+      if (group) group.expanded = true;
+    }
+    ({ k: this.k, tx: this.tx, ty: this.ty } = saved.transform);
+    this.selected = (saved.selected && this.model.nodes.get(saved.selected)) || null;
+    return true;
+  }
+
+  private saveState(): void {
+    if (!this.host.saveState) return;
+    const expanded = [...this.model.groups.values()].filter((g) => g.parent && g.expanded).map((g) => g.path);
+    const selected = this.selected?.kind === "node" ? this.selected.data.name : null;
+    this.host.saveState({ expanded, transform: { k: this.k, tx: this.tx, ty: this.ty }, selected });
   }
 
   /** Small models open expanded; others at their top-level modules: the root's, or those
@@ -335,6 +370,18 @@ export class GraphView {
     this.svg.classList.toggle("very-far", this.k < OVERVIEW);
     if (this.needsRedraw()) this.draw();
     this.drawMinimap();
+    this.scheduleSave();
+  }
+
+  private savePending = false;
+
+  private scheduleSave(): void {
+    if (this.savePending || !this.host.saveState) return;
+    this.savePending = true;
+    setTimeout(() => {
+      this.savePending = false;
+      this.saveState();
+    }, 200);
   }
 
   /** The graph area's size, read once and on resize: reading it after a redraw would
@@ -620,6 +667,7 @@ export class GraphView {
     this.selected = item;
     this.applyMarks();
     this.showPanel();
+    this.scheduleSave();
   }
 
   private nodeLink(name: string): HTMLElement {
