@@ -214,7 +214,7 @@ def run_graph(args: argparse.Namespace) -> int:
     if not module.nodes:
         sys.stderr.write(_no_graph_message(module, report))
         return EXIT_ERRORS
-    sys.stdout.write(render_module(module, args.format))
+    sys.stdout.write(render_module(module, args.format, report))
     return EXIT_OK
 
 

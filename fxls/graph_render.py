@@ -1,14 +1,18 @@
 """One traced module's graph as code, a table, Graphviz DOT, JSON or a self-contained HTML
-page (``fxls graph``)."""
+page with the interactive graph view (``fxls graph``)."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import html
 import json
+import os
+import re
 from collections.abc import Sequence
-from dataclasses import asdict
+from typing import Any
 
-from fxls.report import ModuleReport, NodeInfo
+from fxls.report import Diagnostic, FileReport, ModuleReport, NodeInfo, Span
 
 _DOT_STYLE = {
     "placeholder": 'shape=ellipse, style=filled, fillcolor="#e8f4fd"',
@@ -50,15 +54,39 @@ def format_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join([line(header), rule.rstrip(), *(line(r) for r in rows)]) + "\n"
 
 
-def render_table(module: ModuleReport) -> str:
-    return format_table(TABLE_HEADER, [node_cells(n) for n in module.nodes])
+#: the columns of a module's node table: the source as ``file:line``
+MODULE_TABLE_HEADER = (*TABLE_HEADER[:-1], "location")
+
+
+def location_text(span: Span | None, base: str | None) -> str:
+    """``file:line`` of a span: the file relative to ``base`` (the module's folder) when it
+    is inside it, else its absolute path; ``""`` without a span."""
+    if span is None:
+        return ""
+    path = span.file
+    if base and os.path.isabs(path):
+        relative = os.path.relpath(path, base)
+        if not relative.startswith(".."):
+            path = relative
+    return f"{path}:{span.line}"
+
+
+def module_folder(module: ModuleReport) -> str | None:
+    """The folder of the file a module is defined in (what table locations are relative to)."""
+    return os.path.dirname(module.span.file) if module.span is not None else None
+
+
+def render_table(module: ModuleReport, report: FileReport | None = None) -> str:
+    base = module_folder(module)
+    rows = [node_cells(n, location_text(n.span, base)) for n in module.nodes]
+    return format_table(MODULE_TABLE_HEADER, rows)
 
 
 def _dot_escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace('"', '\\"')
 
 
-def render_dot(module: ModuleReport) -> str:
+def render_dot(module: ModuleReport, report: FileReport | None = None) -> str:
     lines = [
         f'digraph "{_dot_escape(module.name)}" {{',
         "  rankdir=TB;",
@@ -78,17 +106,80 @@ def render_dot(module: ModuleReport) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_json(module: ModuleReport) -> str:
-    document = {
+def _overlaps(a: Span, b: Span) -> bool:
+    if a.file != b.file:
+        return False
+    return (a.line, a.col) < (b.end_line, b.end_col) and (b.line, b.col) < (a.end_line, a.end_col)
+
+
+def module_problems(module: ModuleReport, report: FileReport | None) -> list[dict[str, Any]]:
+    """The report's diagnostics about ``module``, each with the nodes it is located at
+    (those whose source expression overlaps the diagnostic's range: for a partial graph,
+    the nodes where tracing went wrong)."""
+    if report is None:
+        return []
+    problems = []
+    for diagnostic in report.diagnostics:
+        if diagnostic.module != module.name:
+            continue
+        problems.append(_problem(diagnostic, module.nodes))
+    return problems
+
+
+def _problem(diagnostic: Diagnostic, nodes: Sequence[NodeInfo]) -> dict[str, Any]:
+    span = diagnostic.span
+    at = [n.name for n in nodes if n.span is not None and _overlaps(n.span, span)]
+    return {"code": diagnostic.code, "severity": str(diagnostic.severity),
+            "message": diagnostic.message, "span": span.to_dict(), "nodes": at}
+
+
+def _groups(module: ModuleReport) -> list[dict[str, Any]]:
+    """Every module path of the graph's nodes and their prefixes, with how many nodes each
+    holds at any depth."""
+    counts: dict[str, int] = {}
+    types: dict[str, str] = {}
+    for node in module.nodes:
+        if not node.module_path:
+            continue
+        parts = node.module_path.split(".")
+        for i in range(1, len(parts) + 1):
+            path = ".".join(parts[:i])
+            counts[path] = counts.get(path, 0) + 1
+        if node.module_type and node.op == "call_module":
+            types.setdefault(node.module_path, node.module_type)
+    return [{"path": path, "parent": path.rpartition(".")[0], "type": types.get(path),
+             "nodes": count} for path, count in counts.items()]
+
+
+def graph_document(module: ModuleReport, report: FileReport | None = None) -> dict[str, Any]:
+    """The graph as plain data, what the graph page draws and ``--format json`` prints:
+    each node with its module path (``module_path``, "" or null at the root) and the
+    ``file`` and ``line`` that created it, the module groups, and the module's problems
+    with the nodes they are located at."""
+    nodes = []
+    for node in module.nodes:
+        entry = node.to_dict()
+        entry["file"] = node.span.file if node.span is not None else None
+        entry["line"] = node.span.line if node.span is not None else None
+        nodes.append(entry)
+    return {
+        "version": 1,
         "name": module.name,
-        "status": module.status,
-        "nodes": [asdict(node) for node in module.nodes],
+        "status": str(module.status),
+        "verdict": module.verdict(),
+        "file": module.span.file if module.span is not None else None,
+        "nodes": nodes,
+        "groups": _groups(module),
+        "problems": module_problems(module, report),
         "code": module.code,
     }
-    return json.dumps(document, indent=2) + "\n"
 
 
-def render_code(module: ModuleReport) -> str:
+def render_json(module: ModuleReport, report: FileReport | None = None) -> str:
+    return json.dumps(graph_document(module, report), indent=2) + "\n"
+
+
+def render_code(module: ModuleReport, report: FileReport | None = None) -> str:
     return (module.code or "").strip("\n") + "\n"
 
 
@@ -125,31 +216,60 @@ def html_table(header: Sequence[str], rows: Sequence[tuple[Sequence[str], str]])
     return f"<table><tr>{head}</tr>{''.join(body)}</table>"
 
 
-def render_html(module: ModuleReport) -> str:
-    """The graph's nodes grouped by module path (the root's own nodes first), then the
-    generated code."""
-    groups: dict[str, list[NodeInfo]] = {}
-    for node in module.nodes:
-        groups.setdefault(node.module_path or "", []).append(node)
-    body = [f"<h1>{html.escape(module.name)}</h1>",
-            f'<p class="muted">{html.escape(module.verdict())}, '
-            f"{len(module.nodes)} nodes</p>", "<h2>Nodes by module</h2>"]
-    for path, nodes in groups.items():
-        kind = next((n.module_type for n in nodes if n.module_type), None)
-        label = path or "(the module itself)"
-        if kind:
-            label += f" : {kind}"
-        table = html_table(TABLE_HEADER, [(node_cells(n), "") for n in nodes])
-        body.append(f"<details open><summary>{html.escape(label)} "
-                    f"({len(nodes)})</summary>{table}</details>")
-    if module.code:
-        body += ["<h2>Code</h2>", f"<pre>{html.escape(module.code.strip())}</pre>"]
-    return html_page(f"{module.name}: FX graph", body)
+def json_for_script(value: Any) -> str:
+    """JSON that cannot end the ``<script>`` element it sits in."""
+    text = json.dumps(value, separators=(",", ":"))
+    for raw, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
+                         ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
+        text = text.replace(raw, escaped)
+    return text
+
+
+def render_html(module: ModuleReport, report: FileReport | None = None) -> str:
+    """One self-contained page: the interactive graph view (nodes grouped by module path,
+    collapsible, zoom, search, a panel with each node's source file:line), its script and
+    layout library inline."""
+    return graph_page(graph_document(module, report))
+
+
+#: node fields the page does not show (``--format json`` keeps them)
+_NOT_ON_PAGE = ("named_args", "backward", "module_params", "file", "line")
+
+
+def _page_document(document: dict[str, Any]) -> dict[str, Any]:
+    """``document`` without what the page does not use: a smaller page opens faster."""
+    nodes = [{k: v for k, v in node.items() if k not in _NOT_ON_PAGE}
+             for node in document["nodes"]]
+    return {**document, "nodes": nodes, "groups": None}
+
+
+def graph_page(document: dict[str, Any]) -> str:
+    """The page of a :func:`graph_document`. Its content security policy allows its one
+    script and nothing from the network."""
+    from fxls.graph_page import graph_script
+
+    script = re.sub(r"</(script)", r"<\\/\1", graph_script(), flags=re.IGNORECASE)
+    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
+    policy = (f"default-src 'none'; script-src 'sha256-{digest}'; "
+              "style-src 'unsafe-inline'; img-src data:")
+    data = json_for_script(_page_document(document))
+    title = html.escape(f"{document['name']}: FX graph")
+    return "\n".join([
+        "<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
+        f'<meta http-equiv="Content-Security-Policy" content="{html.escape(policy)}">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{title}</title>", "</head>", "<body>",
+        '<div id="fxls-graph"><noscript>The graph view needs JavaScript; '
+        "<code>fxls graph FILE::Class --format table</code> prints the nodes.</noscript></div>",
+        f'<script type="application/json" id="fxls-graph-data">{data}</script>',
+        f"<script>{script}</script>", "</body>", "</html>",
+    ]) + "\n"
 
 
 RENDERERS = {"code": render_code, "table": render_table, "dot": render_dot, "json": render_json,
              "html": render_html}
 
 
-def render_module(module: ModuleReport, fmt: str) -> str:
-    return RENDERERS[fmt](module)
+def render_module(module: ModuleReport, fmt: str, report: FileReport | None = None) -> str:
+    """``module``'s graph in format ``fmt``; ``report`` (the file's) adds its problems."""
+    return RENDERERS[fmt](module, report)

@@ -826,7 +826,7 @@ def show_graph(ls: FxlsServer, *args: Any) -> dict[str, Any]:
         "name": module.name,
         "status": module.status,
         "format": fmt,
-        "text": render_module(module, fmt),
+        "text": render_module(module, fmt, state.report),
     }
 
 

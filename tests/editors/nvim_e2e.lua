@@ -299,10 +299,26 @@ local ok_run, err_run = xpcall(function()
     .. 'version %d was done', saved_version)
   log('ok: a code action right after :write waits for the analysis and its fix')
 
-  -- :FxlsGraph with the cursor inside forward
+  -- :FxlsGraph with the cursor inside forward: the graph page, written and opened
   vim.api.nvim_win_set_cursor(0, { if_lnum + 1, 0 })
   local src_win = vim.api.nvim_get_current_win()
+  local opened
+  vim.g.fxls_graph_open = function(path)
+    opened = path
+  end
   vim.cmd('FxlsGraph')
+  vim.wait(15000, function()
+    return opened ~= nil
+  end, 50)
+  check(opened ~= nil, ':FxlsGraph opened no graph page within 15 s')
+  local page = table.concat(vim.fn.readfile(opened), '\n')
+  check(page:find('id="fxls-graph-data"', 1, true) and page:find('"name":"Gated"', 1, true)
+    and page:find('"module_path"', 1, true), 'the graph page %s lacks the graph of Gated', opened)
+  check(vim.api.nvim_get_current_win() == src_win, ':FxlsGraph (html) moved the cursor')
+  log('ok: :FxlsGraph writes and opens %s (%d bytes)', opened, #page)
+
+  -- :FxlsGraph code: the generated code in a split
+  vim.cmd('FxlsGraph code')
   local graph_buf
   vim.wait(15000, function()
     for _, b in ipairs(vim.api.nvim_list_bufs()) do
@@ -354,7 +370,25 @@ local ok_run, err_run = xpcall(function()
   check(table_buf, 'showGraph table failed')
   local table_text = table.concat(vim.api.nvim_buf_get_lines(table_buf, 0, -1, false), '\n')
   check(table_text:find('call_module', 1, true), 'table graph lacks call_module:\n%s', table_text)
-  log('ok: table format')
+  -- each row's location names the file; <CR> there goes to that line of the source
+  local model_name = vim.fs.basename(file)
+  local row, row_line
+  for i, text in ipairs(vim.api.nvim_buf_get_lines(table_buf, 0, -1, false)) do
+    local found = text:match('^gate%s.*' .. vim.pesc(model_name) .. ':(%d+)%s*$')
+    if found then
+      row, row_line = i, tonumber(found)
+    end
+  end
+  check(row ~= nil, 'no `gate` row with %s:LINE in the table:\n%s', model_name, table_text)
+  vim.api.nvim_set_current_win(vim.fn.bufwinid(table_buf))
+  vim.api.nvim_win_set_cursor(0, { row, 0 })
+  vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes('<CR>', true, false, true), 'x', false)
+  check(vim.api.nvim_get_current_buf() == buf, '<CR> in the table did not go to the model file')
+  check(vim.api.nvim_win_get_cursor(0)[1] == row_line, '<CR> went to line %d, not %d',
+    vim.api.nvim_win_get_cursor(0)[1], row_line)
+  -- (the buffer's text is :FxlsFixAll's by now, the table the last traced text's: the line
+  -- number is what the table says, its text may have moved)
+  log('ok: table format; <CR> on `gate` -> %s:%d', model_name, row_line)
 
   -- the code lens over the class runs fxls.showGraph through vim.lsp.commands (opens a split)
   local lenses = client:request_sync('textDocument/codeLens',

@@ -61,3 +61,6 @@ def _ran_the_pass_steps(stdout: str) -> None:
     assert "columns 22-64" in stdout, stdout
     assert "ok   the pass's code lens opens its before/after view" in stdout, stdout
     assert 'lenses "relu_to_gelu — Net: +1 -1, 1 rewired"' in stdout, stdout
+    # the grouped graph view of editors/vscode/e2e/blocks.py: expand, click -> the line
+    assert ("ok   the graph view opens grouped; a click on a node takes the editor to its line"
+            in stdout), stdout

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from lsprotocol import types
@@ -92,6 +93,27 @@ async def test_code_lens_and_show_graph(client: LanguageClient, tmp_path: Path):
         types.ExecuteCommandParams("fxls.showGraph", [path.as_uri(), "Gate", "code"])
     )
     assert "def forward(self, x)" in result["text"]
+
+
+async def test_show_graph_json_is_the_graph_views_document(
+    client: LanguageClient, tmp_path: Path
+):
+    """What the VS Code graph view draws: nodes with module path and source, the module's
+    problems with the nodes where tracing went wrong."""
+    path = tmp_path / "gate.py"
+    path.write_text(GATED, encoding="utf-8")
+    await open_and_wait(client, path, GATED)
+    result = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams("fxls.showGraph", [path.as_uri(), "Gate", "json"])
+    )
+    document = json.loads(result["text"])
+    assert document["status"] == "partial" and "def forward" in document["code"]
+    nodes = {n["name"]: n for n in document["nodes"]}
+    assert nodes["fc"]["module_path"] == "fc" and nodes["fc"]["line"] == 11
+    assert nodes["fc"]["file"] == str(path)
+    (problem,) = document["problems"]
+    assert problem["code"] == "FX001" and problem["span"]["line"] == 12
+    assert {nodes[name]["target"] for name in problem["nodes"]} == {"sum", "operator.gt"}
 
 
 async def test_bad_requests_are_answered_and_the_server_lives(

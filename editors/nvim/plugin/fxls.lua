@@ -1,8 +1,11 @@
 -- fxls user commands (Neovim 0.11+). The server itself is configured in lsp/fxls.lua and
 -- started with vim.lsp.enable('fxls').
---   :FxlsGraph [code|table|dot|json] [Class]  graph of the class around the cursor, in a split;
---                                             on an FX pass (or :FxlsGraph pass NAME): its
---                                             before/after diff
+--   :FxlsGraph [html|code|table|dot|json] [Class]
+--                                             graph of the class around the cursor: html (the
+--                                             default) opens the graph page in the browser,
+--                                             the others a split (table: <CR> jumps to the
+--                                             node's line); on an FX pass (or :FxlsGraph pass
+--                                             NAME): its before/after diff
 --   :FxlsRestart                              restart the tracing worker
 --   :FxlsFixAll                               apply all verified safe fixes
 if vim.g.loaded_fxls then
@@ -16,7 +19,7 @@ if vim.fn.has('nvim-0.11') == 0 then
 end
 
 vim.api.nvim_create_user_command('FxlsGraph', function(cmd)
-  require('fxls').show_graph({ format = cmd.fargs[1], class = cmd.fargs[2] })
+  require('fxls').show_graph({ format = cmd.fargs[1] or 'html', class = cmd.fargs[2] })
 end, {
   nargs = '*',
   desc = 'fxls: show the FX graph of the nn.Module (or the diff of the FX pass) around the cursor',

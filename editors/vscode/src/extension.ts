@@ -19,7 +19,7 @@ import {
   StaticFeature,
 } from "vscode-languageclient/node";
 import { CrashTracker } from "./crashes";
-import { GraphView, PassRun, graphHtml, makeNonce } from "./graphHtml";
+import { GraphView, PassRun, byteColumnToChar, graphHtml, makeNonce } from "./graphHtml";
 import {
   Interpreter,
   chooseInterpreter,
@@ -65,6 +65,21 @@ interface GraphResult {
   runs?: PassRun[];
 }
 
+/** A node's source range as fxls gives it: 1-based lines, UTF-8 byte columns. */
+interface SourceSpan {
+  file: string;
+  line: number;
+  end_line: number;
+  col: number;
+  end_col: number;
+}
+
+/** What the graph view script posts to the extension. */
+interface WebviewMessage {
+  type?: string;
+  span?: SourceSpan;
+}
+
 interface GraphPanel {
   panel: vscode.WebviewPanel;
   target: GraphTarget;
@@ -105,6 +120,7 @@ class FxlsExtension implements vscode.Disposable {
       vscode.workspace.onDidChangeConfiguration((event) => this.onConfigurationChanged(event)),
       vscode.workspace.onDidChangeWorkspaceFolders(() => void this.recheckInterpreter("the workspace folders changed")),
       vscode.window.onDidChangeActiveTextEditor(() => this.updateStatus()),
+      vscode.window.onDidChangeTextEditorSelection((event) => this.postCursor(event.textEditor)),
       vscode.languages.onDidChangeDiagnostics(() => this.updateStatus()),
       vscode.workspace.onDidCloseTextDocument((doc) => {
         this.traced.delete(doc.uri.toString());
@@ -496,6 +512,13 @@ class FxlsExtension implements vscode.Disposable {
       entry = { panel, target };
       this.panels.set(key, entry);
       const created = entry;
+      panel.webview.onDidReceiveMessage((message: WebviewMessage) => {
+        if (message?.type === "reveal" && message.span) void this.revealSource(message.span);
+        if (message?.type === "ready") {
+          const editor = vscode.window.activeTextEditor ?? vscode.window.visibleTextEditors[0];
+          if (editor) this.postCursor(editor);
+        }
+      });
       panel.onDidDispose(() => {
         if (created.refreshTimer) clearTimeout(created.refreshTimer);
         this.panels.delete(key);
@@ -507,7 +530,7 @@ class FxlsExtension implements vscode.Disposable {
   private async render(entry: GraphPanel): Promise<void> {
     const view = await this.fetchGraph(entry.target);
     if (!this.panels.has(this.panelKey(entry.target))) return; // closed meanwhile
-    const shows = view.dot !== undefined || view.code !== undefined || view.pass !== undefined;
+    const shows = view.graph !== undefined || view.code !== undefined || view.pass !== undefined;
     if (entry.shown && !shows && isTransient(view.error)) {
       // a restarted server has not traced the file yet: keep the last graph until it has
       this.log(`graph of ${entry.target.className} kept: ${view.error}`);
@@ -538,27 +561,49 @@ class FxlsExtension implements vscode.Disposable {
       return view;
     }
     if (target.format === PASS_FORMAT) return this.fetchPass(client, target, view);
-    const ask = (format: "dot" | "code") =>
-      client.sendRequest(ExecuteCommandRequest.type, {
+    try {
+      const result = (await client.sendRequest(ExecuteCommandRequest.type, {
         command: SHOW_GRAPH,
-        arguments: [target.uri, target.className, format],
-      }) as Promise<GraphResult>;
-    const [dot, code] = await Promise.allSettled([ask("dot"), ask("code")]);
-    const errors = new Set<string>();
-    if (dot.status === "fulfilled" && dot.value) {
-      view.dot = dot.value.text;
-      view.status = dot.value.status;
-    } else if (dot.status === "rejected") {
-      errors.add(errorText(dot.reason));
+        arguments: [target.uri, target.className, "json"],
+      })) as GraphResult;
+      if (result) {
+        view.graph = JSON.parse(result.text);
+        view.status = result.status;
+      }
+    } catch (error) {
+      view.error = errorText(error);
     }
-    if (code.status === "fulfilled" && code.value) {
-      view.code = code.value.text;
-      view.status ??= code.value.status;
-    } else if (code.status === "rejected") {
-      errors.add(errorText(code.reason));
-    }
-    if (errors.size) view.error = [...errors].join("\n");
     return view;
+  }
+
+  /** The graph view asked for a node's source: show that range in an editor (the one that
+   * already shows the file, else the first column). */
+  private async revealSource(span: SourceSpan): Promise<void> {
+    try {
+      const uri = vscode.Uri.file(span.file);
+      const document = await vscode.workspace.openTextDocument(uri);
+      const shown = vscode.window.visibleTextEditors.find((e) => e.document.uri.toString() === uri.toString());
+      const line = Math.max(0, span.line - 1);
+      const endLine = Math.max(line, span.end_line - 1);
+      const start = new vscode.Position(line, byteColumnToChar(document.lineAt(line).text, span.col));
+      const end = new vscode.Position(endLine, byteColumnToChar(document.lineAt(Math.min(endLine, document.lineCount - 1)).text, span.end_col));
+      await vscode.window.showTextDocument(document, {
+        viewColumn: shown?.viewColumn ?? vscode.ViewColumn.One,
+        selection: new vscode.Range(start, end),
+        preserveFocus: false,
+      });
+    } catch (error) {
+      this.log(`could not reveal ${span.file}:${span.line}: ${error}`);
+    }
+  }
+
+  /** The cursor moved in `editor`: its graph panels mark the nodes of that line. */
+  private postCursor(editor: vscode.TextEditor): void {
+    const uri = this.client ? this.client.code2ProtocolConverter.asUri(editor.document.uri) : editor.document.uri.toString();
+    for (const entry of this.panels.values()) {
+      if (entry.target.uri !== uri || entry.target.format === PASS_FORMAT) continue;
+      void entry.panel.webview.postMessage({ type: "cursor", file: editor.document.uri.fsPath, line: editor.selection.active.line + 1 });
+    }
   }
 
   /** A pass's before/after view (`fxls.showGraph` with the format `pass`). */

@@ -1,7 +1,8 @@
-// HTML of the FX graph webview. The DOT text is rendered to SVG inside the webview by
-// @viz-js/viz (dist/webview.js); the generated code is shown as escaped text in a <pre>.
-// For an FX pass the page is its before/after view: per graph it ran on, a diff of the
-// generated code with added and removed lines marked.
+// HTML of the FX graph webview. A module's page carries its graph document (`fxls.showGraph`
+// with the format `json`) as JSON; the graph view script (dist/webview.js, src/graphview)
+// draws it: groups by module path, zoom, search, the selected node's source. For an FX pass
+// the page is its before/after view: per graph it ran on, a diff of the generated code with
+// added and removed lines marked.
 
 /** One graph an FX pass ran on (`fxls.showGraph` with the format `pass`: `runs[i]`). */
 export interface PassRun {
@@ -33,11 +34,12 @@ export interface GraphView {
   status?: string;
   /** file the module lives in, for the header */
   file?: string;
-  dot?: string;
+  /** the graph document (`fxls graph --format json`), drawn by the graph view script */
+  graph?: unknown;
   code?: string;
   /** why the graph or code could not be fetched */
   error?: string;
-  /** an FX pass's before/after view (then `dot` and `code` are unset) */
+  /** an FX pass's before/after view (then `graph` and `code` are unset) */
   pass?: PassView;
 }
 
@@ -78,8 +80,7 @@ export function contentSecurityPolicy(nonce: string, cspSource: string): string 
     `img-src ${cspSource} data:`,
     `style-src ${cspSource} 'nonce-${nonce}'`,
     `font-src ${cspSource}`,
-    // viz.js compiles its embedded Graphviz WebAssembly module
-    `script-src 'nonce-${nonce}' 'wasm-unsafe-eval'`,
+    `script-src 'nonce-${nonce}'`,
   ].join("; ");
 }
 
@@ -95,10 +96,6 @@ const STYLE = `
   .status-failed { color: var(--vscode-editorError-foreground, #e51400); }
   .status-skipped { color: var(--vscode-descriptionForeground); }
   .error { color: var(--vscode-errorForeground); white-space: pre-wrap; }
-  #graph { background: #ffffff; border-radius: 6px; padding: 8px; overflow: auto; max-height: 70vh; }
-  #graph svg { max-width: 100%; height: auto; }
-  #graph svg text { font-family: var(--vscode-editor-font-family, monospace), monospace; }
-  #graph.empty { background: transparent; padding: 0; }
   pre { background: var(--vscode-textCodeBlock-background); padding: 10px; overflow: auto;
         font-family: var(--vscode-editor-font-family); font-size: var(--vscode-editor-font-size); }
   pre code { background: none; padding: 0; color: inherit; font-family: inherit; font-size: inherit; }
@@ -156,29 +153,55 @@ export function passSections(view: PassView): string {
   return parts.join("\n");
 }
 
-export function graphHtml(page: GraphPage): string {
-  const { nonce, cspSource, scriptUri, view } = page;
-  const status = view.status ?? "";
-  const statusClass = /^[a-z]+$/.test(status) ? `status-${status}` : "";
-  const data = jsonForScript({ dot: view.dot ?? null });
-  const graphSection =
-    view.dot !== undefined
-      ? `<div id="graph" role="img" aria-label="FX graph of ${escapeHtml(view.name)}">Rendering graph…</div>`
-      : `<div id="graph" class="empty"></div>`;
-  const codeSection =
-    view.code !== undefined ? `<h2>Generated code</h2>\n<pre id="code"><code>${escapeHtml(view.code)}</code></pre>` : "";
-  const error = view.error ? `<p class="error" id="error">${escapeHtml(view.error)}</p>` : "";
-  const passSection = view.pass ? `<div id="pass">\n${passSections(view.pass)}\n</div>` : "";
-  const kind = view.pass ? "FX pass" : "FX graph";
+/** Converts a UTF-8 byte column of `line` (as fxls spans count) to a UTF-16 index. */
+export function byteColumnToChar(line: string, byteColumn: number): number {
+  let bytes = 0;
+  let index = 0;
+  for (const ch of line) {
+    if (bytes >= byteColumn) break;
+    const code = ch.codePointAt(0)!;
+    bytes += code < 0x80 ? 1 : code < 0x800 ? 2 : code < 0x10000 ? 3 : 4;
+    index += ch.length;
+  }
+  return index;
+}
+
+function head(page: GraphPage, title: string, style: string): string {
+  const { nonce, cspSource } = page;
   return `<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="UTF-8">
 <meta http-equiv="Content-Security-Policy" content="${escapeHtml(contentSecurityPolicy(nonce, cspSource))}">
 <meta name="viewport" content="width=device-width, initial-scale=1.0">
-<title>${kind}: ${escapeHtml(view.name)}</title>
-<style nonce="${nonce}">${STYLE}</style>
-</head>
+<title>${title}</title>
+${style ? `<style nonce="${nonce}">${style}</style>\n` : ""}</head>`;
+}
+
+/** A module's graph page: the graph view script draws everything from the document. */
+function graphViewHtml(page: GraphPage): string {
+  const { nonce, scriptUri, view } = page;
+  return `${head(page, `FX graph: ${escapeHtml(view.name)}`, "")}
+<body>
+<div id="fxls-graph"></div>
+<script nonce="${nonce}" type="application/json" id="fxls-graph-data">${jsonForScript(view.graph)}</script>
+<script nonce="${nonce}" src="${escapeHtml(scriptUri)}"></script>
+</body>
+</html>
+`;
+}
+
+export function graphHtml(page: GraphPage): string {
+  const { view } = page;
+  if (view.graph !== undefined && !view.error && !view.pass) return graphViewHtml(page);
+  const status = view.status ?? "";
+  const statusClass = /^[a-z]+$/.test(status) ? `status-${status}` : "";
+  const codeSection =
+    view.code !== undefined ? `<h2>Generated code</h2>\n<pre id="code"><code>${escapeHtml(view.code)}</code></pre>` : "";
+  const error = view.error ? `<p class="error" id="error">${escapeHtml(view.error)}</p>` : "";
+  const passSection = view.pass ? `<div id="pass">\n${passSections(view.pass)}\n</div>` : "";
+  const kind = view.pass ? "FX pass" : "FX graph";
+  return `${head(page, `${kind}: ${escapeHtml(view.name)}`, STYLE)}
 <body>
 <header>
 <h1>${escapeHtml(view.name)}</h1>
@@ -186,11 +209,8 @@ ${status ? `<span class="status ${statusClass}">${escapeHtml(status)}</span>` : 
 ${view.file ? `<span class="file">${escapeHtml(view.file)}</span>` : ""}
 </header>
 ${error}
-${graphSection}
 ${passSection}
 ${codeSection}
-<script nonce="${nonce}" type="application/json" id="fxls-data">${data}</script>
-<script nonce="${nonce}" src="${escapeHtml(scriptUri)}"></script>
 </body>
 </html>
 `;

@@ -1,22 +1,38 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
-import { contentSecurityPolicy, diffHtml, escapeHtml, graphHtml, jsonForScript, makeNonce } from "../src/graphHtml";
+import {
+  byteColumnToChar,
+  contentSecurityPolicy,
+  diffHtml,
+  graphHtml,
+  jsonForScript,
+  makeNonce,
+} from "../src/graphHtml";
 
-const DOT = `digraph "Gate" {
-  "x" [label="x\\nplaceholder: x", shape=ellipse];
-  "x" -> "output";
-}`;
-const CODE = `def forward(self, x):
+const GRAPH = {
+  version: 1,
+  name: "Gate",
+  status: "partial",
+  nodes: [
+    { name: "x", op: "placeholder", target: "x", args: "()", kwargs: "{}", users: ["output"], span: null,
+      shape: null, dtype: null, module_path: null, module_type: null },
+    { name: "output", op: "output", target: "output", args: "(%x,)", kwargs: "{}", users: [], span: null,
+      shape: null, dtype: null, module_path: null, module_type: null },
+  ],
+  problems: [],
+  code: `def forward(self, x):
     gt = x.sum() > 0  # <script>alert("x")</script> & 'quotes'
-    return gt`;
+    return gt`,
+};
+const CODE = "def forward(self, x):\n    return x";
 
 function page(overrides = {}) {
   return graphHtml({
     nonce: "N0nce123",
     cspSource: "https://file+.vscode-resource.vscode-cdn.net",
     scriptUri: "https://file+.vscode-resource.vscode-cdn.net/ext/dist/webview.js",
-    view: { name: "Gate", status: "partial", file: "models/gate.py", dot: DOT, code: CODE, ...overrides },
+    view: { name: "Gate", status: "partial", file: "models/gate.py", graph: GRAPH, ...overrides },
   });
 }
 
@@ -26,47 +42,47 @@ test("the page has a strict CSP with the nonce", () => {
   assert.ok(csp, "CSP meta tag present");
   const policy = csp[1].replace(/&#39;/g, "'");
   assert.match(policy, /default-src 'none'/);
-  assert.match(policy, /script-src 'nonce-N0nce123' 'wasm-unsafe-eval'/);
-  assert.doesNotMatch(policy, /unsafe-inline|'unsafe-eval'|\*/);
+  assert.match(policy, /script-src 'nonce-N0nce123'/);
+  assert.doesNotMatch(policy, /unsafe-inline|unsafe-eval|\*/);
   assert.equal(policy, contentSecurityPolicy("N0nce123", "https://file+.vscode-resource.vscode-cdn.net"));
 });
 
-test("every script and style carries the nonce", () => {
+test("every script carries the nonce; the graph view mounts on #fxls-graph", () => {
   const html = page();
   const scripts = html.match(/<script\b[^>]*>/g) ?? [];
   assert.equal(scripts.length, 2);
   for (const tag of scripts) assert.match(tag, /nonce="N0nce123"/);
-  for (const tag of html.match(/<style\b[^>]*>/g) ?? []) assert.match(tag, /nonce="N0nce123"/);
   assert.match(html, /<script nonce="N0nce123" src="https:\/\/file\+\.vscode-resource\.vscode-cdn\.net\/ext\/dist\/webview\.js"><\/script>/);
+  assert.match(html, /<div id="fxls-graph"><\/div>/);
   assert.doesNotMatch(html, /\son\w+=/, "no inline event handlers");
 });
 
-test("the generated code is embedded escaped", () => {
-  const html = page();
-  assert.ok(html.includes(`<pre id="code"><code>${escapeHtml(CODE)}</code></pre>`));
-  assert.ok(html.includes("&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#39;quotes&#39;"));
-  assert.ok(!html.includes('<script>alert("x")'));
-});
-
-test("the DOT text travels as JSON that cannot close its script element", () => {
-  const nasty = `digraph { a [label="</script><script>alert(1)</script>"] }`;
-  const html = page({ dot: nasty });
+test("the graph document travels as JSON that cannot close its script element", () => {
+  const nasty = { ...GRAPH, name: "</script><script>alert(1)</script>" };
+  const html = page({ graph: nasty });
   assert.equal((html.match(/<\/script>/g) ?? []).length, 2, "only our own two scripts close");
-  const json = /<script nonce="N0nce123" type="application\/json" id="fxls-data">([^<]*)<\/script>/.exec(html);
+  const json = /<script nonce="N0nce123" type="application\/json" id="fxls-graph-data">([^<]*)<\/script>/.exec(html);
   assert.ok(json);
-  assert.deepEqual(JSON.parse(json[1]), { dot: nasty });
+  assert.deepEqual(JSON.parse(json[1]), nasty);
   assert.equal(JSON.parse(jsonForScript("a\u2028b<!--")), "a\u2028b<!--");
   assert.doesNotMatch(jsonForScript("a\u2028b"), /\u2028/);
 });
 
-test("header, status and errors", () => {
-  const html = page({ name: "A<B>", status: "failed", error: "no module A<B> in file:///m.py", dot: undefined, code: undefined });
+test("header, status, errors and code without a graph", () => {
+  const html = page({ name: "A<B>", status: "failed", error: "no module A<B> in file:///m.py", graph: undefined });
   assert.match(html, /<h1>A&lt;B&gt;<\/h1>/);
   assert.match(html, /class="status status-failed">failed</);
   assert.match(html, /<p class="error" id="error">no module A&lt;B&gt; in file:\/\/\/m.py<\/p>/);
   assert.doesNotMatch(html, /<pre/);
-  assert.match(html, /<div id="graph" class="empty"><\/div>/);
-  assert.match(page(), /models\/gate.py/);
+  assert.match(page({ graph: undefined, code: CODE }), /<pre id="code"><code>def forward/);
+  assert.match(page({ graph: undefined, error: "x" }), /models\/gate.py/);
+});
+
+test("UTF-8 byte columns become UTF-16 indices", () => {
+  assert.equal(byteColumnToChar("    y = x + 1", 8), 8);
+  assert.equal(byteColumnToChar("é = x.sum()", 5), 4);
+  assert.equal(byteColumnToChar("😀 = x", 5), 3);
+  assert.equal(byteColumnToChar("ab", 10), 2);
 });
 
 test("nonces are 32 characters of letters and digits, and differ", () => {

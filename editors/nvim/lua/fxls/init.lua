@@ -1,11 +1,14 @@
--- fxls helpers for Neovim 0.11+: the FX graph of the module under the cursor (or the
--- before/after diff of the FX pass under it) in a scratch buffer, worker restart, fix-all.
+-- fxls helpers for Neovim 0.11+: the FX graph of the module under the cursor as the
+-- interactive graph page in the browser (format `html`) or in a scratch buffer (code, table
+-- with a <CR> to jump to each node's source line, dot, json), the before/after diff of the
+-- FX pass under it, worker restart, fix-all.
 -- Used by plugin/fxls.lua (:FxlsGraph, :FxlsRestart, :FxlsFixAll) and by the
 -- `fxls.showGraph` code lenses.
 local M = {}
 
---- graph formats; `pass` is a pass's before/after view (a diff per graph it ran on)
-M.formats = { 'code', 'table', 'dot', 'json', 'pass' }
+--- graph formats; `html` is the graph page (opened in the browser), `pass` a pass's
+--- before/after view (a diff per graph it ran on)
+M.formats = { 'html', 'code', 'table', 'dot', 'json', 'pass' }
 
 local SHOW_GRAPH = 'fxls.showGraph'
 local RESTART_WORKER = 'fxls.restartWorker'
@@ -106,8 +109,9 @@ end
 --- Show a `fxls.showGraph` result in a scratch buffer in a split (reused per module+format):
 --- a module's graph, or a pass's before/after diff (format `pass`, filetype diff).
 ---@param result { name: string, status: string, format: string, text: string }
+---@param base string? folder that the table's relative locations start from
 ---@return integer bufnr
-function M.open_graph(result)
+function M.open_graph(result, base)
   local name = ('fxls://graph/%s.%s'):format(result.name, result.format)
   local buf = buffer_named(name)
   if buf == -1 then
@@ -119,7 +123,13 @@ function M.open_graph(result)
     vim.bo[buf].filetype = FILETYPES[result.format] or ''
   end
   set_lines(buf, result.text or '')
-  vim.b[buf].fxls_graph = { name = result.name, status = result.status, format = result.format }
+  vim.b[buf].fxls_graph = { name = result.name, status = result.status, format = result.format,
+    base = base }
+  if result.format == 'table' then
+    vim.keymap.set('n', '<CR>', function()
+      M.jump_to_source(buf)
+    end, { buffer = buf, desc = "fxls: go to the node's source line" })
+  end
   local win = vim.fn.bufwinid(buf)
   if win == -1 then
     local mods = vim.g.fxls_graph_split or 'vertical'
@@ -139,8 +149,93 @@ function M.open_graph(result)
   return buf
 end
 
+--- Where the graph page of `name` is written: `vim.g.fxls_graph_dir`, else
+--- stdpath('cache')/fxls/graph.
+---@param name string
+---@return string
+function M.page_path(name)
+  local dir = vim.g.fxls_graph_dir or (vim.fn.stdpath('cache') .. '/fxls/graph')
+  vim.fn.mkdir(dir, 'p')
+  return ('%s/%s.html'):format(dir, name:gsub('[^%w_.-]', '_'))
+end
+
+--- Write a graph page (`fxls.showGraph` with the format `html`) and open it in the browser
+--- with vim.ui.open (or `vim.g.fxls_graph_open(path)` when set).
+---@param result { name: string, status: string, format: string, text: string }
+---@return string path
+function M.open_page(result)
+  local path = M.page_path(result.name)
+  local file = assert(io.open(path, 'w'))
+  file:write(result.text)
+  file:close()
+  local opener = vim.g.fxls_graph_open
+  if type(opener) == 'function' then
+    opener(path)
+  else
+    local _, err = vim.ui.open(path)
+    if err then
+      notify(('graph page written to %s (could not open it: %s)'):format(path, err),
+        vim.log.levels.WARN)
+      return path
+    end
+  end
+  notify(('%s: graph page %s'):format(result.name, path))
+  return path
+end
+
+--- In a graph table: the `file:line` of the row under the cursor, the file made absolute
+--- against the folder of the file that was analysed.
+---@param graph_buf integer
+---@return string? file, integer? line
+function M.location_at_cursor(graph_buf)
+  local text = vim.api.nvim_get_current_line()
+  local file, lnum = text:match('(%S+):(%d+)%s*$')
+  if not file then
+    return nil
+  end
+  local base = (vim.b[graph_buf].fxls_graph or {}).base
+  if base and not file:match('^/') then
+    file = base .. '/' .. file
+  end
+  return vim.fs.normalize(file), tonumber(lnum)
+end
+
+--- <CR> in a graph table: open the source line of the node under the cursor, in the window
+--- that shows that file, else the previous window.
+---@param graph_buf integer
+---@return boolean jumped
+function M.jump_to_source(graph_buf)
+  local file, lnum = M.location_at_cursor(graph_buf)
+  if not file then
+    notify('no source location on this line')
+    return false
+  end
+  local target
+  for _, win in ipairs(vim.api.nvim_tabpage_list_wins(0)) do
+    local name = vim.api.nvim_buf_get_name(vim.api.nvim_win_get_buf(win))
+    if name ~= '' and vim.fs.normalize(name) == file then
+      target = win
+      break
+    end
+  end
+  if not target then
+    vim.cmd('wincmd p')
+    if vim.api.nvim_get_current_buf() == graph_buf then
+      vim.cmd('split')
+    end
+    vim.cmd('edit ' .. vim.fn.fnameescape(file))
+  else
+    vim.api.nvim_set_current_win(target)
+  end
+  local last = vim.api.nvim_buf_line_count(0)
+  vim.api.nvim_win_set_cursor(0, { math.min(lnum, last), 0 })
+  return true
+end
+
 --- Ask the server for the graph of `class_name` in `bufnr` and open it.
----@param opts { bufnr: integer?, class: string?, format: string?, client: vim.lsp.Client?, on_done: fun(err: any, bufnr: integer?)? }?
+--- The format `html` writes the graph page and opens it in the browser (on_done gets its
+--- path as the third argument); the others open a scratch buffer.
+---@param opts { bufnr: integer?, class: string?, format: string?, client: vim.lsp.Client?, on_done: fun(err: any, bufnr: integer?, path: string?)? }?
 function M.show_graph(opts)
   opts = opts or {}
   local bufnr = opts.bufnr or vim.api.nvim_get_current_buf()
@@ -192,7 +287,15 @@ function M.show_graph(opts)
       if type(result) ~= 'table' or type(result.text) ~= 'string' then
         return fail(('showGraph %s: unexpected answer %s'):format(asked, vim.inspect(result)))
       end
-      local buf = M.open_graph(result)
+      if result.format == 'html' then
+        local path = M.open_page(result)
+        if opts.on_done then
+          opts.on_done(nil, nil, path)
+        end
+        return
+      end
+      local source = vim.api.nvim_buf_get_name(bufnr)
+      local buf = M.open_graph(result, source ~= '' and vim.fs.dirname(source) or nil)
       if opts.on_done then
         opts.on_done(nil, buf)
       end

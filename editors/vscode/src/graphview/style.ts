@@ -1,0 +1,80 @@
+// The graph view's style sheet, injected by the script (with the page's CSP nonce in VS Code).
+// The graph itself is drawn on a light canvas in every theme; the toolbar and side panel
+// take the editor's colours where VS Code gives them.
+export const CSS = `
+html, body { height: 100%; margin: 0; }
+body { font-family: var(--vscode-font-family, system-ui, sans-serif); font-size: 13px;
+  color: var(--vscode-foreground, #222); background: var(--vscode-editor-background, #fff); }
+.fx-app { display: flex; flex-direction: column; height: 100vh; }
+.fx-toolbar { display: flex; align-items: center; gap: 6px; padding: 6px 10px; flex-wrap: wrap;
+  border-bottom: 1px solid var(--vscode-panel-border, #ddd); }
+.fx-toolbar h1 { font-size: 15px; margin: 0 6px 0 0; }
+.fx-toolbar .file { color: var(--vscode-descriptionForeground, #777); }
+.fx-toolbar input { width: 220px; padding: 3px 6px; font: inherit;
+  color: var(--vscode-input-foreground, #222); background: var(--vscode-input-background, #fff);
+  border: 1px solid var(--vscode-input-border, #bbb); border-radius: 3px; }
+.fx-toolbar button { font: inherit; padding: 2px 8px; cursor: pointer; border-radius: 3px;
+  color: var(--vscode-button-secondaryForeground, #222); background: var(--vscode-button-secondaryBackground, #eee);
+  border: 1px solid var(--vscode-input-border, #ccc); }
+.fx-toolbar button:hover { filter: brightness(0.95); }
+.fx-spacer { flex: 1; }
+.fx-muted, .note { color: var(--vscode-descriptionForeground, #777); }
+.status { border-radius: 9px; padding: 0 8px; font-size: 0.85em; border: 1px solid currentColor; }
+.status-traced { color: var(--vscode-testing-iconPassed, #388a34); }
+.status-partial { color: var(--vscode-editorWarning-foreground, #bf8803); }
+.status-failed { color: var(--vscode-editorError-foreground, #e51400); }
+#fx-source-location { font-family: var(--vscode-editor-font-family, monospace); }
+.fx-banner { padding: 4px 10px; background: rgba(229, 20, 0, 0.09); border-bottom: 1px solid rgba(229, 20, 0, 0.3); }
+.fx-banner a { cursor: pointer; text-decoration: underline; }
+.fx-main { flex: 1; display: flex; min-height: 0; }
+#graph { flex: 1; position: relative; overflow: hidden; background: #fbfbfc; cursor: grab; }
+#graph.panning { cursor: grabbing; }
+#graph svg { width: 100%; height: 100%; display: block; user-select: none; }
+#graph text { font-family: var(--vscode-editor-font-family, ui-monospace, Menlo, Consolas, monospace); fill: #1f2328; }
+.node rect { stroke: #8c959f; stroke-width: 1; fill: #ffffff; }
+.node .t1 { font-size: 12px; font-weight: 600; }
+.node .t2 { font-size: 11px; fill: #57606a; }
+.node.op-placeholder rect { fill: #dbeafe; stroke: #60a5fa; }
+.node.op-output rect { fill: #dcfce7; stroke: #4ade80; }
+.node.op-get_attr rect { fill: #fff3e0; stroke: #f0a030; }
+.node.op-call_module rect { fill: #ede7f6; stroke: #9575cd; }
+.node.op-call_method rect { fill: #e0f2f1; stroke: #4db6ac; }
+.node, .group, .frame-title { cursor: pointer; }
+.group rect { fill: #eef2f7; stroke: #64748b; stroke-width: 1.2; }
+.group .t1 { font-size: 12px; font-weight: 600; }
+.group .t2 { font-size: 11px; fill: #57606a; }
+.frame rect { fill: rgba(100, 116, 139, 0.05); stroke: #94a3b8; stroke-dasharray: 4 3; }
+.frame .frame-title { font-size: 11px; font-weight: 600; fill: #475569; }
+.edge { fill: none; stroke: #94a3b8; stroke-width: 1.2; }
+.edge-label { font-size: 10px; fill: #64748b !important; }
+#arrow path { fill: #94a3b8; }
+.problem > rect { stroke: #e51400 !important; stroke-width: 2.2 !important; }
+.badge { fill: #e51400; }
+.badge-text { fill: #fff !important; font-size: 10px; font-weight: 700; }
+.match > rect { stroke: #d97706 !important; stroke-width: 2.5 !important; fill: #fef3c7 !important; }
+.cursor > rect { stroke: #0ea5e9 !important; stroke-width: 3 !important; }
+.selected > rect { stroke: #1d4ed8 !important; stroke-width: 3 !important; }
+svg.far .t2, svg.far .edge-label { display: none; }
+svg.very-far text { display: none; }
+.fx-minimap { position: absolute; right: 10px; bottom: 10px; border: 1px solid #cbd5e1; background: rgba(255,255,255,0.92); cursor: crosshair; }
+.fx-minimap.hidden { display: none; }
+.fx-panel { width: 320px; overflow: auto; padding: 8px 12px; border-left: 1px solid var(--vscode-panel-border, #ddd); }
+.fx-panel h2 { font-size: 14px; margin: 6px 0; word-break: break-all; }
+.fx-panel h3 { font-size: 12px; margin: 12px 0 4px; text-transform: uppercase; color: var(--vscode-descriptionForeground, #777); }
+.fx-panel table { border-collapse: collapse; width: 100%; }
+.fx-panel td { vertical-align: top; padding: 2px 4px; font-family: var(--vscode-editor-font-family, monospace); font-size: 12px; word-break: break-all; }
+.fx-panel td:first-child { color: var(--vscode-descriptionForeground, #777); white-space: nowrap; font-family: inherit; }
+.fx-panel a { color: var(--vscode-textLink-foreground, #0b62c4); cursor: pointer; }
+.fx-panel ul { padding-left: 16px; margin: 4px 0; }
+.fx-panel li { margin: 2px 0; }
+.fx-panel .problem-text { color: var(--vscode-errorForeground, #c41a16); }
+@media (max-width: 900px) {
+  .fx-panel { width: 210px; padding: 6px 8px; }
+  .fx-minimap { width: 120px; height: 84px; }
+  .fx-toolbar input { width: 150px; }
+}
+pre { background: var(--vscode-textCodeBlock-background, #f6f8fa); padding: 8px; overflow: auto;
+  font-family: var(--vscode-editor-font-family, monospace); font-size: 12px; }
+pre code { font-family: inherit; }
+.error { color: var(--vscode-errorForeground, #c41a16); white-space: pre-wrap; }
+`;

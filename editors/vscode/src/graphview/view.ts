@@ -1,0 +1,801 @@
+// The interactive graph view: an SVG of the shown scene (layout.ts) with zoom and pan, a
+// minimap, search, a side panel for the selection, problems marked, and the link to the
+// source both ways (a `Host` reveals a node's line; `highlightLine` marks a line's nodes).
+import { Box, Layouter, Scene, groupTitle, nodeSubtitle, nodeTitle } from "./layout";
+import {
+  GNode,
+  GraphDocument,
+  GraphModel,
+  GraphProblem,
+  Group,
+  Item,
+  Span,
+  ancestors,
+  buildModel,
+  fileName,
+  nodesAtLine,
+  reveal,
+  search,
+  shownAs,
+} from "./model";
+
+/** Where the view sends a request to show a source line. */
+/** What the view keeps across a reload of its page (VS Code re-renders the panel after
+ * every trace): the open groups, the zoom and pan, the selected node. */
+export interface ViewState {
+  expanded: string[];
+  transform: { k: number; tx: number; ty: number };
+  selected: string | null;
+}
+
+export interface Host {
+  reveal(span: Span): void;
+  /** the view's state changed (optional: the standalone page keeps nothing) */
+  saveState?(state: ViewState): void;
+}
+
+/** Below this zoom the graph is drawn as bare boxes (no text can be read). */
+const OVERVIEW = 0.22;
+
+/** Models up to this many nodes open fully expanded. */
+const SMALL_MODEL = 60;
+
+const ESC: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
+export function esc(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => ESC[c]);
+}
+
+function el<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string, string> = {}, text?: string): HTMLElementTagNameMap[K] {
+  const element = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) element.setAttribute(key, value);
+  if (text !== undefined) element.textContent = text;
+  return element;
+}
+
+function fmt(n: number): string {
+  return Math.round(n * 10) / 10 + "";
+}
+
+export interface Timing {
+  /** milliseconds of the last scene change: layout + SVG + minimap */
+  lastRenderMs: number;
+  lastLayoutMs: number;
+  groupsLaidOut: number;
+  shownNodes: number;
+  shownGroups: number;
+}
+
+export class GraphView {
+  readonly model: GraphModel;
+  private readonly layouter: Layouter;
+  private scene!: Scene;
+  private readonly svg: SVGSVGElement;
+  private readonly viewport: SVGGElement;
+  private readonly graphBox: HTMLElement;
+  private readonly panel: HTMLElement;
+  private readonly minimap: HTMLCanvasElement;
+  private readonly minimapBase: HTMLCanvasElement;
+  private readonly searchInput: HTMLInputElement;
+  private readonly searchCount: HTMLElement;
+  private readonly sourceLocation: HTMLElement;
+  private elements = new Map<string, Element>();
+  private viewSize: { width: number; height: number } | null = null;
+  private k = 1;
+  private tx = 20;
+  private ty = 20;
+  private selected: Item | null = null;
+  private matches: GNode[] = [];
+  private matchIndex = -1;
+  private cursorNodes: GNode[] = [];
+  readonly timing: Timing = { lastRenderMs: 0, lastLayoutMs: 0, groupsLaidOut: 0, shownNodes: 0, shownGroups: 0 };
+
+  constructor(
+    root: HTMLElement,
+    doc: GraphDocument,
+    private readonly host: Host,
+    saved?: ViewState | null,
+  ) {
+    this.model = buildModel(doc);
+    this.layouter = new Layouter(this.model);
+    this.initialExpansion();
+    root.textContent = "";
+    const app = el("div", { class: "fx-app" });
+    const toolbar = el("div", { class: "fx-toolbar" });
+    toolbar.append(el("h1", {}, doc.name));
+    if (doc.status) toolbar.append(el("span", { class: `status status-${doc.status.replace(/[^a-z]/g, "")}`, id: "fx-status" }, doc.status));
+    toolbar.append(el("span", { class: "fx-muted", id: "fx-count" }, `${this.model.nodes.size} nodes, ${this.model.groups.size - 1} modules`));
+    if (doc.file) toolbar.append(el("span", { class: "file", title: doc.file }, fileName(doc.file)));
+    this.searchInput = el("input", { id: "fx-search", type: "search", placeholder: "Search name, op, target  ( / )", "aria-label": "Search nodes" });
+    this.searchCount = el("span", { id: "fx-search-count", class: "fx-muted" });
+    const button = (id: string, label: string, title: string, action: () => void) => {
+      const b = el("button", { id, title }, label);
+      b.addEventListener("click", action);
+      return b;
+    };
+    toolbar.append(
+      this.searchInput,
+      this.searchCount,
+      button("fx-prev", "↑", "Previous match (Shift+Enter)", () => this.nextMatch(-1)),
+      button("fx-next", "↓", "Next match (Enter)", () => this.nextMatch(1)),
+      button("fx-expand-all", "Expand all", "Expand every module", () => this.expandAll()),
+      button("fx-collapse-all", "Collapse all", "Collapse to the top-level modules", () => this.collapseAll()),
+      button("fx-fit", "Fit", "Fit the graph to the window", () => this.fit()),
+      button("fx-zoom-in", "+", "Zoom in", () => this.zoomBy(1.25)),
+      button("fx-zoom-out", "−", "Zoom out", () => this.zoomBy(0.8)),
+      el("span", { class: "fx-spacer" }),
+    );
+    this.sourceLocation = el("span", { id: "fx-source-location", title: "source of the selected node" });
+    toolbar.append(this.sourceLocation);
+    app.append(toolbar);
+    const banner = this.banner(doc);
+    if (banner) app.append(banner);
+    const main = el("div", { class: "fx-main" });
+    this.graphBox = el("div", { id: "graph", role: "img", "aria-label": `FX graph of ${doc.name}` });
+    this.svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
+    this.svg.innerHTML =
+      '<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z"/></marker></defs><g class="viewport"></g>';
+    this.viewport = this.svg.querySelector("g.viewport")!;
+    this.minimap = el("canvas", { class: "fx-minimap", width: "200", height: "140", title: "minimap: click or drag to move" });
+    this.minimapBase = document.createElement("canvas");
+    this.graphBox.append(this.svg, this.minimap);
+    this.panel = el("aside", { class: "fx-panel", id: "fx-panel" });
+    main.append(this.graphBox, this.panel);
+    app.append(main);
+    root.append(app);
+    this.wire();
+    if (saved && this.restore(saved)) {
+      this.render();
+    } else {
+      this.render({ fit: true });
+    }
+    this.showPanel();
+    this.graphBox.dataset.rendered = "true";
+  }
+
+  /** Re-opens the groups of a saved state that still exist, its zoom and selection. */
+  private restore(saved: ViewState): boolean {
+    if (!Array.isArray(saved.expanded) || !saved.transform) return false;
+    for (const group of this.model.groups.values()) group.expanded = !group.parent;
+    for (const path of saved.expanded) {
+      const group = this.model.groups.get(path);
+      if (group) group.expanded = true;
+    }
+    ({ k: this.k, tx: this.tx, ty: this.ty } = saved.transform);
+    this.selected = (saved.selected && this.model.nodes.get(saved.selected)) || null;
+    return true;
+  }
+
+  private saveState(): void {
+    if (!this.host.saveState) return;
+    const expanded = [...this.model.groups.values()].filter((g) => g.parent && g.expanded).map((g) => g.path);
+    const selected = this.selected?.kind === "node" ? this.selected.data.name : null;
+    this.host.saveState({ expanded, transform: { k: this.k, tx: this.tx, ty: this.ty }, selected });
+  }
+
+  /** Small models open expanded; others at their top-level modules: the root's, or those
+   * of the one module that wraps everything (a `Vit` holding `self.vit`). */
+  private initialExpansion(): void {
+    const all = this.model.nodes.size <= SMALL_MODEL;
+    for (const g of this.model.groups.values()) g.expanded = all || !g.parent;
+    let group = this.model.root;
+    for (;;) {
+      const inner = group.children.filter((c): c is Group => c.kind === "group");
+      if (inner.length !== 1) break;
+      group = inner[0];
+      group.expanded = true;
+    }
+  }
+
+  // -- problems ---------------------------------------------------------------------------
+
+  private banner(doc: GraphDocument): HTMLElement | null {
+    const problems = doc.problems ?? [];
+    if (doc.status === "traced" && problems.length === 0) return null;
+    const banner = el("div", { class: "fx-banner", id: "fx-banner" });
+    const what = doc.status === "partial" ? "Partial graph: tracing could not follow the code everywhere." : doc.status === "traced" ? "" : `Graph ${doc.status}.`;
+    banner.append(document.createTextNode(`${what} ${problems.length} problem${problems.length === 1 ? "" : "s"} marked in red`));
+    const first = problems.find((p) => p.nodes.length) ?? problems[0];
+    if (first) {
+      banner.append(document.createTextNode(": "));
+      banner.append(this.problemLink(first));
+    }
+    return banner;
+  }
+
+  private problemLink(problem: GraphProblem): HTMLElement {
+    const line = problem.span ? `${fileName(problem.span.file)}:${problem.span.line} ` : "";
+    const link = el("a", { class: "fx-problem-link" }, `${problem.code} ${line}${problem.message}`);
+    link.addEventListener("click", () => {
+      const node = problem.nodes.map((n) => this.model.nodes.get(n)).find((n) => n);
+      if (node) this.focusNode(node, true);
+      else if (problem.span) this.host.reveal(problem.span);
+    });
+    return link;
+  }
+
+  // -- rendering --------------------------------------------------------------------------
+
+  /** Lays out what is shown and redraws it. `keep`: an item to hold still on screen. */
+  render(opts: { fit?: boolean; keep?: Item } = {}): void {
+    const started = performance.now();
+    const before = opts.keep ? this.screenBox(opts.keep) : null;
+    this.scene = this.layouter.scene();
+    if (opts.fit) this.fitTransform();
+    else if (opts.keep && before) {
+      const after = this.scene.boxes.get(opts.keep.id);
+      if (after) {
+        this.tx = before.x - (after.x - after.width / 2) * this.k;
+        this.ty = before.y - (after.y - after.height / 2) * this.k;
+      }
+    }
+    this.drawn = null;
+    this.drawMinimapBase();
+    this.applyTransform();
+    this.timing.lastRenderMs = performance.now() - started;
+    this.timing.lastLayoutMs = this.layouter.lastLayoutMs;
+    this.timing.groupsLaidOut = this.layouter.lastLaidOut;
+    this.timing.shownNodes = this.scene.nodes.length;
+    this.timing.shownGroups = this.scene.collapsed.length;
+    this.graphBox.dataset.shownNodes = String(this.scene.nodes.length);
+    this.graphBox.dataset.shownGroups = String(this.scene.collapsed.length);
+  }
+
+  /** The part of the scene drawn now, and how: zoomed far out, every item as a bare box;
+   * closer, only what is within a screen of the view, with its text (5,000 nodes of SVG
+   * text cost seconds to parse and lay out, and cannot be read at that zoom anyway). */
+  private drawn: { overview: boolean; region: Box } | null = null;
+
+  private visibleRegion(margin: number): Box {
+    const { width, height } = this.size();
+    const w = width / this.k;
+    const h = height / this.k;
+    return { x: -this.tx / this.k + w / 2, y: -this.ty / this.k + h / 2, width: w * (1 + 2 * margin), height: h * (1 + 2 * margin) };
+  }
+
+  private needsRedraw(): boolean {
+    const overview = this.k < OVERVIEW;
+    if (!this.drawn || this.drawn.overview !== overview) return true;
+    if (overview) return false;
+    const view = this.visibleRegion(0);
+    const r = this.drawn.region;
+    return view.x - view.width / 2 < r.x - r.width / 2 || view.x + view.width / 2 > r.x + r.width / 2 ||
+      view.y - view.height / 2 < r.y - r.height / 2 || view.y + view.height / 2 > r.y + r.height / 2;
+  }
+
+  private screenBox(item: Item): { x: number; y: number } | null {
+    const box = this.scene?.boxes.get(item.id);
+    if (!box) return null;
+    return { x: (box.x - box.width / 2) * this.k + this.tx, y: (box.y - box.height / 2) * this.k + this.ty };
+  }
+
+  private draw(): void {
+    const parts: string[] = [];
+    const s = this.scene;
+    const overview = this.k < OVERVIEW;
+    const region = this.visibleRegion(1);
+    this.drawn = { overview, region };
+    const rx0 = region.x - region.width / 2;
+    const rx1 = region.x + region.width / 2;
+    const ry0 = region.y - region.height / 2;
+    const ry1 = region.y + region.height / 2;
+    const inside = (b: Box) => overview || (b.x + b.width / 2 >= rx0 && b.x - b.width / 2 <= rx1 && b.y + b.height / 2 >= ry0 && b.y - b.height / 2 <= ry1);
+    for (const { group, box } of s.frames) {
+      if (!inside(box)) continue;
+      const x = box.x - box.width / 2;
+      const y = box.y - box.height / 2;
+      parts.push(
+        `<g class="frame${group.problemCount ? " problem" : ""}" data-id="${esc(group.id)}"><rect x="${fmt(x)}" y="${fmt(y)}" width="${fmt(box.width)}" height="${fmt(box.height)}" rx="6"/>` +
+          `<text class="frame-title" x="${fmt(x + 8)}" y="${fmt(y + 16)}">▾ ${esc(groupTitle(group))} (${group.nodeCount})</text></g>`,
+      );
+    }
+    for (const edge of s.edges) {
+      if (!overview) {
+        let x0 = Infinity, x1 = -Infinity, y0 = Infinity, y1 = -Infinity;
+        for (const p of edge.points) {
+          x0 = Math.min(x0, p.x);
+          x1 = Math.max(x1, p.x);
+          y0 = Math.min(y0, p.y);
+          y1 = Math.max(y1, p.y);
+        }
+        if (x1 < rx0 || x0 > rx1 || y1 < ry0 || y0 > ry1) continue;
+      }
+      const d = edge.points.map((p, i) => `${i ? "L" : "M"}${fmt(p.x)},${fmt(p.y)}`).join("");
+      parts.push(`<path class="edge" d="${d}" marker-end="url(#arrow)"/>`);
+      if (!overview && edge.label && edge.points.length >= 2) {
+        const a = edge.points[0];
+        const b = edge.points[1];
+        parts.push(`<text class="edge-label" x="${fmt((a.x + b.x) / 2 + 4)}" y="${fmt((a.y + b.y) / 2 + 3)}">${esc(edge.label)}</text>`);
+      }
+    }
+    for (const { group, box } of s.collapsed) {
+      if (!inside(box)) continue;
+      const x = box.x - box.width / 2;
+      const y = box.y - box.height / 2;
+      const detail = `${group.nodeCount} nodes${group.problemCount ? ` · ${group.problemCount} problem${group.problemCount === 1 ? "" : "s"}` : ""}`;
+      parts.push(
+        `<g class="group collapsed${group.problemCount ? " problem" : ""}" data-id="${esc(group.id)}" transform="translate(${fmt(x)},${fmt(y)})">` +
+          `<title>${esc(group.path)}${group.type ? ` (${esc(group.type)})` : ""}: click to expand</title>` +
+          `<rect width="${fmt(box.width)}" height="${fmt(box.height)}" rx="8"/>` +
+          `<text class="t1" x="10" y="18">▸ ${esc(groupTitle(group))}</text><text class="t2" x="10" y="35">${detail}</text>` +
+          (group.problemCount ? this.badge(box.width, String(group.problemCount)) : "") +
+          `</g>`,
+      );
+    }
+    for (const { node, box } of s.nodes) {
+      if (!inside(box)) continue;
+      const x = box.x - box.width / 2;
+      const y = box.y - box.height / 2;
+      const problem = node.problems.length > 0;
+      if (overview) {
+        parts.push(
+          `<g class="node op-${esc(node.data.op)}${problem ? " problem" : ""}" data-id="${esc(node.id)}" transform="translate(${fmt(x)},${fmt(y)})"><rect width="${fmt(box.width)}" height="${fmt(box.height)}" rx="4"/></g>`,
+        );
+        continue;
+      }
+      // the side panel has the details: a <title> per node would double the page's parse
+      const tip = problem ? `<title>${esc(node.problems.map((p) => `${p.code} ${p.message}`).join("\n"))}</title>` : "";
+      parts.push(
+        `<g class="node op-${esc(node.data.op)}${problem ? " problem" : ""}" data-id="${esc(node.id)}" transform="translate(${fmt(x)},${fmt(y)})">` +
+          `${tip}<rect width="${fmt(box.width)}" height="${fmt(box.height)}" rx="4"/>` +
+          `<text class="t1" x="8" y="15">${esc(nodeTitle(node))}</text><text class="t2" x="8" y="30">${esc(nodeSubtitle(node))}</text>` +
+          (problem ? this.badge(box.width, "!") : "") +
+          `</g>`,
+      );
+    }
+    this.viewport.innerHTML = parts.join("");
+    this.elements = new Map();
+    this.viewport.querySelectorAll("[data-id]").forEach((element) => this.elements.set(element.getAttribute("data-id")!, element));
+    this.applyMarks();
+  }
+
+  private badge(width: number, text: string): string {
+    return `<circle class="badge" cx="${fmt(width)}" cy="0" r="8"/><text class="badge-text" x="${fmt(width)}" y="3.5" text-anchor="middle">${esc(text)}</text>`;
+  }
+
+  /** Selection, search matches and the cursor's nodes as classes on what is drawn. */
+  private applyMarks(): void {
+    this.viewport.querySelectorAll(".selected, .match, .cursor").forEach((element) => element.classList.remove("selected", "match", "cursor"));
+    const mark = (item: Item, cls: string) => this.elements.get(shownAs(item as GNode).id)?.classList.add(cls);
+    const markItem = (item: Item, cls: string) => (item.kind === "node" ? mark(item, cls) : this.elements.get(item.id)?.classList.add(cls));
+    for (const node of this.matches) mark(node, "match");
+    for (const node of this.cursorNodes) mark(node, "cursor");
+    if (this.selected) markItem(this.selected, "selected");
+  }
+
+  // -- zoom, pan, minimap -----------------------------------------------------------------
+
+  private applyTransform(): void {
+    this.viewport.setAttribute("transform", `translate(${fmt(this.tx)},${fmt(this.ty)}) scale(${this.k})`);
+    this.svg.classList.toggle("far", this.k < 0.5);
+    this.svg.classList.toggle("very-far", this.k < OVERVIEW);
+    if (this.needsRedraw()) this.draw();
+    this.drawMinimap();
+    this.scheduleSave();
+  }
+
+  private savePending = false;
+
+  private scheduleSave(): void {
+    if (this.savePending || !this.host.saveState) return;
+    this.savePending = true;
+    setTimeout(() => {
+      this.savePending = false;
+      this.saveState();
+    }, 200);
+  }
+
+  /** The graph area's size, read once and on resize: reading it after a redraw would
+   * force a synchronous layout of the whole SVG (seconds at 5,000 nodes). */
+  private size(): { width: number; height: number } {
+    if (!this.viewSize) this.viewSize = { width: this.graphBox.clientWidth || 800, height: this.graphBox.clientHeight || 600 };
+    return this.viewSize;
+  }
+
+  fit(): void {
+    this.fitTransform();
+    this.applyTransform();
+  }
+
+  private fitTransform(): void {
+    const { width, height } = this.size();
+    const sw = Math.max(this.scene.width, 1);
+    const sh = Math.max(this.scene.height, 1);
+    this.k = Math.min(1.2, Math.max(0.05, Math.min((width - 40) / sw, (height - 40) / sh)));
+    if (this.k < 0.35 && sw * 0.35 < width) this.k = Math.min(1.2, (width - 40) / sw); // tall: fit width, start at the top
+    this.tx = (width - sw * this.k) / 2;
+    this.ty = sh * this.k < height ? (height - sh * this.k) / 2 : 20;
+  }
+
+  zoomBy(factor: number, cx?: number, cy?: number): void {
+    const { width, height } = this.size();
+    const x = cx ?? width / 2;
+    const y = cy ?? height / 2;
+    const k = Math.min(4, Math.max(0.03, this.k * factor));
+    this.tx = x - ((x - this.tx) * k) / this.k;
+    this.ty = y - ((y - this.ty) * k) / this.k;
+    this.k = k;
+    this.applyTransform();
+  }
+
+  /** Scrolls so that `box` (scene coordinates) is in the middle, zooming in to read it. */
+  private centerOn(box: Box): void {
+    const { width, height } = this.size();
+    if (this.k < 0.7) this.k = 0.9;
+    this.tx = width / 2 - box.x * this.k;
+    this.ty = height / 2 - box.y * this.k;
+    this.applyTransform();
+  }
+
+  private minimapScale(): { scale: number; ox: number; oy: number } {
+    const w = this.minimap.width;
+    const h = this.minimap.height;
+    const scale = Math.min(w / Math.max(this.scene.width, 1), h / Math.max(this.scene.height, 1));
+    return { scale, ox: (w - this.scene.width * scale) / 2, oy: (h - this.scene.height * scale) / 2 };
+  }
+
+  private drawMinimapBase(): void {
+    const base = this.minimapBase;
+    base.width = this.minimap.width;
+    base.height = this.minimap.height;
+    const ctx = base.getContext("2d");
+    if (!ctx) return;
+    const { scale, ox, oy } = this.minimapScale();
+    const rect = (b: Box) => ctx.fillRect(ox + (b.x - b.width / 2) * scale, oy + (b.y - b.height / 2) * scale, Math.max(b.width * scale, 1), Math.max(b.height * scale, 1));
+    ctx.fillStyle = "rgba(100,116,139,0.12)";
+    for (const { box } of this.scene.frames) rect(box);
+    ctx.fillStyle = "#94a3b8";
+    for (const { box } of this.scene.collapsed) rect(box);
+    ctx.fillStyle = "#64748b";
+    for (const { box } of this.scene.nodes) rect(box);
+    ctx.fillStyle = "#e51400";
+    for (const { node, box } of this.scene.nodes) if (node.problems.length) rect(box);
+    for (const { group, box } of this.scene.collapsed) if (group.problemCount) rect(box);
+  }
+
+  private drawMinimap(): void {
+    const ctx = this.minimap.getContext("2d");
+    if (!ctx) return;
+    ctx.clearRect(0, 0, this.minimap.width, this.minimap.height);
+    ctx.drawImage(this.minimapBase, 0, 0);
+    const { scale, ox, oy } = this.minimapScale();
+    const { width, height } = this.size();
+    // no minimap while the whole graph is in view
+    const fits = this.scene.width * this.k + this.tx <= width && this.scene.height * this.k + this.ty <= height && this.tx >= 0 && this.ty >= 0;
+    this.minimap.classList.toggle("hidden", fits);
+    ctx.strokeStyle = "#1d4ed8";
+    ctx.lineWidth = 1.5;
+    ctx.strokeRect(ox + (-this.tx / this.k) * scale, oy + (-this.ty / this.k) * scale, (width / this.k) * scale, (height / this.k) * scale);
+  }
+
+  private minimapMove(event: MouseEvent): void {
+    const r = this.minimap.getBoundingClientRect();
+    const { scale, ox, oy } = this.minimapScale();
+    // the canvas may be drawn smaller than its pixels (narrow panels: see the style sheet)
+    const x = ((event.clientX - r.left) * (this.minimap.width / r.width) - ox) / scale;
+    const y = ((event.clientY - r.top) * (this.minimap.height / r.height) - oy) / scale;
+    const { width, height } = this.size();
+    this.tx = width / 2 - x * this.k;
+    this.ty = height / 2 - y * this.k;
+    this.applyTransform();
+  }
+
+  // -- events -----------------------------------------------------------------------------
+
+  private wire(): void {
+    let drag: { x: number; y: number; tx: number; ty: number; moved: boolean } | null = null;
+    let suppressClick = false;
+    this.svg.addEventListener("pointerdown", (event) => {
+      if (event.button !== 0) return;
+      drag = { x: event.clientX, y: event.clientY, tx: this.tx, ty: this.ty, moved: false };
+    });
+    window.addEventListener("pointermove", (event) => {
+      if (!drag) return;
+      const dx = event.clientX - drag.x;
+      const dy = event.clientY - drag.y;
+      if (!drag.moved && Math.abs(dx) + Math.abs(dy) < 4) return;
+      drag.moved = true;
+      this.graphBox.classList.add("panning");
+      this.tx = drag.tx + dx;
+      this.ty = drag.ty + dy;
+      this.applyTransform();
+    });
+    window.addEventListener("pointerup", () => {
+      if (drag?.moved) suppressClick = true;
+      drag = null;
+      this.graphBox.classList.remove("panning");
+    });
+    this.svg.addEventListener(
+      "wheel",
+      (event) => {
+        event.preventDefault();
+        const r = this.svg.getBoundingClientRect();
+        this.zoomBy(Math.exp(-event.deltaY * 0.0015), event.clientX - r.left, event.clientY - r.top);
+      },
+      { passive: false },
+    );
+    this.svg.addEventListener("click", (event) => {
+      if (suppressClick) {
+        suppressClick = false;
+        return;
+      }
+      const target = (event.target as Element).closest("[data-id]");
+      if (!target) {
+        this.select(null);
+        return;
+      }
+      this.activate(target.getAttribute("data-id")!, target.classList.contains("frame") && !(event.target as Element).classList.contains("frame-title"));
+    });
+    let minimapDrag = false;
+    this.minimap.addEventListener("pointerdown", (event) => {
+      event.stopPropagation();
+      minimapDrag = true;
+      this.minimapMove(event);
+    });
+    this.minimap.addEventListener("pointermove", (event) => minimapDrag && this.minimapMove(event));
+    window.addEventListener("pointerup", () => (minimapDrag = false));
+    this.searchInput.addEventListener("input", () => this.search(this.searchInput.value));
+    this.searchInput.addEventListener("keydown", (event) => {
+      if (event.key === "Enter") this.nextMatch(event.shiftKey ? -1 : 1);
+      if (event.key === "Escape") {
+        this.searchInput.value = "";
+        this.search("");
+      }
+    });
+    window.addEventListener("keydown", (event) => {
+      if (event.key === "/" && document.activeElement !== this.searchInput) {
+        event.preventDefault();
+        this.searchInput.focus();
+      }
+    });
+    window.addEventListener("resize", () => {
+      this.viewSize = null;
+      this.applyTransform();
+    });
+  }
+
+  /** A click on an item: a node is selected and its line revealed; a collapsed group
+   * expands; an expanded group's title collapses it (a click inside its frame selects it). */
+  private activate(id: string, frameBody: boolean): void {
+    const item = id.startsWith("n:") ? this.model.nodes.get(id.slice(2)) : this.model.groups.get(id.slice(2));
+    if (!item) return;
+    if (item.kind === "node") {
+      this.select(item);
+      if (item.data.span) this.host.reveal(item.data.span);
+      return;
+    }
+    if (frameBody) {
+      this.select(item);
+      return;
+    }
+    this.toggle(item);
+  }
+
+  // -- groups -----------------------------------------------------------------------------
+
+  toggle(group: Group): void {
+    if (group.expanded) this.collapse(group);
+    else this.expand(group);
+  }
+
+  expand(group: Group): void {
+    if (group.expanded) return;
+    group.expanded = true;
+    this.layouter.invalidate(group);
+    this.select(group);
+    this.render({ keep: group });
+  }
+
+  collapse(group: Group): void {
+    if (!group.expanded || !group.parent) return;
+    group.expanded = false;
+    this.layouter.invalidate(group);
+    this.select(group);
+    this.render({ keep: group });
+  }
+
+  expandAll(): void {
+    for (const group of this.model.groups.values()) group.expanded = true;
+    this.layouter.invalidateAll();
+    this.render({ fit: true });
+  }
+
+  collapseAll(): void {
+    this.initialExpansion();
+    if (this.model.nodes.size <= SMALL_MODEL) for (const group of this.model.groups.values()) group.expanded = !group.parent;
+    this.layouter.invalidateAll();
+    this.render({ fit: true });
+    this.select(null);
+  }
+
+  /** Shows `node` (expanding the groups around it), selects it and centres it. */
+  focusNode(node: GNode, revealSource: boolean): void {
+    const opened = reveal(node);
+    for (const group of opened) this.layouter.invalidate(group);
+    if (opened.length) this.render();
+    this.select(node);
+    const box = this.scene.boxes.get(node.id);
+    if (box) this.centerOn(box);
+    if (revealSource && node.data.span) this.host.reveal(node.data.span);
+  }
+
+  // -- search -----------------------------------------------------------------------------
+
+  search(query: string): GNode[] {
+    this.matches = search(this.model, query);
+    this.matchIndex = -1;
+    this.searchCount.textContent = query.trim() ? `${this.matches.length} found` : "";
+    this.applyMarks();
+    this.showPanel();
+    return this.matches;
+  }
+
+  nextMatch(step: number): void {
+    if (!this.matches.length) return;
+    this.matchIndex = (this.matchIndex + step + this.matches.length) % this.matches.length;
+    this.searchCount.textContent = `${this.matchIndex + 1} of ${this.matches.length}`;
+    this.focusNode(this.matches[this.matchIndex], false);
+  }
+
+  // -- the source -------------------------------------------------------------------------
+
+  /** Marks the nodes made by `line` of `file` (the editor's cursor); returns them. */
+  highlightLine(file: string | null, line: number): GNode[] {
+    this.cursorNodes = nodesAtLine(this.model, file, line);
+    this.applyMarks();
+    const first = this.cursorNodes[0];
+    if (first) {
+      const box = this.scene.boxes.get(shownAs(first).id);
+      const { width, height } = this.size();
+      if (box) {
+        const sx = box.x * this.k + this.tx;
+        const sy = box.y * this.k + this.ty;
+        if (sx < 0 || sy < 0 || sx > width || sy > height) this.centerOn(box);
+      }
+    }
+    return this.cursorNodes;
+  }
+
+  /** The standalone page's `Host.reveal`: shows `file:line` in the toolbar. */
+  showLocation(span: Span): void {
+    this.sourceLocation.textContent = `${span.file}:${span.line}`;
+    this.sourceLocation.title = `${span.file}:${span.line}:${span.col + 1}`;
+  }
+
+  // -- selection and side panel -------------------------------------------------------------
+
+  select(item: Item | null): void {
+    this.selected = item;
+    this.applyMarks();
+    this.showPanel();
+    this.scheduleSave();
+  }
+
+  private nodeLink(name: string): HTMLElement {
+    const link = el("a", { "data-node": name }, name);
+    link.addEventListener("click", () => {
+      const node = this.model.nodes.get(name);
+      if (node) this.focusNode(node, false);
+    });
+    return link;
+  }
+
+  private row(table: HTMLElement, key: string, value: string | Node | Node[]): void {
+    const tr = el("tr");
+    const td = el("td");
+    if (typeof value === "string") td.textContent = value;
+    else if (Array.isArray(value)) value.forEach((v, i) => td.append(...(i ? [document.createTextNode(", "), v] : [v])));
+    else td.append(value);
+    tr.append(el("td", {}, key), td);
+    table.append(tr);
+  }
+
+  private showPanel(): void {
+    const panel = this.panel;
+    panel.textContent = "";
+    const item = this.selected;
+    if (item?.kind === "node") panel.append(...this.nodePanel(item));
+    else if (item?.kind === "group") panel.append(...this.groupPanel(item));
+    else panel.append(...this.summaryPanel());
+    if (this.searchInput.value.trim()) {
+      panel.append(el("h3", {}, `Matches (${this.matches.length})`));
+      const list = el("ul", { id: "fx-matches" });
+      for (const node of this.matches.slice(0, 200)) {
+        const li = el("li");
+        li.append(this.nodeLink(node.data.name), document.createTextNode(` ${node.data.op} ${nodeSubtitle(node)}`));
+        list.append(li);
+      }
+      panel.append(list);
+    }
+    const code = this.model.doc.code;
+    if (code) {
+      const details = el("details", { id: "fx-code" });
+      details.append(el("summary", {}, "Generated code"));
+      const pre = el("pre", { id: "code" });
+      pre.append(el("code", {}, code));
+      details.append(pre);
+      panel.append(details);
+    }
+  }
+
+  private nodePanel(node: GNode): Node[] {
+    const d = node.data;
+    const out: Node[] = [el("h2", { id: "fx-selected" }, d.name)];
+    const table = el("table", { id: "fx-node-table" });
+    this.row(table, "op", d.op);
+    this.row(table, "target", d.target);
+    if (d.args && d.args !== "()") this.row(table, "args", d.args);
+    if (d.kwargs && d.kwargs !== "{}") this.row(table, "kwargs", d.kwargs);
+    const inputs = this.model.edges.filter((e) => e.to === node).map((e) => this.nodeLink(e.from.data.name));
+    if (inputs.length) this.row(table, "inputs", inputs);
+    if (d.users.length) this.row(table, "users", d.users.map((u) => this.nodeLink(u)));
+    if (d.shape) this.row(table, "shape", `${d.dtype ? d.dtype.replace("torch.", "") : ""}[${d.shape.join(", ")}]`);
+    if (d.module_path) this.row(table, "module", d.module_type ? `${d.module_path} : ${d.module_type}` : d.module_path);
+    if (d.span) {
+      const span = d.span;
+      const link = el("a", { id: "fx-node-source", title: span.file }, `${fileName(span.file)}:${span.line}`);
+      link.addEventListener("click", () => this.host.reveal(span));
+      this.row(table, "source", link);
+    }
+    out.push(table);
+    if (node.problems.length) {
+      out.push(el("h3", {}, "Problems"));
+      const list = el("ul");
+      for (const p of node.problems) list.append(el("li", { class: "problem-text" }, `${p.code} ${p.message}`));
+      out.push(list);
+    }
+    return out;
+  }
+
+  private groupPanel(group: Group): Node[] {
+    const out: Node[] = [el("h2", { id: "fx-selected" }, group.path)];
+    const table = el("table");
+    if (group.type) this.row(table, "module", group.type);
+    this.row(table, "nodes", String(group.nodeCount));
+    if (group.problemCount) this.row(table, "problems", String(group.problemCount));
+    out.push(table);
+    const toggle = el("button", { id: "fx-toggle-group" }, group.expanded ? "Collapse" : "Expand");
+    toggle.addEventListener("click", () => this.toggle(group));
+    out.push(toggle);
+    return out;
+  }
+
+  private summaryPanel(): Node[] {
+    const doc = this.model.doc;
+    const out: Node[] = [el("h2", {}, doc.name)];
+    if (doc.verdict) out.push(el("p", { class: "fx-muted" }, doc.verdict));
+    out.push(el("p", { class: "note" }, "Click a module to expand it, a node to see it and its source line. Drag to pan, wheel to zoom, / to search."));
+    const problems = doc.problems ?? [];
+    if (problems.length) {
+      out.push(el("h3", {}, `Problems (${problems.length})`));
+      const list = el("ul", { id: "fx-problems" });
+      for (const problem of problems) {
+        const li = el("li", { class: "problem-text" });
+        li.append(this.problemLink(problem));
+        list.append(li);
+      }
+      out.push(list);
+    }
+    return out;
+  }
+
+  /** Scrolls the shown item `id` (`n:name`, `g:path`) into the middle of the view. */
+  centerOnId(id: string): boolean {
+    const box = this.scene.boxes.get(id);
+    if (box) this.centerOn(box);
+    return !!box;
+  }
+
+  /** Names of the shown groups and nodes, for tests. */
+  shown(): { nodes: string[]; groups: string[] } {
+    return { nodes: this.scene.nodes.map((n) => n.node.data.name), groups: this.scene.collapsed.map((g) => g.group.path) };
+  }
+
+  groupOf(path: string): Group | undefined {
+    return this.model.groups.get(path);
+  }
+
+  ancestorsOf(name: string): string[] {
+    const node = this.model.nodes.get(name);
+    return node ? ancestors(node).map((g) => g.path) : [];
+  }
+}
