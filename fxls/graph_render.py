@@ -147,6 +147,8 @@ def _groups(module: ModuleReport) -> list[dict[str, Any]]:
             counts[path] = counts.get(path, 0) + 1
         if node.module_type and node.op == "call_module":
             types.setdefault(node.module_path, node.module_type)
+    for path, module_type in module.module_types.items():  # submodules traced through
+        types.setdefault(path, module_type)
     return [{"path": path, "parent": path.rpartition(".")[0], "type": types.get(path),
              "nodes": count} for path, count in counts.items()]
 

@@ -180,6 +180,8 @@ class ModuleReport:
     reason: str | None = None
     #: the calls of submodules and helpers in the graph's ``forward`` code, per instance
     calls: list[CallInfo] = field(default_factory=list)
+    #: the class of every submodule whose ``forward`` made nodes, by qualified name
+    module_types: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.status = TraceStatus(self.status)  # also from its plain string
@@ -192,6 +194,7 @@ class ModuleReport:
             "output_signature": self.output_signature, "via": self.via,
             "entry": self.entry, "reason": self.reason,
             **({"calls": [c.to_dict() for c in self.calls]} if self.calls else {}),
+            **({"module_types": dict(self.module_types)} if self.module_types else {}),
         }
 
     def verdict(self) -> str:
@@ -222,6 +225,7 @@ class ModuleReport:
             data.get("entry"),
             data.get("reason"),
             [CallInfo.from_dict(c) for c in data.get("calls", [])],
+            dict(data.get("module_types", {})),
         )
 
 

@@ -537,6 +537,16 @@ def _observe_class(
     module_report.code = gm.code
     module_report.nodes = [_node_info(n, gm, backward) for n in gm.graph.nodes]
     module_report.calls = _call_infos(gm)
+    module_report.module_types = _module_types(gm)
+    return found
+
+
+def _module_types(gm: GraphModule) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for node in gm.graph.nodes:
+        for path, cls in (node.meta.get("nn_module_stack") or {}).values():
+            if isinstance(cls, type) and path not in found:
+                found[path] = f"{cls.__module__}.{cls.__qualname__}"
     return found
 
 

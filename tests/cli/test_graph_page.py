@@ -85,6 +85,9 @@ def test_json_groups_nodes_by_module_path_with_their_file_and_line(nested: Path)
     assert groups["blocks"]["parent"] == "" and groups["blocks.1"]["parent"] == "blocks"
     assert groups["blocks"]["nodes"] == 6
     assert groups["blocks.0.fc"]["type"] == "torch.nn.modules.linear.Linear"
+    # a submodule traced through has its class too (from the nodes' module stacks)
+    assert groups["blocks.1"]["type"] == "net.Block"
+    assert groups["blocks"]["type"] == "torch.nn.modules.container.Sequential"
     # the partial graph's problem is located at the nodes tracing went wrong at
     assert document["status"] == "partial"
     (problem,) = [p for p in document["problems"] if p["code"] == "FX001"]

@@ -316,8 +316,22 @@ async function command(page, title) {
       const source = fs.readFileSync(path.join(__dirname, "blocks.py"), "utf8").split("\n");
       const netLine = source.findIndex((l) => l.includes("x = self.blocks(x)")) + 1;
       const reluLine = source.findIndex((l) => l.includes("h = self.fc1(self.norm(x)).relu()")) + 1;
-      await page.locator(".monaco-editor .view-line", { hasText: "x = self.blocks(x)" }).first().click();
-      await command(page, "fxls: Show FX Graph");
+      // (the line shows an inlay hint between `x` and `=`: `x: [2, 16] = self.blocks(x)`)
+      const netView = page.locator(".monaco-editor .view-line", { hasText: "= self.blocks(x)" }).first();
+      await netView.click();
+      // hover on the call of a submodule traced through: what the call produced
+      await netView.locator("span", { hasText: "blocks" }).last().hover();
+      const subHover = page.locator(".monaco-hover-content", { hasText: /submodule blocks/ });
+      await subHover.first().waitFor({ timeout: 20_000 });
+      const hoverText = (await subHover.first().innerText()).replace(/\s+/g, " ");
+      if (!/instances|nodes: 72/.test(hoverText) || !/Sequential/.test(hoverText)) {
+        throw new Error(`hover on self.blocks(x): ${hoverText.slice(0, 200)}`);
+      }
+      await page.screenshot({ path: path.join(outDir, "hover-submodule.png") });
+      // its link opens the graph of the module the call is in
+      // (a click event on the link: moving the pointer there would cross the code lens)
+      await subHover.first().locator("a", { hasText: "Show the graph of" }).dispatchEvent("click");
+      await page.mouse.move(5, 5);  // the hover must not cover the graph
       // opens collapsed: `blocks` (the one top-level module) open, its twelve blocks closed
       const frame = await findFrame(page, '#graph[data-rendered="true"] g.group.collapsed[data-id="g:blocks.3"]', 120_000);
       const collapsed = await frame.locator("g.group.collapsed").count();

@@ -291,6 +291,8 @@ class FxlsExtension implements vscode.Disposable {
       diagnosticCollectionName: "fxls",
       outputChannel: this.output,
       revealOutputChannelOn: RevealOutputChannelOn.Never,
+      // hovers on submodule calls link to the graph: only that command may run from them
+      markdown: { isTrusted: { enabledCommands: [SHOW_GRAPH] } },
       initializationOptions: initializationOptions(settings),
       errorHandler: {
         error: (_error, _message, count) => ({

@@ -46,6 +46,8 @@ export interface GraphDocument {
   nodes: GraphNodeData[];
   problems?: GraphProblem[];
   code?: string | null;
+  /** every module path with its class where known (submodules traced through included) */
+  groups?: { path: string; type?: string | null }[] | null;
 }
 
 export interface GNode {
@@ -161,6 +163,10 @@ export function buildModel(doc: GraphDocument): GraphModel {
     group.children.push(node);
     nodes.set(data.name, node);
   });
+  for (const known of doc.groups ?? []) {
+    const group = groups.get(known.path);
+    if (group && !group.type && known.type) group.type = known.type;
+  }
   dissolveSingletons(root, groups);
   countInside(root);
   labelGroups(root);
