@@ -56,3 +56,28 @@ def guess(cls: type) -> dict[str, Any] | None:
             value = (value, value)
         values[parameter.name] = value
     return values or None
+
+
+#: parts of a name that say what kind of size it is, for names not in the list above
+_NAME_PARTS: tuple[tuple[tuple[str, ...], Any], ...] = (
+    (("drop", "dropout"), 0.0),
+    (("heads",), 4),
+    (("depth", "layers", "blocks"), 1),
+    (("kernel",), 3),
+    (("stride", "dilation", "groups"), 1),
+    (("patch", "window"), 4),
+    (("image", "img"), 32),
+    (("dim", "chs", "channels", "features", "width", "hidden", "planes", "size"), _WIDTH),
+)
+
+
+def value_for(name: str) -> Any:
+    """The usual small value of a size parameter by its name (``None``: the name says
+    nothing): the known names first, then parts of it (``mlp_dim``, ``sm_depth``)."""
+    if name in _VALUES:
+        return _VALUES[name]
+    parts = name.lower().split("_")
+    for words, value in _NAME_PARTS:
+        if any(w in parts or any(p.endswith(w) for p in parts) for w in words):
+            return value
+    return None
