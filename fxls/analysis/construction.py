@@ -31,6 +31,8 @@ from fxls.analysis import arguments, configs
 from fxls.analysis.meta_build import memory_budget, on_meta
 from fxls.analysis.pragmas import ClassPragmas, FilePragmas
 
+#: how an instance built from inferred arguments says so (its entry)
+INFERRED = "arguments inferred from their use"
 #: models with more parameters are traced on the meta device, never built for real
 MAX_REAL_PARAMETERS = 60_000_000
 #: the memory a model may take while being built for real (then it is built on meta)
@@ -337,8 +339,8 @@ class _Builder:
                 kwargs.update(_switched_off(cls))
                 shown = ", ".join(f"{k}={v!r}" for k, v in assignment.items())
                 outcome = self._build(cls, lambda k=kwargs: cls(**k),
-                                      f"{cls.__name__}({shown}), arguments inferred from "
-                                      "their use", required=kwargs)
+                                      f"{cls.__name__}({shown}), {INFERRED}",
+                                      required=kwargs)
                 if isinstance(outcome, Built):
                     return outcome
                 if first is None:
