@@ -175,7 +175,8 @@ def _kind(name: str, tree: ast.FunctionDef | None, called_in_forward: bool) -> t
         kind = _use(node, parents.get(node), parents, choices)
         if kind:
             votes[kind] = votes.get(kind, 0) + 1
-    for kind in ("callable", "sequence", "count", "choice", "size", "flag", "config"):
+    # an object whose attributes are read is one (a config), whatever else it is passed to
+    for kind in ("callable", "config", "sequence", "count", "choice", "size", "flag"):
         if votes.get(kind):
             return kind, choices
     return "unknown", choices

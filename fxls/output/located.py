@@ -65,14 +65,16 @@ class SourceCache:
 
 
 def locate(
-    report: FileReport, sources: SourceCache, encoding: str = UTF16
+    report: FileReport, sources: SourceCache, encoding: str = UTF16, once: bool = False
 ) -> list[LocatedDiagnostic]:
+    """The report's diagnostics with positions; ``once``: for flat outputs (text, SARIF),
+    without those located in another checked file whose own report has them."""
     located = []
     own_file = str(Path(report.path).resolve())
     for diagnostic in report.diagnostics:
         span = diagnostic.span
         mine = str(Path(span.file).resolve()) == own_file
-        if not mine and sources.reported_by_its_file(span.file, diagnostic.code, span.line,
+        if once and not mine and sources.reported_by_its_file(span.file, diagnostic.code, span.line,
                                                      span.col):
             continue
         start, end = sources.index(span.file).to_range(span, encoding)
