@@ -32,12 +32,12 @@ import torch
 
 from fxls.analysis import sizes
 
-_SIZES = (32, 64, 16, 8, 128, 4)
+_SIZES = (32, 64, 16, 8, 128, 4, 96, 224)
 _COUNTS = (1, 2)
 #: weights and pretrained-ness are always off: nothing is downloaded
 _OFF_PREFIXES = ("weights", "pretrained")
 #: at most this many constructions per class
-MAX_ATTEMPTS = 16
+MAX_ATTEMPTS = 20
 
 
 @dataclass
@@ -115,7 +115,8 @@ def _function_tree(function: Callable[..., Any]) -> ast.FunctionDef | None:
     return node if isinstance(node, ast.FunctionDef) else None
 
 
-def infer(cls: type, namespace: dict[str, Any], file_tree: ast.Module | None) -> list[Parameter]:
+def infer(cls: type, namespace: dict[str, Any], file_tree: ast.Module | None,
+          depth: int = 0) -> list[Parameter]:
     """Each required parameter of ``cls`` with what it is and values to try."""
     wanted = required_parameters(cls)
     if not wanted:
@@ -133,8 +134,28 @@ def infer(cls: type, namespace: dict[str, Any], file_tree: ast.Module | None) ->
         kind, choices = _kind(name, tree, forward_calls)
         passed = _passed_elsewhere(cls.__name__, name, _position(init, name), file_tree,
                                    namespace)
-        result.append(Parameter(name, kind, _candidates(name, kind, choices, passed)))
+        if kind == "mapping":
+            candidates = _mappings(choices, namespace, file_tree, depth)
+        else:
+            candidates = _candidates(name, kind, choices, passed)
+        result.append(Parameter(name, kind, candidates))
     return result
+
+
+def _mappings(choices: list[Any], namespace: dict[str, Any], file_tree: ast.Module | None,
+              depth: int) -> list[Any]:
+    """For ``f(**p)``: ``p`` with the first values inferred for ``f``'s own parameters (those
+    the call does not pass), else empty."""
+    found: list[Any] = []
+    for choice in choices:
+        callee = namespace.get(choice.callee) if isinstance(choice, _Mapping) else None
+        if not isinstance(callee, type) or depth >= 2:
+            continue
+        inner = infer(callee, namespace, file_tree, depth + 1)
+        if all(q.candidates for q in inner):
+            found.append({q.name: q.candidates[0] for q in inner
+                          if q.name not in choice.passed})
+    return [*found, {}]
 
 
 def _class_node(cls: type, tree: ast.Module | None) -> ast.ClassDef | None:
@@ -176,7 +197,8 @@ def _kind(name: str, tree: ast.FunctionDef | None, called_in_forward: bool) -> t
         if kind:
             votes[kind] = votes.get(kind, 0) + 1
     # an object whose attributes are read is one (a config), whatever else it is passed to
-    for kind in ("callable", "config", "sequence", "count", "choice", "size", "flag"):
+    for kind in ("callable", "mapping", "config", "sequence", "count", "choice", "size",
+                 "flag"):
         if votes.get(kind):
             return kind, choices
     return "unknown", choices
@@ -192,11 +214,20 @@ def _use(node: ast.Name, parent: ast.AST | None, parents: dict, choices: list) -
         if called == "range":
             return "count"
         if called in ("len", "list", "tuple", "enumerate", "zip", "sum", "max", "min"):
+            length = _compared_length(parent, parents.get(parent)) if called == "len" else None
+            if length is not None:
+                choices.append(_Length(length))
             return "sequence"
         if called in ("isinstance", "callable", "getattr", "hasattr"):
             return None
         return "size"
     if isinstance(parent, ast.keyword):
+        if parent.arg is None:  # f(**p): keyword arguments for f
+            call = parents.get(parent)
+            if isinstance(call, ast.Call) and isinstance(call.func, ast.Name):
+                choices.append(_Mapping(call.func.id, frozenset(
+                    k.arg for k in call.keywords if k.arg)))
+            return "mapping"
         return "size"
     if isinstance(parent, ast.BinOp):
         other = parent.right if parent.left is node else parent.left
@@ -204,6 +235,9 @@ def _use(node: ast.Name, parent: ast.AST | None, parents: dict, choices: list) -
             return "count"
         return "size"
     if isinstance(parent, ast.Subscript) and parent.value is node:
+        index = parent.slice
+        if isinstance(index, ast.Constant) and type(index.value) is int and 0 <= index.value < 16:
+            choices.append(_Length(index.value + 1, at_least=True))
         return "sequence"
     if isinstance(parent, ast.Attribute) and parent.value is node:
         return "config"
@@ -286,7 +320,7 @@ def _candidates(name: str, kind: str, choices: list[Any], passed: list[Any]) -> 
         values.append(_Identity(kind))
         return values
     if kind == "choice":
-        return [*choices, None]
+        return [*(c for c in choices if isinstance(c, str)), None]
     if kind == "flag":
         return [False, True]
     if kind == "count":
@@ -294,11 +328,42 @@ def _candidates(name: str, kind: str, choices: list[Any], passed: list[Any]) -> 
             by_name, int) and by_name <= 4 else list(_COUNTS)
     if kind == "sequence":
         width = by_name if isinstance(by_name, int) else _SIZES[0]
-        return [(width, width), (1, 1), [width] * 4]
+        exact = [c.n for c in choices if isinstance(c, _Length) and not c.at_least]
+        least = max([c.n for c in choices if isinstance(c, _Length) and c.at_least] or [2])
+        n = exact[0] if exact else least
+        return [tuple([width] * n), tuple([1] * n), [width] * max(n, 4)]
     if kind == "config":
         return []
     values = [by_name] if by_name is not None else []
     return values + [s for s in _SIZES if s not in values]
+
+
+@dataclass(frozen=True)
+class _Length:
+    """``len(p) == n`` in the constructor: a sequence of ``n`` items (``p[n - 1]``: at
+    least ``n``)."""
+
+    n: int
+    at_least: bool = False
+
+
+@dataclass(frozen=True)
+class _Mapping:
+    """``f(**p)``: keyword arguments for ``f`` (those the call does not pass itself)."""
+
+    callee: str
+    passed: frozenset[str]
+
+
+def _compared_length(call: ast.Call, parent: ast.AST | None) -> int | None:
+    if not isinstance(parent, ast.Compare) or len(parent.comparators) != 1:
+        return None
+    if not isinstance(parent.ops[0], ast.Eq):
+        return None
+    other = parent.comparators[0] if parent.left is call else parent.left
+    if isinstance(other, ast.Constant) and type(other.value) is int and 0 < other.value <= 16:
+        return other.value
+    return None
 
 
 class _Identity:
@@ -328,6 +393,9 @@ class _Elsewhere:
 
 
 def realise(value: Any, build: Callable[[type], Any]) -> Any:
+    """A candidate as the value passed: stand-in modules made, mappings' values too."""
+    if isinstance(value, dict):
+        return {k: realise(v, build) for k, v in value.items()}
     return value.make(build) if isinstance(value, _Identity | _Elsewhere) else value
 
 

@@ -73,6 +73,21 @@ def test_values_are_searched_until_the_constructors_own_check_passes(inferred):
         "LoRA(dim=64, lora_rank=32), arguments inferred from their use")
 
 
+def test_a_mapping_gets_the_keyword_arguments_of_the_class_it_is_handed_to(inferred):
+    assert _entry(inferred, "Encoder") == (
+        "Encoder(dim=32, ff_params={'mlp_dim': 32}), arguments inferred from their use")
+
+
+def test_a_sequence_gets_the_length_the_constructor_checks(inferred):
+    assert _entry(inferred, "Pyramid") == (
+        "Pyramid(dims=(32, 32, 32)), arguments inferred from their use")
+
+
+def test_an_image_size_is_searched_until_its_patches_divide_it(inferred):
+    assert _entry(inferred, "Patches") == (
+        "Patches(image_size=96), arguments inferred from their use")
+
+
 def test_kwargs_handed_to_a_base_class_are_supplied(inferred):
     assert _entry(inferred, "Derived") == (
         "Derived(num_anchors=32, min_size=32), arguments inferred from their use")

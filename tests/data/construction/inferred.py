@@ -98,6 +98,41 @@ class Derived(Base):
         return super().forward(x) * self.scale
 
 
+class Encoder(nn.Module):
+    """`ff_params`: keyword arguments handed to FeedForward (`**ff_params`)."""
+
+    def __init__(self, dim, ff_params):
+        super().__init__()
+        self.ff = FeedForward(dim=dim, **ff_params)
+
+    def forward(self, x):
+        return self.ff(x)
+
+
+class Pyramid(nn.Module):
+    """`dims`: a sequence of exactly three widths (`len(dims) == 3`)."""
+
+    def __init__(self, dims):
+        super().__init__()
+        assert len(dims) == 3, "dims must be a tuple of 3"
+        self.stages = nn.Sequential(*[nn.Linear(dims[i], dims[i + 1]) for i in range(2)])
+
+    def forward(self, x):
+        return self.stages(x)
+
+
+class Patches(nn.Module):
+    """An image size that its patches must divide: 96, not 32 (12 does not divide 32)."""
+
+    def __init__(self, image_size, patch_size=12):
+        super().__init__()
+        assert image_size % patch_size == 0, "Image dimensions must be divisible by the patch"
+        self.embed = nn.Conv2d(3, 8, patch_size, patch_size)
+
+    def forward(self, x):
+        return self.embed(x)
+
+
 class Impossible(nn.Module):
     """No value passes this check: FX101 names it, with its line."""
 
