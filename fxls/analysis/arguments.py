@@ -331,7 +331,8 @@ def _candidates(name: str, kind: str, choices: list[Any], passed: list[Any]) -> 
         exact = [c.n for c in choices if isinstance(c, _Length) and not c.at_least]
         least = max([c.n for c in choices if isinstance(c, _Length) and c.at_least] or [2])
         n = exact[0] if exact else least
-        return [tuple([width] * n), tuple([1] * n), [width] * max(n, 4)]
+        # widths; ones; more items; a sequence of sequences (aspect ratios per level)
+        return [tuple([width] * n), tuple([1] * n), [width] * max(n, 4), [[2, 3]] * n]
     if kind == "config":
         return []
     values = [by_name] if by_name is not None else []
