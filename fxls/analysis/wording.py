@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 _STAND_IN_CLASS = re.compile(r"<class '(?:fxcore|torch\.fx)(?:\.\w+)*\.\w*Proxy\w*'>")
-_STAND_IN_VALUE = re.compile(r"\b(?:_Recovering)?Proxy\(\w+\)")
+_STAND_IN_VALUE = re.compile(r"\b(?:_Recovering)?Proxy\(\w+\)|'(?:_Recovering)?Proxy' object")
 _EINOPS = re.compile(r"Tensor type unknown to einops a traced value")
 
 #: (what the message contains, the hint added to it)

@@ -87,6 +87,8 @@ def test_stand_ins_in_library_messages_are_a_traced_value():
         "expecting the last two dimensions of the Tensor to be H and W instead got "
         "Proxy(getitem_2)") == ("expecting the last two dimensions of the Tensor to be H and W "
                                 "instead got a traced value")
+    assert in_user_terms("'Proxy' object does not support item assignment") == (
+        "a traced value does not support item assignment")
     assert in_user_terms(
         "Tensor type unknown to einops <class 'torch.fx.proxy.Proxy'>").startswith(
         "einops does not know the type of a traced value; ")
