@@ -58,9 +58,11 @@ def off_value(name: str) -> Any:
     return False if name.lower().startswith("pretrained") else None
 
 
-def required_parameters(cls: type) -> list[tuple[str, Callable[..., Any]]]:
+def required_parameters(cls: type, optional: bool = False
+                        ) -> list[tuple[str, Callable[..., Any]]]:
     """``__init__``'s required parameters, with the ``__init__`` that declares each; a
-    ``**kwargs`` handed on to the base class adds the base's required parameters."""
+    ``**kwargs`` handed on to the base class adds the base's required parameters.
+    ``optional``: those defaulting to None too (``depth=None`` that a check then wants)."""
     found: list[tuple[str, Callable[..., Any]]] = []
     seen: set[str] = set()
     for init in _init_chain(cls):
@@ -72,8 +74,10 @@ def required_parameters(cls: type) -> list[tuple[str, Callable[..., Any]]]:
         for p in parameters:
             if p.kind is p.VAR_KEYWORD:
                 var_keyword = True
-            elif (p.default is inspect.Parameter.empty and p.kind in (
-                    p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name not in seen):
+            elif ((p.default is inspect.Parameter.empty or (
+                    optional and p.default is None and not is_off_switch(p.name)))
+                    and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+                    and p.name not in seen):
                 found.append((p.name, init))
             seen.add(p.name)
         if not var_keyword or not _hands_kwargs_to_super(init):
@@ -116,11 +120,14 @@ def _function_tree(function: Callable[..., Any]) -> ast.FunctionDef | None:
 
 
 def infer(cls: type, namespace: dict[str, Any], file_tree: ast.Module | None,
-          depth: int = 0) -> list[Parameter]:
-    """Each required parameter of ``cls`` with what it is and values to try."""
-    wanted = required_parameters(cls)
+          depth: int = 0, optional: bool = False) -> list[Parameter]:
+    """Each required parameter of ``cls`` with what it is and values to try; ``optional``:
+    also the parameters defaulting to None that the constructor uses as sizes, counts,
+    sequences or keyword arguments."""
+    wanted = required_parameters(cls, optional)
     if not wanted:
         return []
+    required = {name for name, _ in required_parameters(cls)}
     class_node = _class_node(cls, file_tree)
     trees: dict[int, ast.FunctionDef | None] = {}
     result = []
@@ -134,6 +141,8 @@ def infer(cls: type, namespace: dict[str, Any], file_tree: ast.Module | None,
         kind, choices = _kind(name, tree, forward_calls)
         passed = _passed_elsewhere(cls.__name__, name, _position(init, name), file_tree,
                                    namespace)
+        if name not in required and kind not in ("size", "count", "sequence", "mapping"):
+            continue  # an optional parameter that may well stay None
         if kind == "mapping":
             candidates = _mappings(choices, namespace, file_tree, depth)
         else:

@@ -329,8 +329,11 @@ class _Builder:
             return None
         first: tuple[str, NotBuilt] | None = None
         self._making.add(cls)
+        # then with the None defaults it uses as sizes too ("depth, heads must be supplied")
+        more = arguments.infer(cls, self.scope.namespace, self.scope.tree, optional=True)
+        plans = [parameters] + ([more] if len(more) > len(parameters) else [])
         try:
-            for assignment in arguments.attempts(parameters):
+            for assignment in (a for plan in plans for a in arguments.attempts(plan)):
                 try:
                     kwargs = {k: arguments.realise(v, self._fresh) for k, v in
                               assignment.items()}

@@ -88,6 +88,11 @@ def test_an_image_size_is_searched_until_its_patches_divide_it(inferred):
         "Patches(image_size=96), arguments inferred from their use")
 
 
+def test_optional_sizes_a_check_wants_are_given_too(inferred):
+    assert _entry(inferred, "Tokens") == (
+        "Tokens(dim=32, depth=1, heads=4), arguments inferred from their use")
+
+
 def test_kwargs_handed_to_a_base_class_are_supplied(inferred):
     assert _entry(inferred, "Derived") == (
         "Derived(num_anchors=32, min_size=32), arguments inferred from their use")

@@ -133,6 +133,20 @@ class Patches(nn.Module):
         return self.embed(x)
 
 
+class Tokens(nn.Module):
+    """Optional sizes that a check then wants: `depth=None`, `heads=None`."""
+
+    def __init__(self, dim, depth=None, heads=None):
+        super().__init__()
+        assert depth is not None and heads is not None, "depth and heads must be supplied"
+        self.layers = nn.ModuleList([nn.Linear(dim, dim * heads) for _ in range(depth)])
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
 class Impossible(nn.Module):
     """No value passes this check: FX101 names it, with its line."""
 
