@@ -191,10 +191,8 @@ def _position(init: Callable[..., Any], name: str) -> int | None:
 
 def _kind(name: str, tree: ast.FunctionDef | None, called_in_forward: bool) -> tuple[str, list]:
     """What ``name`` is in ``tree`` (``__init__``), by its uses; and literal choices."""
-    if called_in_forward:
-        return "module", []
     if tree is None:
-        return "unknown", []
+        return ("module" if called_in_forward else "unknown"), []
     parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
     votes: dict[str, int] = {}
     choices: list[Any] = []
@@ -205,6 +203,8 @@ def _kind(name: str, tree: ast.FunctionDef | None, called_in_forward: bool) -> t
         kind = _use(node, parents.get(node), parents, choices)
         if kind:
             votes[kind] = votes.get(kind, 0) + 1
+    if called_in_forward:
+        return "module", choices
     # an object whose attributes are read is one (a config), whatever else it is passed to
     for kind in ("callable", "mapping", "config", "sequence", "count", "choice", "size",
                  "flag"):
@@ -249,6 +249,7 @@ def _use(node: ast.Name, parent: ast.AST | None, parents: dict, choices: list) -
             choices.append(_Length(index.value + 1, at_least=True))
         return "sequence"
     if isinstance(parent, ast.Attribute) and parent.value is node:
+        choices.append(_Attribute(parent.attr))
         return "config"
     if isinstance(parent, ast.Compare):
         literals = [c.value for c in (parent.left, *parent.comparators)
@@ -324,9 +325,11 @@ def _candidates(name: str, kind: str, choices: list[Any], passed: list[Any]) -> 
     by_name = sizes.value_for(name)
     if is_off_switch(name):
         return [off_value(name)]
+    read = sorted({c.name for c in choices if isinstance(c, _Attribute)})
     if kind in ("module", "callable"):
         values: list[Any] = [_Elsewhere(k, c) for k, c in passed]
-        values.append(_Identity(kind))
+        values.append(_WithAttributes(tuple(read)) if read and kind == "module"
+                      else _Identity(kind))
         return values
     if kind == "choice":
         return [*(c for c in choices if isinstance(c, str)), None]
@@ -342,8 +345,8 @@ def _candidates(name: str, kind: str, choices: list[Any], passed: list[Any]) -> 
         n = exact[0] if exact else least
         # widths; ones; more items; a sequence of sequences (aspect ratios per level)
         return [tuple([width] * n), tuple([1] * n), [width] * max(n, 4), [[2, 3]] * n]
-    if kind == "config":
-        return []
+    if kind == "config":  # an object whose attributes are read: one that has them
+        return [_WithAttributes(tuple(read))] if read else []
     values = [by_name] if by_name is not None else []
     return values + [s for s in _SIZES if s not in values]
 
@@ -376,6 +379,31 @@ def _compared_length(call: ast.Call, parent: ast.AST | None) -> int | None:
     return None
 
 
+@dataclass(frozen=True)
+class _Attribute:
+    """``p.name`` read in the constructor."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class _WithAttributes:
+    """An identity module carrying the attributes the constructor reads (``backbone.
+    out_channels``, ``attn_layers.dim``), each a small size."""
+
+    names: tuple[str, ...]
+
+    def make(self, build: Callable[[type], Any]) -> Any:
+        module = torch.nn.Identity()
+        for name in self.names:
+            value = sizes.value_for(name)
+            object.__setattr__(module, name, value if isinstance(value, int) else _SIZES[0])
+        return module
+
+    def __repr__(self) -> str:
+        return "nn.Identity(" + ", ".join(f"{n}=..." for n in self.names) + ")"
+
+
 class _Identity:
     """An identity stand-in: a module for a module parameter, a module class (any arguments,
     an identity) for a callable one."""
@@ -406,7 +434,9 @@ def realise(value: Any, build: Callable[[type], Any]) -> Any:
     """A candidate as the value passed: stand-in modules made, mappings' values too."""
     if isinstance(value, dict):
         return {k: realise(v, build) for k, v in value.items()}
-    return value.make(build) if isinstance(value, _Identity | _Elsewhere) else value
+    if isinstance(value, _Identity | _Elsewhere | _WithAttributes):
+        return value.make(build)
+    return value
 
 
 def attempts(parameters: list[Parameter]) -> Iterator[dict[str, Any]]:

@@ -62,6 +62,13 @@ def test_a_module_called_in_forward_gets_an_identity(inferred):
         "Residual(net=nn.Identity()), arguments inferred from their use")
 
 
+def test_a_module_whose_attributes_are_read_gets_them(inferred):
+    # `backbone.out_channels`: an identity module carrying `out_channels=32`
+    assert _entry(inferred, "Detector") == (
+        "Detector(backbone=nn.Identity(out_channels=...), num_classes=10), arguments inferred "
+        "from their use")
+
+
 def test_a_class_parameter_the_constructor_calls_gets_a_module_class(inferred):
     assert _entry(inferred, "Stack") == (
         "Stack(block=nn.Identity, dim_in=32, depth=1), arguments inferred from their use")

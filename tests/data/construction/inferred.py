@@ -53,6 +53,18 @@ class Residual(nn.Module):
         return x + self.net(x)
 
 
+class Detector(nn.Module):
+    """`backbone`: a module called in forward whose width the constructor reads."""
+
+    def __init__(self, backbone, num_classes):
+        super().__init__()
+        self.backbone = backbone
+        self.head = nn.Conv2d(backbone.out_channels, num_classes, 1)
+
+    def forward(self, x):
+        return self.head(self.backbone(x))
+
+
 class Stack(nn.Module):
     """`block`: a class it calls to build its layers."""
 
