@@ -163,13 +163,17 @@ def module_reason(module: dict, diagnostics: list[dict]) -> str | None:
     return None
 
 
-#: the reasons of a report's module that mean fxls had no instance of the class
-NOT_BUILT = ("cannot be constructed", "its constructor raised",
-             "ran out of memory while being built")
+#: the reasons of a report's module that do not mean fxls failed to build the class
+BUILT_ANYWAY = ("it has no forward of its own", "a leaf module", "`# fxls:")
 
 
-def is_not_built(reason: str | None) -> bool:
-    return bool(reason) and any(r in reason for r in NOT_BUILT)
+def is_not_built(status: str | None, reason: str | None) -> bool:
+    """fxls had no instance of the class: not constructed (FX101), or its constructor
+    raised (a failed class with a reason); a base class without forward, a declared leaf
+    or a skip pragma needs none."""
+    if not reason or reason.startswith(BUILT_ANYWAY):
+        return False
+    return status in ("skipped", "failed")
 
 
 def run_file(fxls: list[str], env: dict, path: Path, timeout: float) -> dict:
@@ -202,7 +206,7 @@ def run_file(fxls: list[str], env: dict, path: Path, timeout: float) -> dict:
             "nodes": module.get("nodes"),
             "via": module.get("via"),
             "entry": module.get("entry"),
-            "built": not is_not_built(module.get("reason")),
+            "built": not is_not_built(module.get("status"), module.get("reason")),
         }
         if entry["status"] not in TRACED:
             entry["reason"] = module_reason(module, diagnostics)
