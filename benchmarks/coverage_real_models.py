@@ -11,7 +11,10 @@ subclasses the file defines, known by importing it in a separate process, togeth
 classes fxls reports), how many were traced (status traced or partial, with the root they were
 traced inside: `via`, and the factory or pragma that built them: `entry`), not constructed
 (skipped, with the reason), failed (with the error), the file's coverage (traced+partial)/found
-and its wall time; then totals and the most common reasons.
+and its wall time; then totals (with how many classes were built: fxls had an instance), per
+package (timm, torchvision and its detection/segmentation/... sub-packages, transformers,
+vit_pytorch) and the most common reasons. Packages installed next to the zoo (`pip install
+--target DIR`, DIR on `PYTHONPATH`) are measured in place too: `--files DIR/pkg/file.py`.
 
 Files: `--sample` (default) is 15 timm files plus torchvision's 17 classification model files;
 `--all` takes every public timm model file (`timm/models/*.py` without `_*.py` and
