@@ -141,7 +141,8 @@ def infer(cls: type, namespace: dict[str, Any], file_tree: ast.Module | None,
         kind, choices = _kind(name, tree, forward_calls)
         passed = _passed_elsewhere(cls.__name__, name, _position(init, name), file_tree,
                                    namespace)
-        if name not in required and kind not in ("size", "count", "sequence", "mapping"):
+        if name not in required and kind not in ("size", "count", "sequence", "mapping",
+                                                  "config"):
             continue  # an optional parameter that may well stay None
         if kind == "mapping":
             candidates = _mappings(choices, namespace, file_tree, depth)
@@ -249,7 +250,9 @@ def _use(node: ast.Name, parent: ast.AST | None, parents: dict, choices: list) -
             choices.append(_Length(index.value + 1, at_least=True))
         return "sequence"
     if isinstance(parent, ast.Attribute) and parent.value is node:
-        choices.append(_Attribute(parent.attr))
+        call = parents.get(parent)
+        called = isinstance(call, ast.Call) and call.func is parent
+        choices.append(_Attribute(parent.attr, called))
         return "config"
     if isinstance(parent, ast.Compare):
         literals = [c.value for c in (parent.left, *parent.comparators)
@@ -325,10 +328,11 @@ def _candidates(name: str, kind: str, choices: list[Any], passed: list[Any]) -> 
     by_name = sizes.value_for(name)
     if is_off_switch(name):
         return [off_value(name)]
-    read = sorted({c.name for c in choices if isinstance(c, _Attribute)})
+    read = tuple(sorted({c.name for c in choices if isinstance(c, _Attribute)}))
+    called = tuple(sorted({c.name for c in choices if isinstance(c, _Attribute) and c.called}))
     if kind in ("module", "callable"):
         values: list[Any] = [_Elsewhere(k, c) for k, c in passed]
-        values.append(_WithAttributes(tuple(read)) if read and kind == "module"
+        values.append(_WithAttributes(read, called) if read and kind == "module"
                       else _Identity(kind))
         return values
     if kind == "choice":
@@ -346,7 +350,7 @@ def _candidates(name: str, kind: str, choices: list[Any], passed: list[Any]) -> 
         # widths; ones; more items; a sequence of sequences (aspect ratios per level)
         return [tuple([width] * n), tuple([1] * n), [width] * max(n, 4), [[2, 3]] * n]
     if kind == "config":  # an object whose attributes are read: one that has them
-        return [_WithAttributes(tuple(read))] if read else []
+        return [_WithAttributes(read, called)] if read else []
     values = [by_name] if by_name is not None else []
     return values + [s for s in _SIZES if s not in values]
 
@@ -381,9 +385,10 @@ def _compared_length(call: ast.Call, parent: ast.AST | None) -> int | None:
 
 @dataclass(frozen=True)
 class _Attribute:
-    """``p.name`` read in the constructor."""
+    """``p.name`` read in the constructor (``called``: ``p.name(...)``, a layer factory)."""
 
     name: str
+    called: bool = False
 
 
 @dataclass(frozen=True)
@@ -392,12 +397,16 @@ class _WithAttributes:
     out_channels``, ``attn_layers.dim``), each a small size."""
 
     names: tuple[str, ...]
+    #: those called (``layers.conv_norm_act(...)``): an identity module class
+    called: tuple[str, ...] = ()
 
     def make(self, build: Callable[[type], Any]) -> Any:
         module = torch.nn.Identity()
         for name in self.names:
             value = sizes.value_for(name)
-            object.__setattr__(module, name, value if isinstance(value, int) else _SIZES[0])
+            if name in self.called:
+                value = torch.nn.Identity
+            object.__setattr__(module, name, value if value is not None else _SIZES[0])
         return module
 
     def __repr__(self) -> str:

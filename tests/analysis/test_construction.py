@@ -100,6 +100,12 @@ def test_optional_sizes_a_check_wants_are_given_too(inferred):
         "Tokens(dim=32, depth=1, heads=4), arguments inferred from their use")
 
 
+def test_an_object_of_layer_factories_gets_identity_classes(inferred):
+    assert _entry(inferred, "LayerFactories") == (
+        "LayerFactories(dim=32, layers=nn.Identity(act=..., conv=...)), arguments inferred "
+        "from their use")
+
+
 def test_kwargs_handed_to_a_base_class_are_supplied(inferred):
     assert _entry(inferred, "Derived") == (
         "Derived(num_anchors=32, min_size=32), arguments inferred from their use")

@@ -159,6 +159,19 @@ class Tokens(nn.Module):
         return x
 
 
+class LayerFactories(nn.Module):
+    """`layers`: an object of layer factories it calls (`layers.conv(dim, dim)`)."""
+
+    def __init__(self, dim, layers=None):
+        super().__init__()
+        assert layers is not None
+        self.conv = layers.conv(dim, dim)
+        self.act = layers.act()
+
+    def forward(self, x):
+        return self.act(self.conv(x))
+
+
 class Impossible(nn.Module):
     """No value passes this check: FX101 names it, with its line."""
 
