@@ -4,19 +4,25 @@ A parameter's name says little (``mlp_dim``, ``sm_dim``, ``fmap_size``, ``lora_r
 use in ``__init__`` (and ``forward``) says what it is:
 
 - passed to a layer or used in arithmetic (``nn.Linear(dim, mlp_dim)``, ``dim // heads``): a
-  size -> small widths;
+  size -> small widths (larger ones too: an image size its patches must divide);
 - ``range(depth)``, ``[...] * n``: a count -> 1 or 2;
 - ``if flag:``: a flag -> False, True; compared with strings (``mode == "avg"``): those strings;
 - called (``block(dim)``, ``norm_layer(dim)``) or stored and called in ``forward``
   (``self.fn = fn`` ... ``self.fn(x)``): a module or a callable -> the class the file itself
-  passes there elsewhere (``PreNorm(dim, Attention(dim))``), else an identity (any arguments,
-  returns its input);
-- indexed, unpacked or given to ``len()``: a sequence -> a pair of sizes.
+  passes there elsewhere (``PreNorm(dim, FeedForward(dim))``), else an identity (any
+  arguments, returns its input);
+- its attributes read (``backbone.out_channels``, ``layers.conv_norm_act(...)``): an object
+  -> an identity module carrying them (sizes; identity classes for those it calls);
+- indexed, unpacked or given to ``len()``: a sequence -> as many widths as ``len(p) == n``
+  or the largest index says;
+- ``f(**p)``: keyword arguments for ``f`` -> ``f``'s own inferred arguments.
 
 ``**kwargs`` handed on to a base class bring the base's required parameters in. Each
-parameter gets a short list of candidate values (names known as sizes keep their usual
-value first: heads 4, kernels 3); ``search`` tries the first of each, then changes one
+parameter gets a short list of candidate values (a name known as a size keeps its usual
+value first: heads 4, kernels 3); ``attempts`` tries the first of each, then changes one
 parameter at a time while the constructor's own checks fail (``assert lora_rank < dim``).
+Parameters defaulting to None that the constructor uses are tried as well when the
+required ones alone do not pass (``depth=None`` and then "depth must be supplied").
 """
 
 from __future__ import annotations
@@ -123,7 +129,7 @@ def infer(cls: type, namespace: dict[str, Any], file_tree: ast.Module | None,
           depth: int = 0, optional: bool = False) -> list[Parameter]:
     """Each required parameter of ``cls`` with what it is and values to try; ``optional``:
     also the parameters defaulting to None that the constructor uses as sizes, counts,
-    sequences or keyword arguments."""
+    sequences, keyword arguments or objects."""
     wanted = required_parameters(cls, optional)
     if not wanted:
         return []
