@@ -27,6 +27,7 @@ from typing import Any
 
 import torch
 
+from fxcore.source import is_internal_file
 from fxls.analysis import arguments, configs
 from fxls.analysis.meta_build import memory_budget, on_meta
 from fxls.analysis.pragmas import ClassPragmas, FilePragmas
@@ -529,7 +530,8 @@ def _switched_off(cls: type) -> dict[str, Any]:
         return {}
     return {p.name: arguments.off_value(p.name) for p in parameters
             if arguments.is_off_switch(p.name) and p.default is not inspect.Parameter.empty
-            and p.default not in (None, False) and p.kind is not p.VAR_KEYWORD}
+            and p.default is not None and p.default is not False
+            and p.kind is not p.VAR_KEYWORD}
 
 
 def _inference_reason(cls: type, shown: str, failure: NotBuilt) -> str:
@@ -538,8 +540,9 @@ def _inference_reason(cls: type, shown: str, failure: NotBuilt) -> str:
     if error is None:
         return f"with arguments inferred from their use ({shown}): {failure.reason}"
     where = ""
+    # the innermost frame of model code (not torch's layer that rejected a value)
     frames = [f for f in traceback.extract_tb(error.__traceback__)
-              if f.filename != __file__]
+              if f.filename != __file__ and not is_internal_file(f.filename)]
     if frames:
         frame = frames[-1]
         where = f" at {Path(frame.filename).name}:{frame.lineno}"

@@ -127,6 +127,14 @@ def test_fx101_only_when_nothing_works_naming_the_check_that_failed(inferred):
     assert "needs `dim`" not in fx101.message
 
 
+def test_fx101_points_at_the_model_line_when_a_torch_layer_rejects_the_values(inferred):
+    (fx101,) = [d for d in inferred.diagnostics if d.module == "Negative"]
+    source = (DATA / "inferred.py").read_text(encoding="utf-8")
+    line = source.splitlines().index("        self.lin = nn.Linear(dim, 2 - dim)") + 1
+    assert (f"at {Path(fx101.span.file).name}:{line} (`self.lin = nn.Linear(dim, 2 - dim)`)"
+            in fx101.message)
+
+
 def test_weights_and_pretrained_parameters_are_always_off(tmp_path: Path):
     report = _analyze(tmp_path, "weights.py")
     assert _module(report, "Detector").status.value == "traced"
