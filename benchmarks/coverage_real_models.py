@@ -11,7 +11,10 @@ subclasses the file defines, known by importing it in a separate process, togeth
 classes fxls reports), how many were traced (status traced or partial, with the root they were
 traced inside: `via`, and the factory or pragma that built them: `entry`), not constructed
 (skipped, with the reason), failed (with the error), the file's coverage (traced+partial)/found
-and its wall time; then totals and the most common reasons.
+and its wall time; then totals (with how many classes were built: fxls had an instance), per
+package (timm, torchvision and its detection/segmentation/... sub-packages, transformers,
+vit_pytorch) and the most common reasons. Packages installed next to the zoo (`pip install
+--target DIR`, DIR on `PYTHONPATH`) are measured in place too: `--files DIR/pkg/file.py`.
 
 Files: `--sample` (default) is 15 timm files plus torchvision's 17 classification model files;
 `--all` takes every public timm model file (`timm/models/*.py` without `_*.py` and
@@ -117,11 +120,16 @@ def select_files(site: Path, args: argparse.Namespace) -> list[Path]:
 
 
 def dotted_name(site: Path, path: Path) -> str | None:
-    try:
-        rel = path.resolve().relative_to(site.resolve())
-    except ValueError:
-        return None
-    return ".".join(rel.with_suffix("").parts)
+    """``path``'s module name below ``site`` or below a folder of ``$PYTHONPATH`` (packages
+    installed next to the zoo, e.g. with `pip install --target DIR`)."""
+    extra = [Path(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    for folder in (site, *extra):
+        try:
+            rel = path.resolve().relative_to(folder.resolve())
+        except ValueError:
+            continue
+        return ".".join(rel.with_suffix("").parts)
+    return None
 
 
 def list_classes(python: str, env: dict, site: Path, files: list[Path]) -> dict[Path, dict]:
@@ -158,6 +166,19 @@ def module_reason(module: dict, diagnostics: list[dict]) -> str | None:
     return None
 
 
+#: the reasons of a report's module that do not mean fxls failed to build the class
+BUILT_ANYWAY = ("it has no forward of its own", "a leaf module", "`# fxls:")
+
+
+def is_not_built(status: str | None, reason: str | None) -> bool:
+    """fxls had no instance of the class: not constructed (FX101), or its constructor
+    raised (a failed class with a reason); a base class without forward, a declared leaf
+    or a skip pragma needs none."""
+    if not reason or reason.startswith(BUILT_ANYWAY):
+        return False
+    return status in ("skipped", "failed")
+
+
 def run_file(fxls: list[str], env: dict, path: Path, timeout: float) -> dict:
     cmd = [*fxls, "check", "--format", "json", "--no-progress", "--timeout", str(timeout),
            str(path)]
@@ -188,6 +209,7 @@ def run_file(fxls: list[str], env: dict, path: Path, timeout: float) -> dict:
             "nodes": module.get("nodes"),
             "via": module.get("via"),
             "entry": module.get("entry"),
+            "built": not is_not_built(module.get("status"), module.get("reason")),
         }
         if entry["status"] not in TRACED:
             entry["reason"] = module_reason(module, diagnostics)
@@ -215,6 +237,7 @@ def summarise(record: dict, expected: dict | None) -> dict:
     traced = statuses["traced"] + statuses["partial"]
     record["counts"] = {
         "found": found,
+        "built": sum(1 for m in record["modules"] if m.get("built", True)),
         "traced": statuses["traced"],
         "partial": statuses["partial"],
         "skipped": statuses["skipped"],
@@ -273,6 +296,21 @@ def reason_key(reason: str | None) -> str:
     return short(text.split("; ")[0], 140)
 
 
+PACKAGES = ("timm", "torchvision", "transformers", "vit_pytorch")
+
+
+def package_of(path: str) -> str:
+    """The library a model file belongs to (torchvision's sub-packages apart: detection...)."""
+    parts = Path(path).parts
+    for name in PACKAGES:
+        if name in parts:
+            rest = parts[parts.index(name) + 1:]
+            if name == "torchvision" and len(rest) > 2 and rest[0] == "models":
+                return f"torchvision.{rest[1]}"
+            return name
+    return "other"
+
+
 def print_summary(records: list[dict], total_s: float) -> dict:
     totals: collections.Counter = collections.Counter()
     for record in records:
@@ -283,16 +321,18 @@ def print_summary(records: list[dict], total_s: float) -> dict:
         f"total: {len(records)} files, {found} classes found, {traced} traced"
         f" (partial {totals['partial']}), {totals['skipped']} not constructed,"
         f" {totals['failed']} failed, {totals['not_reported']} not reported;"
+        f" built {totals['built']}/{found} = {totals['built'] / found if found else 0:.1%};"
         f" coverage {traced}/{found} = {traced / found if found else 0:.1%};"
         f" {total_s:.0f} s wall"
     )
-    for lib in ("timm", "torchvision"):
-        sub = [r for r in records if f"/{lib}/" in r["path"]]
+    for lib in sorted({package_of(r["path"]) for r in records}):
+        sub = [r for r in records if package_of(r["path"]) == lib]
         if sub and len(sub) != len(records):
             f_ = sum(r["counts"]["found"] for r in sub)
+            b_ = sum(r["counts"].get("built", 0) for r in sub)
             t_ = sum(r["counts"]["traced"] + r["counts"]["partial"] for r in sub)
-            print(f"  {lib}: {len(sub)} files, {t_}/{f_} traced"
-                  f" = {t_ / f_ if f_ else 0:.1%}")
+            print(f"  {lib}: {len(sub)} files, {f_} classes, {b_} built"
+                  f" ({b_ / f_ if f_ else 0:.1%}), {t_} traced ({t_ / f_ if f_ else 0:.1%})")
     full = sum(1 for r in records if r["counts"]["found"] and r["coverage"] == 1)
     print(f"  files fully traced: {full}/{sum(1 for r in records if r['counts']['found'])}")
     errored = [r for r in records if r.get("error")]

@@ -171,6 +171,7 @@ def run_check(args: argparse.Namespace) -> int:
     sources = SourceCache()
     for request in requests:
         sources.add(request.path, request.source)
+    sources.claim(reports)
     formatter = {"text": format_text, "json": format_json, "sarif": format_sarif}[args.format]
     statistics = collect_statistics(reports) if args.statistics else None
     sys.stdout.write(formatter(reports, sources, statistics))

@@ -18,17 +18,22 @@ import ast
 import gc
 import importlib
 import inspect
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from time import perf_counter
 from typing import Any
 
 import torch
 
-from fxls.analysis import configs, sizes
+from fxcore.source import is_internal_file
+from fxls.analysis import arguments, configs
 from fxls.analysis.meta_build import memory_budget, on_meta
 from fxls.analysis.pragmas import ClassPragmas, FilePragmas
 
+#: how an instance built from inferred arguments says so (its entry)
+INFERRED = "arguments inferred from their use"
 #: models with more parameters are traced on the meta device, never built for real
 MAX_REAL_PARAMETERS = 60_000_000
 #: the memory a model may take while being built for real (then it is built on meta)
@@ -105,6 +110,9 @@ class _Builder:
         self.roots: list[tuple[type, Built]] = []  # models built whole: harvested last
         self.tried: dict[type, list[str]] = {cls: [] for cls in classes}
         self.problems: list[str] = []
+        #: why the inferred arguments did not build a class: the first failure
+        self.inference_failed: dict[type, tuple[str, NotBuilt]] = {}
+        self._making: set[type] = set()  # classes being built as another's argument
 
     # -- the order of strategies ---------------------------------------------------------
 
@@ -166,6 +174,7 @@ class _Builder:
 
     def _from_defaults(self, cls: type) -> Outcome:
         kwargs, built_from = configs.arguments_for(cls, self.scope.namespace)
+        kwargs.update(_switched_off(cls))
         self.tried[cls].append("its constructor's defaults")
         return self._build(cls, lambda: cls(**kwargs), built_from or None, required=kwargs)
 
@@ -292,28 +301,68 @@ class _Builder:
                 self._settle(cls, outcome)
 
     def _from_size_names(self, wanted: list[type]) -> None:
-        """Classes whose required parameters are all sizes by name (``in_chs``, ``dim``,
-        ``num_heads``, ``window_size``...), built at small sizes: the last resort."""
+        """Classes whose required parameters nothing supplied, built with arguments inferred
+        from how their constructors use them: the last resort."""
         for cls in wanted:
             self._guess_sizes(cls)
 
     def _guess_sizes(self, cls: type) -> bool:
-        """Build ``cls`` at small sizes (once); True when that gave an instance."""
+        """Build ``cls`` with inferred arguments (once); True when that gave an instance."""
         if self._has_instance(cls):
             return True
-        tried = "small sizes for its size parameters"
-        kwargs = sizes.guess(cls)
-        if kwargs is None or tried in self.tried[cls]:
+        tried = "arguments inferred from their use in the constructor"
+        if tried in self.tried[cls]:
             return False
         self.tried[cls].append(tried)
-        shown = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
-        outcome = self._build(cls, lambda: cls(**kwargs),
-                              f"{cls.__name__}({shown}), sizes guessed from their names",
-                              required=kwargs)
-        if isinstance(outcome, Built):
-            self._settle(cls, outcome)
+        found = self._inferred(cls)
+        if isinstance(found, Built):
+            self._settle(cls, found)
             return True
+        if found is not None:
+            self.inference_failed[cls] = found
         return False
+
+    def _inferred(self, cls: type) -> Built | tuple[str, NotBuilt] | None:
+        """An instance built with inferred arguments; else the first failure (the arguments
+        shown, why), None when there was nothing to infer."""
+        parameters = arguments.infer(cls, self.scope.namespace, self.scope.tree)
+        if not parameters or cls in self._making:
+            return None
+        first: tuple[str, NotBuilt] | None = None
+        self._making.add(cls)
+        # then with the None defaults it uses as sizes too ("depth, heads must be supplied")
+        more = arguments.infer(cls, self.scope.namespace, self.scope.tree, optional=True)
+        plans = [parameters] + ([more] if len(more) > len(parameters) else [])
+        try:
+            for assignment in (a for plan in plans for a in arguments.attempts(plan)):
+                try:
+                    kwargs = {k: arguments.realise(v, self._fresh) for k, v in
+                              assignment.items()}
+                except Exception:
+                    continue
+                kwargs.update(_switched_off(cls))
+                shown = ", ".join(f"{k}={v!r}" for k, v in assignment.items())
+                outcome = self._build(cls, lambda k=kwargs: cls(**k),
+                                      f"{cls.__name__}({shown}), {INFERRED}",
+                                      required=kwargs)
+                if isinstance(outcome, Built):
+                    return outcome
+                if first is None:
+                    first = (shown, outcome)
+        finally:
+            self._making.discard(cls)
+        return first
+
+    def _fresh(self, cls: type) -> torch.nn.Module:
+        """A new instance of another class of the file, to pass as an argument."""
+        kwargs, _ = configs.arguments_for(cls, self.scope.namespace)
+        try:
+            return cls(**kwargs)
+        except Exception:
+            found = self._inferred(cls) if cls in self.tried else None
+            if isinstance(found, Built):
+                return found.instance
+            raise
 
     def _harvest(self) -> None:
         """Classes only reachable inside built models: their first instance there."""
@@ -367,6 +416,8 @@ class _Builder:
         tried = ", ".join(self.tried.get(cls) or ["its constructor's defaults"])
         hint = ", ".join(f"{p}=..." for p in missing) or "..."
         reason = f"its constructor needs {needs}" if missing else outcome.reason
+        if cls in self.inference_failed:
+            reason = _inference_reason(cls, *self.inference_failed[cls])
         message = (f"`{cls.__name__}` cannot be constructed with known arguments: "
                    f"{reason} (tried {tried}, and instances inside the models built from this "
                    f"file); add `# fxls: init {hint}` above the class or an entry point in "
@@ -428,17 +479,15 @@ def _factory_arguments(function: Callable[..., Any]) -> dict[str, Any] | None:
         signature = inspect.signature(function)
     except (TypeError, ValueError):
         return None
-    arguments: dict[str, Any] = {}
+    passed: dict[str, Any] = {}
     for parameter in signature.parameters.values():
         if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
             continue
-        if parameter.name == "pretrained":
-            arguments["pretrained"] = False
-        elif parameter.name == "weights":
-            arguments["weights"] = None
+        if arguments.is_off_switch(parameter.name):
+            passed[parameter.name] = arguments.off_value(parameter.name)
         elif parameter.default is inspect.Parameter.empty:
             return None
-    return arguments
+    return passed
 
 
 def _names_in(node: ast.AST) -> set[str]:
@@ -471,6 +520,36 @@ def _size_hint(node: ast.FunctionDef) -> int:
 
 
 # -- helpers -----------------------------------------------------------------------------
+
+def _switched_off(cls: type) -> dict[str, Any]:
+    """``weights*=None``, ``pretrained*=False`` for the constructor's parameters of those
+    names whose default would load weights (the sandbox refuses downloads)."""
+    try:
+        parameters = list(inspect.signature(cls.__init__).parameters.values())[1:]
+    except (TypeError, ValueError):
+        return {}
+    return {p.name: arguments.off_value(p.name) for p in parameters
+            if arguments.is_off_switch(p.name) and p.default is not inspect.Parameter.empty
+            and p.default is not None and p.default is not False
+            and p.kind is not p.VAR_KEYWORD}
+
+
+def _inference_reason(cls: type, shown: str, failure: NotBuilt) -> str:
+    """Why inferred arguments did not build ``cls``: the check that failed, with its line."""
+    error = failure.error
+    if error is None:
+        return f"with arguments inferred from their use ({shown}): {failure.reason}"
+    where = ""
+    # the innermost frame of model code (not torch's layer that rejected a value)
+    frames = [f for f in traceback.extract_tb(error.__traceback__)
+              if f.filename != __file__ and not is_internal_file(f.filename)]
+    if frames:
+        frame = frames[-1]
+        where = f" at {Path(frame.filename).name}:{frame.lineno}"
+        if frame.line:
+            where += f" (`{frame.line.strip()}`)"
+    return (f"with arguments inferred from their use ({shown}) its constructor raised "
+            f"{type(error).__name__}: {_first_line(error)}{where}")
 
 
 def _count(model: torch.nn.Module) -> int:

@@ -27,6 +27,9 @@ class TraceTimeCall:
 
     what: str  # e.g. "print", "logging.info", "random.random", "time.time"
     span: Any  # fxcore.source.SourceSpan of the user call
+    #: the user frames down to it, outermost first (a library helper's call is placed at
+    #: the line of the analysed file that reached it)
+    stack: tuple[Any, ...] = ()
 
 
 @dataclass

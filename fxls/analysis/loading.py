@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from fxcore.source import SourceSpan, spans_of_traceback
-from fxls.analysis.packages import ModuleLocation
+from fxls.analysis.packages import ModuleLocation, import_path
 from fxls.source_text import SourceText, source_text
 
 
@@ -57,9 +57,7 @@ def execute_file(
     runs once. An import of the file that fails is an FX100 at that import, and the rest of
     the file still runs; any other error stops the file there (what ran is still analysed)."""
     sys.dont_write_bytecode = True  # never leave __pycache__ folders in the user's project
-    for folder in reversed((location.import_root, *extra_paths)):
-        if folder and folder not in sys.path:
-            sys.path.insert(0, folder)
+    sys.path[:] = import_path(location, extra_paths, sys.path)
     runner = _DocumentRunner(str(path), source, tree)
     if tree is None:
         runner.report_syntax_error()

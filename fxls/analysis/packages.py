@@ -67,6 +67,23 @@ def locate_module(
     return _script(path)
 
 
+def import_path(location: ModuleLocation, extra: tuple[str, ...], current: list[str]
+                ) -> list[str]:
+    """``sys.path`` as ``python -m`` would have it for ``location``: its import root first,
+    whatever else is already on the path (``PYTHONPATH``, a site folder); then the other
+    folders asked for (the project root), except those inside the file's own package: a
+    package's folder is no import root, and its modules would shadow the package
+    (``pkg/pkg.py`` imported as a top-level ``pkg``: "'pkg' is not a package")."""
+    package = (Path(location.import_root) / location.name.partition(".")[0]
+               if location.package else None)
+    front = [location.import_root]
+    for folder in extra:
+        if folder and folder not in front and not (
+                package is not None and Path(folder).resolve().is_relative_to(package)):
+            front.append(folder)
+    return front + [p for p in current if p not in front]
+
+
 def _configured_roots(project: Path | None, roots: list[str]) -> list[Path]:
     base = project or Path.cwd()
     found = [(base / root).resolve() for root in roots]

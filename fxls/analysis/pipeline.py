@@ -37,7 +37,14 @@ from fxcore.recovering import (
 from fxcore.source import SourceSpan
 from fxls.analysis import rewrites, rules
 from fxls.analysis.calls import submodule_calls
-from fxls.analysis.construction import Built, FileScope, NotBuilt, Outcome, build_all
+from fxls.analysis.construction import (
+    INFERRED,
+    Built,
+    FileScope,
+    NotBuilt,
+    Outcome,
+    build_all,
+)
 from fxls.analysis.context import ModuleContext, run_rule
 from fxls.analysis.inputs import eval_pragma_args, infer_inputs, spatial_size
 from fxls.analysis.libraries import registrations
@@ -66,6 +73,7 @@ from fxls.analysis.pragmas import ClassPragmas, FilePragmas, parse_pragmas
 from fxls.analysis.recorder import TraceRecorder
 from fxls.analysis.rules import diagnostic, to_span
 from fxls.analysis.user_rules import UserRule, find_user_rewrites, load_rule_files
+from fxls.analysis.wording import in_user_terms
 from fxls.codes import code_selected, parse_code_list
 from fxls.report import (
     CallInfo,
@@ -517,7 +525,7 @@ def _observe_class(
             ran, _ = run_eager(traced.instance, example_inputs, training)
             if ran:  # eager accepts these inputs: the graph is what is wrong
                 found += run_rule(rules.graph_failed, ctx, traced.span, traced.span, seen.error)
-            else:
+            elif not _built_from_guesses(traced):  # else fxls's guesses do not fit together
                 found.append(_inputs_failed(ctx, traced.span, example_inputs, seen.error))
         if seen.ok:
             backward = seen.backward
@@ -600,6 +608,12 @@ def _positional(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> l
         return list(args) if not kwargs else []
     bound.apply_defaults()
     return list(bound.arguments.values())
+
+
+def _built_from_guesses(traced: _Traced) -> bool:
+    """Inputs and constructor arguments both inferred by fxls: when they do not run, that
+    says nothing about the user's code."""
+    return traced.inputs_inferred and INFERRED in (traced.module_report.entry or "")
 
 
 def _inputs_failed(
@@ -694,7 +708,7 @@ def _issue_diagnostic(
     if site is not None and site.file != where.file and not file.is_reportable(site.file):
         library = _library_name(site, file)
         message = _in_library_message(issue, library, site, module)
-    item = diagnostic(code, message, where, module, kind=issue.kind.value)
+    item = diagnostic(code, in_user_terms(message), where, module, kind=issue.kind.value)
     if library is not None and site is not None:
         item.related.append(RelatedInfo(to_span(site), _SITE_WORDS[issue.kind]))
         item.data["library_function"] = library

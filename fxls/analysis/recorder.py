@@ -16,7 +16,7 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
-from fxcore.source import SourceSpan, is_internal_file, user_span
+from fxcore.source import SourceSpan, is_internal_file, user_span, user_stack
 from fxls.analysis.context import TraceTimeCall
 
 _RANDOM_FUNCTIONS = ("random", "randint", "choice", "uniform", "shuffle", "gauss", "sample")
@@ -37,7 +37,7 @@ class TraceRecorder:
             return  # only calls written in user code count
         span = user_span(caller)
         if span is not None:
-            self.calls.append(TraceTimeCall(what, span))
+            self.calls.append(TraceTimeCall(what, span, user_stack(caller)))
 
     def _wrap_call(self, what: str, original: Callable[..., Any]) -> Callable[..., Any]:
         recorder = self

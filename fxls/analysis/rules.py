@@ -13,10 +13,10 @@ import torch
 from fxcore.node import Node
 from fxcore.recovering import IssueKind
 from fxcore.source import SourceSpan
-from fxls.analysis.context import ModuleContext
+from fxls.analysis.context import ModuleContext, TraceTimeCall
 from fxls.analysis.liveness import read_later
 from fxls.codes import CODES
-from fxls.report import Diagnostic, Span
+from fxls.report import Diagnostic, RelatedInfo, Span
 from fxls.source_text import source_text
 
 _INPLACE_DUNDERS = {"__setitem__", "__iadd__", "__isub__", "__imul__", "__itruediv__",
@@ -194,13 +194,29 @@ def baked_constants(ctx: ModuleContext, created: dict[int, SourceSpan]) -> Itera
 def trace_time_calls(ctx: ModuleContext) -> Iterable[Diagnostic]:
     found = []
     for call in ctx.trace_time_calls:
-        if not _reportable(ctx, call.span):
+        where = _call_site(ctx, call)
+        if where is None:
             continue
-        found.append(diagnostic(
+        item = diagnostic(
             "FX013", f"`{call.what}(...)` runs once while tracing and is not part of the graph: "
-            "the traced module will never execute it", call.span, ctx.class_name,
-            what=call.what))
+            "the traced module will never execute it", where, ctx.class_name,
+            what=call.what)
+        if where != call.span:
+            item.related.append(RelatedInfo(to_span(call.span), f"`{call.what}` runs here"))
+        found.append(item)
     return found
+
+
+def _call_site(ctx: ModuleContext, call: TraceTimeCall) -> SourceSpan | None:
+    """Where a trace-time call is reported: its own line in the analysed file; for a call
+    inside a helper of another file (``logger.warning_once`` in a library's logging module),
+    the analysed file's line that reached it."""
+    if call.span.file == ctx.path:
+        return call.span
+    own = [s for s in call.stack if s.file == ctx.path]
+    if own:
+        return own[-1]
+    return call.span if _reportable(ctx, call.span) else None
 
 
 def outputs_close(a: Any, b: Any) -> bool:

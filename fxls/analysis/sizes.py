@@ -1,14 +1,13 @@
-"""Small values for constructor parameters that are sizes by their names.
+"""The usual small value of a size parameter, by its name.
 
-Model zoos give nearly every inner class size-only parameters (``in_chs``, ``out_chs``,
-``dim``, ``num_heads``, ``window_size``). When nothing in the file builds such a class,
-these names say enough to build a small instance: channels 32, heads 4, windows 4, kernels
-3. A parameter of any other name keeps the class unbuilt (FX101).
+Model zoos give nearly every inner class size parameters (``in_chs``, ``out_chs``, ``dim``,
+``num_heads``, ``window_size``). Whether a parameter is a size at all is decided by its use
+(``fxls.analysis.arguments``); its name then says which small value to try first: channels
+32, heads 4, windows 4, kernels 3, depths 1 (``mlp_dim`` and ``sm_depth`` by their parts).
 """
 
 from __future__ import annotations
 
-import inspect
 from typing import Any
 
 _WIDTH = 32
@@ -31,28 +30,26 @@ _VALUES: dict[str, Any] = {
     **dict.fromkeys(("drop", "dropout", "drop_path", "drop_rate", "drop_path_rate",
                      "attn_drop", "proj_drop", "p"), 0.0),
 }
-_SEQUENCE_HINTS = ("tuple", "list", "sequence", "Tuple", "List", "Sequence")
+#: parts of a name that say what kind of size it is, for names not in the list above
+_NAME_PARTS: tuple[tuple[tuple[str, ...], Any], ...] = (
+    (("drop", "dropout"), 0.0),
+    (("heads",), 4),
+    (("depth", "layers", "blocks"), 1),
+    (("kernel",), 3),
+    (("stride", "dilation", "groups"), 1),
+    (("patch", "window"), 4),
+    (("image", "img"), 32),
+    (("dim", "chs", "channels", "features", "width", "hidden", "planes", "size"), _WIDTH),
+)
 
 
-def guess(cls: type) -> dict[str, Any] | None:
-    """Values for all of ``cls``'s required ``__init__`` parameters, or None when one of
-    them is not a size by its name."""
-    try:
-        parameters = list(inspect.signature(cls.__init__).parameters.values())[1:]
-    except (TypeError, ValueError):
-        return None
-    values: dict[str, Any] = {}
-    for parameter in parameters:
-        if parameter.default is not inspect.Parameter.empty or parameter.kind in (
-            parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD
-        ):
-            continue
-        if parameter.name not in _VALUES:
-            return None
-        value = _VALUES[parameter.name]
-        annotation = parameter.annotation
-        text = annotation if isinstance(annotation, str) else repr(annotation)
-        if annotation is not inspect.Parameter.empty and any(h in text for h in _SEQUENCE_HINTS):
-            value = (value, value)
-        values[parameter.name] = value
-    return values or None
+def value_for(name: str) -> Any:
+    """The usual small value of a size parameter by its name (``None``: the name says
+    nothing): the known names first, then parts of it (``mlp_dim``, ``sm_depth``)."""
+    if name in _VALUES:
+        return _VALUES[name]
+    parts = name.lower().split("_")
+    for words, value in _NAME_PARTS:
+        if any(w in parts or any(p.endswith(w) for p in parts) for w in words):
+            return value
+    return None

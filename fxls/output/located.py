@@ -29,9 +29,32 @@ class SourceCache:
 
     def __init__(self) -> None:
         self._indexes: dict[str, SourceText] = {}
+        #: the files checked in this run, by resolved path: the path as the user gave it
+        self._given: dict[str, str] = {}
+        #: (resolved file, code, line, column) of each diagnostic a file's own report has
+        self._own: set[tuple[str, str, int, int]] = set()
 
     def add(self, path: str, text: str) -> None:
-        self._indexes[str(Path(path).resolve())] = SourceText(text)
+        key = str(Path(path).resolve())
+        self._indexes[key] = SourceText(text)
+        self._given.setdefault(key, path)
+
+    def claim(self, reports: list[FileReport]) -> None:
+        """The diagnostics each checked file reports in its own report: another file's
+        report leaves them out (a sibling's problem reached from here is shown once, under
+        the sibling's path as given)."""
+        for report in reports:
+            own = str(Path(report.path).resolve())
+            for d in report.diagnostics:
+                if str(Path(d.span.file).resolve()) == own:
+                    self._own.add((own, d.code, d.span.line, d.span.col))
+
+    def shown_path(self, file: str) -> str:
+        """A checked file as the user named it; any other file as it is."""
+        return self._given.get(str(Path(file).resolve()), file)
+
+    def reported_by_its_file(self, file: str, code: str, line: int, col: int) -> bool:
+        return (str(Path(file).resolve()), code, line, col) in self._own
 
     def index(self, path: str) -> SourceText:
         key = str(Path(path).resolve())
@@ -42,14 +65,20 @@ class SourceCache:
 
 
 def locate(
-    report: FileReport, sources: SourceCache, encoding: str = UTF16
+    report: FileReport, sources: SourceCache, encoding: str = UTF16, once: bool = False
 ) -> list[LocatedDiagnostic]:
+    """The report's diagnostics with positions; ``once``: for flat outputs (text, SARIF),
+    without those located in another checked file whose own report has them."""
     located = []
     own_file = str(Path(report.path).resolve())
     for diagnostic in report.diagnostics:
         span = diagnostic.span
+        mine = str(Path(span.file).resolve()) == own_file
+        if once and not mine and sources.reported_by_its_file(span.file, diagnostic.code, span.line,
+                                                     span.col):
+            continue
         start, end = sources.index(span.file).to_range(span, encoding)
-        shown = report.path if str(Path(span.file).resolve()) == own_file else span.file
+        shown = report.path if mine else sources.shown_path(span.file)
         located.append(LocatedDiagnostic(diagnostic, start, end, shown))
     return located
 

@@ -34,7 +34,7 @@ def format_sarif(
     rule_index = {code: i for i, code in enumerate(CODES)}
     results = []
     for report in reports:
-        for item in locate(report, sources):
+        for item in locate(report, sources, once=True):
             d = item.diagnostic
             region = {
                 "startLine": item.start.line + 1,

@@ -14,7 +14,7 @@ def format_text(
     """The diagnostics; then, when given, the statistics after a blank line."""
     lines = []
     for report in reports:
-        for item in locate(report, sources, UTF32):
+        for item in locate(report, sources, UTF32, once=True):
             d = item.diagnostic
             where = f"{item.path}:{item.start.line + 1}:{item.start.character + 1}"
             lines.append(f"{where}: {d.code} {d.message}")

@@ -143,13 +143,15 @@ class Counter(nn.Module):
     "fx101.py": HEADER + '''class NeedsArgs(nn.Module):
     def __init__(self, d_in, d_out=4):
         super().__init__()
+        if d_in % 11:  # no size fxls tries passes this
+            raise ValueError("d_in must be a multiple of 11")
         self.lin = nn.Linear(d_in, d_out)
 
     def forward(self, x):
         return self.lin(x)
 
 
-# fxls: init d_in=8
+# fxls: init d_in=22
 class HasPragma(NeedsArgs):
     pass
 ''',

@@ -29,6 +29,7 @@ PACKAGE = {
         "    def forward(self, x):\n        return self.blocks(self.inp(x))\n\n\n"
         "class Sized(nn.Module):\n"
         "    def __init__(self, classes):\n        super().__init__()\n"
+        "        assert classes % 11 == 0, 'classes: a multiple of 11'\n"
         "        self.fc = nn.Linear(16, classes)\n\n"
         "    def forward(self, x):\n        return self.fc(x)\n"
     ),

@@ -181,6 +181,7 @@ PROJECT = {
         "    def forward(self, x):\n        return self.fc(x).relu()\n\n\n"
         "class Sized(nn.Module):\n"
         "    def __init__(self, config):\n        super().__init__()\n"
+        "        assert config.width % 11 == 0, 'a multiple of 11'\n"
         "        self.fc = nn.Linear(config.width, 4)\n\n"
         "    def forward(self, x):\n        return self.fc(x)\n"
     ),

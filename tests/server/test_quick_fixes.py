@@ -64,7 +64,9 @@ CASES = {
     ),
     "init": (
         HEAD + "class Net(nn.Module):\n    def __init__(self, d_in: int, d_out: int = 4):\n"
-        "        super().__init__()\n        self.proj = nn.Linear(d_in, d_out)\n\n"
+        "        super().__init__()\n"
+        "        self.proj = nn.Linear(d_in, d_out)\n"
+        "        self.bits = d_in.bit_length()  # an int's method: no stand-in has it\n\n"
         "    def forward(self, x):\n        return self.proj(x)\n",
         "FX101", "init",
     ),

@@ -1,0 +1,8 @@
+
+_seen = set()
+
+
+def warning_once(logger, message):
+    if message not in _seen:
+        _seen.add(message)
+        logger.warning(message)
