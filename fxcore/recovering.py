@@ -20,8 +20,8 @@ end the trace before the sites after it. So the trace is searched: each stand-in
 *decision* recorded with the code position that asked for it, and an exception that follows
 recovered issues makes the trace run again with one of the decisions made before it changed
 (the other branch; 2, 3 or 4 for a length or an iteration), most recent first, keeping a
-change only when the trace gets further (more sites before the first such exception, then
-fewer of them, then more nodes). The search is bounded (``max_retraces``, ``time_budget``);
+change only when the trace gets further (more sites before the first such exception, or
+fewer of them). The search is bounded (``max_retraces``, ``time_budget``);
 the issues reported are those of the best trace.
 
 Only what torch.fx would hit is reported. torch's C argument parser asks the values of a
@@ -554,14 +554,14 @@ def _first_follow_on(trace: CollectedTrace) -> int | None:
     return None
 
 
-def _score(trace: CollectedTrace) -> tuple[int, int, int]:
+def _score(trace: CollectedTrace) -> tuple[int, int]:
     """Lower is better: more sites found before the first exception that followed a
-    recovered issue (the trace got further), then fewer such exceptions, then more nodes."""
+    recovered issue (the trace got further), then fewer such exceptions. A bigger graph
+    alone is no better: more iterations of a loop make more nodes, not more sense."""
     first = _first_follow_on(trace)
     follow_ons = sum(1 for i in trace.issues
                      if i.kind is IssueKind.EXCEPTION and i.after_recovery)
-    nodes = len(trace.graph.nodes) if trace.graph is not None else 0
-    return -(len(trace.issues) + 1 if first is None else first), follow_ons, -nodes
+    return -(len(trace.issues) + 1 if first is None else first), follow_ons
 
 
 def _trace_once(

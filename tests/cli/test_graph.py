@@ -17,6 +17,8 @@ MODELS = (
     "    def forward(self, x):\n        return self.fc(x).relu()\n\n\n"
     "class Sized(nn.Module):\n"
     "    def __init__(self, config):\n        super().__init__()\n"
+    "        if getattr(config, 'release', None) != '2024.1':\n"
+    "            raise ValueError('config: a release config is needed')\n"
     "        self.fc = nn.Linear(config.width, 4)\n\n"
     "    def forward(self, x):\n        return self.fc(x)\n\n\n"
     "class Exploding(nn.Module):\n"
