@@ -6,9 +6,10 @@ client's position once, with :mod:`fxls.source_text`.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from fxls.report import (
     CallInfo,
@@ -52,6 +53,23 @@ def _extent(span: Span) -> tuple[int, int]:
     return (span.end_line - span.line, span.end_col - span.col)
 
 
+_T = TypeVar("_T")
+
+
+def _innermost(candidates: Iterable[tuple[Span | None, _T]], path: str, line: int,
+               col: int) -> list[_T]:
+    """Of ``candidates`` (span, item), the items whose span in ``path`` contains (line, col)
+    and is the smallest there (several items may share it)."""
+    target = str(Path(path).resolve())
+    hits = [(_extent(span), item) for span, item in candidates
+            if span is not None and _contains(span, line, col)
+            and str(Path(span.file).resolve()) == target]
+    if not hits:
+        return []
+    smallest = min(extent for extent, _ in hits)
+    return [item for extent, item in hits if extent == smallest]
+
+
 def nodes_at(
     report: FileReport, path: str, line: int, col: int
 ) -> list[tuple[ModuleReport, NodeInfo]]:
@@ -60,20 +78,8 @@ def nodes_at(
     Several nodes may share that expression (e.g. ``a, b = x.chunk(2)``); all are returned,
     from every module whose trace reached it.
     """
-    target = str(Path(path).resolve())
-    hits: list[tuple[tuple[int, int], ModuleReport, NodeInfo]] = []
-    for module in [*report.modules, *report.graphs]:
-        for node in module.nodes:
-            span = node.span
-            if span is None or not _contains(span, line, col):
-                continue
-            if str(Path(span.file).resolve()) != target:
-                continue
-            hits.append((_extent(span), module, node))
-    if not hits:
-        return []
-    smallest = min(extent for extent, _, _ in hits)
-    return [(module, node) for extent, module, node in hits if extent == smallest]
+    return _innermost(((node.span, (module, node)) for module in [*report.modules, *report.graphs]
+                       for node in module.nodes), path, line, col)
 
 
 def calls_at(
@@ -82,19 +88,8 @@ def calls_at(
     """The calls of the innermost call expression at (line, col) of ``path`` that made no
     node of their own (a submodule traced through, a helper), one per instance that ran it.
     """
-    target = str(Path(path).resolve())
-    hits: list[tuple[tuple[int, int], ModuleReport, CallInfo]] = []
-    for module in report.modules:
-        for call in module.calls:
-            if not _contains(call.span, line, col):
-                continue
-            if str(Path(call.span.file).resolve()) != target:
-                continue
-            hits.append((_extent(call.span), module, call))
-    if not hits:
-        return []
-    smallest = min(extent for extent, _, _ in hits)
-    return [(module, call) for extent, module, call in hits if extent == smallest]
+    return _innermost(((call.span, (module, call)) for module in report.modules
+                       for call in module.calls), path, line, col)
 
 
 def innermost_at(
@@ -129,21 +124,8 @@ PassNodeHit = tuple[PassReport, PassGraphRun, NodeInfo]
 def pass_nodes_at(report: FileReport, path: str, line: int, col: int) -> list[PassNodeHit]:
     """The nodes that the innermost pass line at (line, col) of ``path`` created or changed,
     in every graph the pass ran on."""
-    target = str(Path(path).resolve())
-    hits: list[tuple[tuple[int, int], PassNodeHit]] = []
-    for each in report.passes:
-        for run in each.runs:
-            for node in run.nodes:
-                span = node.span
-                if span is None or not _contains(span, line, col):
-                    continue
-                if str(Path(span.file).resolve()) != target:
-                    continue
-                hits.append((_extent(span), (each, run, node)))
-    if not hits:
-        return []
-    smallest = min(extent for extent, _ in hits)
-    return [hit for extent, hit in hits if extent == smallest]
+    return _innermost(((node.span, (each, run, node)) for each in report.passes
+                       for run in each.runs for node in run.nodes), path, line, col)
 
 
 def pass_at(report: FileReport, line: int, col: int) -> PassReport | None:
