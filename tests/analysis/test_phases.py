@@ -41,10 +41,10 @@ class Swish(nn.Module):
 '''
 
 
-async def test_diagnostics_arrive_before_the_complete_report(tmp_path: Path) -> None:
-    path = tmp_path / "model.py"
-    path.write_text(SOURCE, encoding="utf-8")
-    request = AnalysisRequest(str(path), SOURCE, Settings(root=str(tmp_path)))
+async def _analyse(path: Path, source: str) -> tuple[Any, list[dict[str, Any]]]:
+    """One real job in a fresh warm worker: its result and the partial reports before it."""
+    path.write_text(source, encoding="utf-8")
+    request = AnalysisRequest(str(path), source, Settings(root=str(path.parent)))
     early: list[dict[str, Any]] = []
     client = WorkerClient(sys.executable, warm_imports=WARM_IMPORTS, warm_up=WARM_UP)
     await client.start()
@@ -53,6 +53,11 @@ async def test_diagnostics_arrive_before_the_complete_report(tmp_path: Path) -> 
                                   on_partial=early.append)
     finally:
         await client.close()
+    return result, early
+
+
+async def test_diagnostics_arrive_before_the_complete_report(tmp_path: Path) -> None:
+    result, early = await _analyse(tmp_path / "model.py", SOURCE)
     assert result.status == "ok", result
     assert len(early) == 1
     first = FileReport.from_dict(early[0])
@@ -103,17 +108,7 @@ async def test_a_file_with_passes_sends_the_models_report_before_its_passes(
     before the file's FX passes run, then the passes' own diagnostics."""
     from tests.pass_samples import PASSES
 
-    path = tmp_path / "passes.py"
-    path.write_text(PASSES, encoding="utf-8")
-    request = AnalysisRequest(str(path), PASSES, Settings(root=str(tmp_path)))
-    early: list[dict[str, Any]] = []
-    client = WorkerClient(sys.executable, warm_imports=WARM_IMPORTS, warm_up=WARM_UP)
-    await client.start()
-    try:
-        result = await client.run(ANALYZE_TARGET, request.params(), timeout=60,
-                                  on_partial=early.append)
-    finally:
-        await client.close()
+    result, early = await _analyse(tmp_path / "passes.py", PASSES)
     assert result.status == "ok", result
     assert len(early) == 2
     tracing, models = (FileReport.from_dict(value) for value in early)
