@@ -92,6 +92,17 @@ def _place_added(nodes: list[NodeInfo], known: dict[str, NodeInfo]) -> list[Node
     return placed
 
 
+def _with_model_info(node: NodeInfo, model: NodeInfo | None) -> NodeInfo:
+    """A node the pass changed, as the pass run reports it (its span the pass line), with
+    what the traced model knew of it: its module, shape and dtype."""
+    if model is None or node is model:
+        return node
+    return replace(node, module_path=node.module_path or model.module_path,
+                   module_type=node.module_type or model.module_type,
+                   shape=node.shape if node.shape is not None else model.shape,
+                   dtype=node.dtype or model.dtype)
+
+
 def _node_entry(node: NodeInfo, mark: str | None, origin: NodeInfo | None) -> dict[str, Any]:
     entry = node.to_dict()
     for unused in ("named_args", "backward", "module_params"):
@@ -154,8 +165,9 @@ def run_documents(run: PassGraphRun, before: ModuleReport | None,
     if run.after is not None:
         marked = after_graph(run, before if before is not None and before.nodes else
                              ModuleReport(label, TraceStatus.TRACED, nodes=before_nodes))
-        after_nodes = _place_added([m.node for m in marked], {
-            n: known[n] for n in known if n not in added})
+        kept = {n: known[n] for n in known if n not in added}
+        after_nodes = _place_added([_with_model_info(m.node, kept.get(m.node.name))
+                                    for m in marked], kept)
         marks = {n.name: MARKS[ADDED] if n.name in added else MARKS[REWIRED]
                  for n in after_nodes if n.name in added or n.name in rewired}
         origins = {name: known[name] for name in rewired if name in known}

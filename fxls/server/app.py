@@ -20,6 +20,8 @@ from pygls.uris import to_fs_path
 
 from fxls import __version__
 from fxls.graph_render import RENDERERS, render_module
+from fxls.output.pass_graph import graphs_of
+from fxls.output.pass_page import pass_document, render_pass_page
 from fxls.pass_view import PASS_FORMAT, find_pass, lens_title, pass_view
 from fxls.python_source import read_python_source_or_replace
 from fxls.report import FileReport
@@ -804,7 +806,9 @@ def show_graph(ls: FxlsServer, *args: Any) -> dict[str, Any]:
 
     ``name`` is a module's class name, or a pass's name: a pass (or the format ``pass``)
     gives its before/after view (``pass_view.pass_view``: ``text`` is a diff per graph,
-    ``runs`` the details)."""
+    ``runs`` the details, ``document`` the graphs before and after it as the graph view
+    draws them, ``output.pass_page.pass_document``); a pass with the format ``html`` gives
+    the graph view's before/after page."""
     if not isinstance(args, list | tuple) or len(args) < 2:
         raise ValueError("fxls.showGraph expects [uri, name, format?]")
     uri, name = str(args[0]), str(args[1])
@@ -819,7 +823,15 @@ def show_graph(ls: FxlsServer, *args: Any) -> dict[str, Any]:
     if module is None or fmt == PASS_FORMAT:
         found = find_pass(state.report.passes, name)
         if found is not None:
-            return pass_view(found)
+            graphs = graphs_of(state.report)
+            if fmt == "html":  # the graph view's before/after page (Neovim opens it)
+                return {"name": found.name, "status": "problem" if found.has_problem else "ok",
+                        "format": "html",
+                        "text": render_pass_page(found, graphs, state.report.diagnostics)}
+            # the diff as text and the runs (Neovim's diff buffer), and the graphs before
+            # and after the pass for the graph view (VS Code's webview)
+            return {**pass_view(found),
+                    "document": pass_document(found, graphs, state.report.diagnostics)}
         raise ValueError(f"no {'pass' if fmt == PASS_FORMAT else 'module or pass'} "
                          f"{name} in {uri}")
     return {

@@ -63,6 +63,8 @@ interface GraphResult {
   passKind?: string;
   graphsFrom?: string;
   runs?: PassRun[];
+  /** a pass's graphs before and after it, for the graph view (`kind: "pass"`) */
+  document?: unknown;
 }
 
 /** A node's source range as fxls gives it: 1-based lines, UTF-8 byte columns. */
@@ -599,11 +601,12 @@ class FxlsExtension implements vscode.Disposable {
     }
   }
 
-  /** The cursor moved in `editor`: its graph panels mark the nodes of that line. */
+  /** The cursor moved in `editor`: its graph panels mark the nodes of that line (a pass's
+   * before/after view: the nodes a pass line made or changed, or a model line's nodes). */
   private postCursor(editor: vscode.TextEditor): void {
     const uri = this.client ? this.client.code2ProtocolConverter.asUri(editor.document.uri) : editor.document.uri.toString();
     for (const entry of this.panels.values()) {
-      if (entry.target.uri !== uri || entry.target.format === PASS_FORMAT) continue;
+      if (entry.target.uri !== uri) continue;
       void entry.panel.webview.postMessage({ type: "cursor", file: editor.document.uri.fsPath, line: editor.selection.active.line + 1 });
     }
   }
@@ -616,7 +619,9 @@ class FxlsExtension implements vscode.Disposable {
         arguments: [target.uri, target.className, PASS_FORMAT],
       })) as GraphResult;
       view.status = result.status;
-      view.pass = { passKind: result.passKind ?? "", graphsFrom: result.graphsFrom ?? "models", runs: result.runs ?? [] };
+      // the graphs before and after the pass, drawn by the graph view (src/graphview/passview.ts)
+      if (result.document) view.graph = result.document;
+      else view.pass = { passKind: result.passKind ?? "", graphsFrom: result.graphsFrom ?? "models", runs: result.runs ?? [] };
     } catch (error) {
       view.error = errorText(error);
     }

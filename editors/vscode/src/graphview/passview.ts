@@ -190,7 +190,7 @@ export class PassView {
     });
     this.before = new GraphView(this.panes.before, run.before, host("before"), this.states.before ?? null, { title: `Before · ${run.graph}`, panel: this.panel });
     if (run.after) {
-      this.after = new GraphView(this.panes.after, run.after, host("after"), this.states.after ?? null, { title: `After ${this.doc.name} · ${run.graph}`, panel: this.panel });
+      this.after = new GraphView(this.panes.after, run.after, host("after"), this.states.after ?? null, { title: `After · ${run.graph}`, panel: this.panel });
     } else {
       this.panes.after.append(el("p", { class: "note fx-no-after" }, `No graph after the pass: ${run.problem ?? "it returned none"}`));
     }
