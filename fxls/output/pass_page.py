@@ -85,7 +85,9 @@ def _place_added(nodes: list[NodeInfo], known: dict[str, NodeInfo]) -> list[Node
             placed.append(replace(node, module_path=node.target))
             continue
         neighbours = [by_name[n] for n in [*inputs[node.name], *node.users] if n in by_name]
-        paths = [n.module_path or "" for n in neighbours
+        # a call of a leaf module sits in that module: its neighbours in the module around it
+        paths = [(n.module_path or "").rpartition(".")[0] if n.op == "call_module"
+                 else n.module_path or "" for n in neighbours
                  if n.name in known and n.op not in ("placeholder", "output", "get_attr")]
         path = _common_path(paths)
         placed.append(replace(node, module_path=path) if path else node)

@@ -333,7 +333,7 @@ export class PassView {
   }
 
   showLocation(span: Span): void {
-    this.location.textContent = `${span.file}:${span.line}`;
+    this.location.textContent = `${fileName(span.file)}:${span.line}`;
     this.location.title = `${span.file}:${span.line}:${span.col + 1}`;
   }
 

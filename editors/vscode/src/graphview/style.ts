@@ -2,7 +2,7 @@
 // The graph itself is drawn on a light canvas in every theme; the toolbar and side panel
 // take the editor's colours where VS Code gives them.
 export const CSS = `
-html, body { height: 100%; margin: 0; }
+html, body { height: 100%; margin: 0; overflow: hidden; }
 body { font-family: var(--vscode-font-family, system-ui, sans-serif); font-size: 13px;
   color: var(--vscode-foreground, #222); background: var(--vscode-editor-background, #fff); }
 .fx-app { display: flex; flex-direction: column; height: 100vh; }
@@ -68,6 +68,10 @@ svg.very-far text { display: none; }
 .fx-panel ul { padding-left: 16px; margin: 4px 0; }
 .fx-panel li { margin: 2px 0; }
 .fx-panel .problem-text { color: var(--vscode-errorForeground, #c41a16); }
+@media (max-width: 1100px) {
+  .fx-pass .fx-panel { width: 190px; }
+  .fx-pane-app .fx-toolbar .fx-count, .fx-pane-app .fx-prev, .fx-pane-app .fx-next { display: none; }
+}
 @media (max-width: 900px) {
   .fx-panel { width: 210px; padding: 6px 8px; }
   .fx-minimap { width: 120px; height: 84px; }
@@ -87,8 +91,8 @@ pre code { font-family: inherit; }
 .fx-pane-app .fx-toolbar { padding: 4px 8px; gap: 4px; flex-wrap: nowrap; overflow: hidden; }
 .fx-pane-app .fx-toolbar input { width: 90px; min-width: 50px; }
 .fx-pane-app .fx-toolbar .fx-count { white-space: nowrap; }
-.fx-pane-title { font-size: 13px; margin: 0 4px 0 0; }
-.fx-split { flex: 1; display: flex; min-height: 0; }
+.fx-pane-title { font-size: 13px; margin: 0 4px 0 0; white-space: nowrap; }
+.fx-split { flex: 1; display: flex; min-height: 0; min-width: 0; }
 .fx-pane { flex: 1; min-width: 0; display: flex; flex-direction: column; border-right: 1px solid var(--vscode-panel-border, #ddd); }
 .fx-pane.hidden { display: none; }
 .fx-pass-bar { display: flex; align-items: center; gap: 8px; flex-wrap: wrap; padding: 6px 10px; border-bottom: 1px solid var(--vscode-panel-border, #ddd); }
