@@ -111,7 +111,12 @@ const RANKSEP = 34;
 /** Children joined in one chain (each edge from a child to the next one, in order): a
  * column, no layout library needed. Null for anything else. */
 function chainLayout(sizes: { width: number; height: number }[], pairs: Set<string>): Shape | null {
-  if (pairs.size !== sizes.length - 1) return null;
+  // the group's ports, when only its first child has inputs from outside and only its last
+  // child outputs to outside (a Sequential of blocks), are straight above and below them
+  const last = sizes.length - 1;
+  const portIn = pairs.has("in|0");
+  const portOut = pairs.has(`${last}|out`);
+  if (pairs.size !== sizes.length - 1 + (portIn ? 1 : 0) + (portOut ? 1 : 0)) return null;
   for (let i = 0; i + 1 < sizes.length; i++) if (!pairs.has(`${i}|${i + 1}`)) return null;
   const width = Math.max(...sizes.map((z) => z.width));
   const boxes: Box[] = [];
@@ -129,7 +134,10 @@ function chainLayout(sizes: { width: number; height: number }[], pairs: Set<stri
       { x: b.x, y: b.y - b.height / 2 },
     ]);
   }
-  return { width, height: Math.max(0, y - RANKSEP), boxes, routes };
+  const height = Math.max(0, y - RANKSEP);
+  if (portIn) routes.set("in|0", [{ x: width / 2, y: -GROUP_HEADER }, { x: width / 2, y: 0 }]);
+  if (portOut) routes.set(`${last}|out`, [{ x: width / 2, y: height }, { x: width / 2, y: height + GROUP_PAD }]);
+  return { width, height, boxes, routes };
 }
 
 const PORT = 6;
