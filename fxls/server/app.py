@@ -274,6 +274,10 @@ class FxlsServer(LanguageServer):
                                 cancel=task.cancel if task is not None else lambda: None)
         try:
             service = await self.interpreters.for_path(state.path)
+            if not current():
+                # a newer analysis started while this one waited for the folders' settings:
+                # it must be the newest request the worker sees (the worker keeps the last)
+                return
             report = await service.analyze(uri, request, publish_early)
         except WorkerStartError as error:
             worker_started = False
@@ -615,6 +619,24 @@ async def on_configuration(ls: FxlsServer, params: types.DidChangeConfigurationP
     await ls.load_folder_interpreters()
     for uri in list(ls.states):
         ls.schedule(uri)
+
+
+@server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
+@reported()
+def on_workspace_folders(ls: FxlsServer, params: types.DidChangeWorkspaceFoldersParams) -> None:
+    # pygls has added and removed them; each folder's interpreter is asked for again, and
+    # analyses of files opened from now on wait for the answer
+    if ls.supports_configuration():
+        ls.interpreters.loading()
+    ls.spawn(_reload_folder_interpreters(ls))
+
+
+async def _reload_folder_interpreters(ls: FxlsServer) -> None:
+    before = dict(ls.interpreters.pythons)
+    await ls.load_folder_interpreters()
+    if ls.interpreters.pythons != before:
+        for uri in list(ls.states):
+            ls.schedule(uri)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_OPEN)

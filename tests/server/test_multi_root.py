@@ -87,3 +87,18 @@ async def test_each_folder_runs_its_files_with_its_own_interpreter(
     asked = set(client.configuration_asked)  # type: ignore[attr-defined]
     assert asked == {(tmp_path / name).as_uri() for name in ("alpha", "beta", "plain")}
     assert os.environ.get("TZ") != "FOLDER-ALPHA"
+
+
+async def test_a_folder_added_later_gets_its_interpreter(
+    multi_root: LanguageClient, tmp_path: Path
+) -> None:
+    client = multi_root
+    gamma = tmp_path / "gamma"
+    gamma.mkdir()
+    client.set_configuration(str(_wrapper(tmp_path / "python-gamma", "FOLDER-GAMMA")),
+                             section="fxls.python", scope_uri=gamma.as_uri())
+    client.workspace_did_change_workspace_folders(types.DidChangeWorkspaceFoldersParams(
+        types.WorkspaceFoldersChangeEvent(added=[types.WorkspaceFolder(gamma.as_uri(), "gamma")],
+                                          removed=[])))
+    assert "analysed under FOLDER-GAMMA" in await _marker(client, gamma / "m.py")
+    assert gamma.as_uri() in client.configuration_asked  # type: ignore[attr-defined]
