@@ -203,7 +203,8 @@ def run_graph(args: argparse.Namespace) -> int:
         if not found_pass.runs:
             sys.stderr.write(f"{found_pass.name}: not run, no graph to run it on\n")
             return EXIT_ERRORS
-        sys.stdout.write(render_pass(found_pass, args.format, graphs_of(report)))
+        sys.stdout.write(render_pass(found_pass, args.format, graphs_of(report),
+                                     report.diagnostics))
         return EXIT_OK
     if module is None:
         names = ", ".join(m.name for m in report.modules) or "none"

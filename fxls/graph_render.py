@@ -240,6 +240,11 @@ _NOT_ON_PAGE = ("named_args", "backward", "module_params", "file", "line")
 
 def _page_document(document: dict[str, Any]) -> dict[str, Any]:
     """``document`` without what the page does not use: a smaller page opens faster."""
+    if document.get("kind") == "pass":  # a pass's before/after: two graphs per run
+        runs = [{**run, **{side: _page_document(run[side]) if run.get(side) else None
+                           for side in ("before", "after")}}
+                for run in document["runs"]]
+        return {**document, "runs": runs}
     nodes = [{k: v for k, v in node.items() if k not in _NOT_ON_PAGE}
              for node in document["nodes"]]
     return {**document, "nodes": nodes, "groups": None}
@@ -255,7 +260,8 @@ def graph_page(document: dict[str, Any]) -> str:
     policy = (f"default-src 'none'; script-src 'sha256-{digest}'; "
               "style-src 'unsafe-inline'; img-src data:")
     data = json_for_script(_page_document(document))
-    title = html.escape(f"{document['name']}: FX graph")
+    what = "FX pass, before and after" if document.get("kind") == "pass" else "FX graph"
+    title = html.escape(f"{document['name']}: {what}")
     return "\n".join([
         "<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
         f'<meta http-equiv="Content-Security-Policy" content="{html.escape(policy)}">',

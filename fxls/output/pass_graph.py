@@ -3,8 +3,9 @@
 ``code`` is a unified diff of each graph's generated code before and after the pass (the
 editor's before/after view, as text); ``table`` lists the graph after the pass with a mark
 column (``+`` added, ``~`` rewired) and then its removed nodes (``-``); ``json`` gives the runs
-with the code before and after; ``dot`` and ``html`` draw the graph after the pass with the
-added nodes highlighted and the removed ones listed.
+with the code before and after; ``dot`` draws the graph after the pass with the added nodes
+highlighted and the removed ones listed; ``html`` is the graph view's before/after page
+(:mod:`fxls.output.pass_page`).
 
 The report holds, per run, the code before and after and the nodes the pass created or
 changed; the other nodes of the graph after the pass are those of the graph before it
@@ -14,22 +15,28 @@ changed; the other nodes of the graph after the pass are those of the graph befo
 from __future__ import annotations
 
 import ast
-import html
 import json
 import re
 import textwrap
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from fxls.graph_render import (
     TABLE_HEADER,
     format_table,
-    html_page,
-    html_table,
     node_cells,
 )
 from fxls.pass_view import graph_label, pass_text, run_diff, run_summary
-from fxls.report import FileReport, ModuleReport, NodeInfo, NodeOp, PassGraphRun, PassReport
+from fxls.report import (
+    Diagnostic,
+    FileReport,
+    ModuleReport,
+    NodeInfo,
+    NodeOp,
+    PassGraphRun,
+    PassReport,
+)
 
 ADDED, REWIRED, REMOVED, KEPT = "+", "~", "-", " "
 _CSS_CLASS = {ADDED: "added", REWIRED: "rewired", REMOVED: "removed", KEPT: ""}
@@ -257,26 +264,13 @@ def render_pass_dot(report: PassReport, graphs: dict[str, ModuleReport]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_pass_html(report: PassReport, graphs: dict[str, ModuleReport]) -> str:
-    """Per graph: the diff of its code, then the graph after the pass (added and rewired
-    rows highlighted) with the removed nodes struck through at the end."""
-    body = [f"<h1>{html.escape(report.name)}</h1>",
-            f'<p class="muted">{html.escape(report.kind)} pass, on graphs from '
-            f"{html.escape(report.graphs_from)}</p>"]
-    if not report.runs:
-        body.append("<p>Not run: no graph to run it on.</p>")
-    for run, nodes in _runs(report, graphs):
-        body.append(f"<h2>{html.escape(_title(report, run))}</h2>")
-        if run.problem is not None:
-            body.append(f'<p class="problem">{html.escape(run.problem)}</p>')
-        diff = []
-        for line in run_diff(run):  # a block per line: no newline between them
-            css = {"+": "add", "-": "del"}.get(line[:1], "same")
-            diff.append(f'<span class="{css}">{html.escape(line) or " "}</span>')
-        body.append("<pre>" + "".join(diff) + "</pre>")
-        rows = [((m.mark, *node_cells(m.node, m.lines)), _CSS_CLASS[m.mark]) for m in nodes]
-        body.append(html_table(("", *TABLE_HEADER), rows))
-    return html_page(f"{report.name}: FX pass, before and after", body)
+def render_pass_html(report: PassReport, graphs: dict[str, ModuleReport],
+                     diagnostics: Sequence[Diagnostic] = ()) -> str:
+    """The graph view's before/after page: per graph, the graph before and after the pass
+    side by side, grouped by module, the changes and the pass's problems marked."""
+    from fxls.output.pass_page import render_pass_page
+
+    return render_pass_page(report, graphs, diagnostics)
 
 
 def render_pass_code(report: PassReport, graphs: dict[str, ModuleReport]) -> str:
@@ -287,6 +281,10 @@ PASS_RENDERERS = {"code": render_pass_code, "table": render_pass_table,
                   "dot": render_pass_dot, "json": render_pass_json, "html": render_pass_html}
 
 
-def render_pass(report: PassReport, fmt: str, graphs: dict[str, ModuleReport]) -> str:
-    """``report``'s before/after view; ``graphs`` are the graphs it ran on, before it."""
+def render_pass(report: PassReport, fmt: str, graphs: dict[str, ModuleReport],
+                diagnostics: Sequence[Diagnostic] = ()) -> str:
+    """``report``'s before/after view; ``graphs`` are the graphs it ran on, before it;
+    ``diagnostics`` the file's (the page marks the pass's own on its nodes)."""
+    if fmt == "html":
+        return render_pass_html(report, graphs, diagnostics)
     return PASS_RENDERERS[fmt](report, graphs)

@@ -20,6 +20,8 @@ from pygls.uris import to_fs_path
 
 from fxls import __version__
 from fxls.graph_render import RENDERERS, render_module
+from fxls.output.pass_graph import graphs_of
+from fxls.output.pass_page import pass_document, render_pass_page
 from fxls.pass_view import PASS_FORMAT, find_pass, lens_title, pass_view
 from fxls.python_source import read_python_source_or_replace
 from fxls.report import FileReport
@@ -44,6 +46,7 @@ from fxls.server.documents import (
     pass_at,
     pass_nodes_at,
 )
+from fxls.server.folders import FolderInterpreters, folder_python
 from fxls.server.foreign import DiagnosticBoard
 from fxls.server.hover import (
     calls_markdown,
@@ -88,6 +91,8 @@ class FxlsServer(LanguageServer):
         )
         self.config = ServerConfig()
         self.analysis = AnalysisService(self.config.python)
+        #: the workers of the workspace folders with an interpreter of their own
+        self.interpreters = FolderInterpreters(self.analysis)
         self.states: dict[str, DocumentState] = {}
         #: what each URI shows: its own diagnostics and those other documents found in it
         self.board = DiagnosticBoard()
@@ -105,6 +110,31 @@ class FxlsServer(LanguageServer):
         self._pushed: set[str] = set()
         #: messages already shown (a bad setting or a broken interpreter is said once)
         self._said: set[str] = set()
+
+    def supports_configuration(self) -> bool:
+        workspace = self.client_capabilities.workspace
+        return bool(workspace is not None and workspace.configuration)
+
+    async def load_folder_interpreters(self) -> None:
+        """Ask the client for each workspace folder's ``fxls`` settings: a folder's
+        ``python`` runs the code of its files (multi-root windows)."""
+        folders = {to_fs_path(f.uri) or "": f.uri for f in self.workspace.folders.values()}
+        folders.pop("", None)
+        if not folders or not self.supports_configuration():
+            await self.interpreters.update({})
+            return
+        self.interpreters.loading()
+        try:
+            answers = await self.workspace_configuration_async(types.ConfigurationParams(
+                items=[types.ConfigurationItem(scope_uri=uri, section="fxls")
+                       for uri in folders.values()]))
+        except Exception as error:  # a client that cannot answer: the window's interpreter
+            log.warning("workspace/configuration failed: %s", error)
+            self.interpreters.failed()
+            return
+        pythons = {path: python for path, answer in zip(folders, answers or [], strict=False)
+                   if (python := folder_python(answer)) is not None}
+        await self.interpreters.update(pythons)
 
     def report_server_error(self, error: Exception, source: Any) -> None:
         """pygls' own errors (a failed send, a handler outside :func:`reported`): logged,
@@ -243,7 +273,12 @@ class FxlsServer(LanguageServer):
             self.progress.start(key, Path(state.path).name,
                                 cancel=task.cancel if task is not None else lambda: None)
         try:
-            report = await self.analysis.analyze(uri, request, publish_early)
+            service = await self.interpreters.for_path(state.path)
+            if not current():
+                # a newer analysis started while this one waited for the folders' settings:
+                # it must be the newest request the worker sees (the worker keeps the last)
+                return
+            report = await service.analyze(uri, request, publish_early)
         except WorkerStartError as error:
             worker_started = False
             self.say_once(str(error), types.MessageType.Error)
@@ -384,7 +419,8 @@ class FxlsServer(LanguageServer):
 
         async def analyze_variant(variant: str, lane: int) -> Any:
             variant_request = AnalysisRequest(request.path, variant, request.settings)
-            return await self.analysis.analyze(f"verify:{state.uri}:{lane}", variant_request)
+            service = await self.interpreters.for_path(request.path)
+            return await service.analyze(f"verify:{state.uri}:{lane}", variant_request)
 
         state.verify_task = asyncio.ensure_future(
             state.fixes.verify_all(text, report, analyze_variant)
@@ -468,7 +504,8 @@ class FxlsServer(LanguageServer):
         settings = load_settings(str(path), overrides)
         request = AnalysisRequest(str(path), text, settings)
         try:
-            report = await self.analysis.analyze(f"check:{path}", request)
+            service = await self.interpreters.for_path(str(path))
+            report = await service.analyze(f"check:{path}", request)
         except WorkerStartError as error:
             self.say_once(str(error), types.MessageType.Error)
             raise asyncio.CancelledError from error
@@ -553,6 +590,9 @@ async def on_pull_diagnostics(
 @server.feature(types.INITIALIZED)
 @reported()
 def on_initialized(ls: FxlsServer, params: types.InitializedParams) -> None:
+    if ls.supports_configuration() and ls.workspace.folders:
+        ls.interpreters.loading()  # analyses of the files opened next wait for the answer
+        ls.spawn(ls.load_folder_interpreters())
     workspace = ls.client_capabilities.workspace
     watched = workspace.did_change_watched_files if workspace is not None else None
     if watched is not None and watched.dynamic_registration:
@@ -576,8 +616,27 @@ def on_progress_cancel(ls: FxlsServer, params: types.WorkDoneProgressCancelParam
 async def on_configuration(ls: FxlsServer, params: types.DidChangeConfigurationParams) -> None:
     _apply_settings(ls, params.settings)
     await ls.analysis.set_python(ls.config.python)
+    await ls.load_folder_interpreters()
     for uri in list(ls.states):
         ls.schedule(uri)
+
+
+@server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
+@reported()
+def on_workspace_folders(ls: FxlsServer, params: types.DidChangeWorkspaceFoldersParams) -> None:
+    # pygls has added and removed them; each folder's interpreter is asked for again, and
+    # analyses of files opened from now on wait for the answer
+    if ls.supports_configuration():
+        ls.interpreters.loading()
+    ls.spawn(_reload_folder_interpreters(ls))
+
+
+async def _reload_folder_interpreters(ls: FxlsServer) -> None:
+    before = dict(ls.interpreters.pythons)
+    await ls.load_folder_interpreters()
+    if ls.interpreters.pythons != before:
+        for uri in list(ls.states):
+            ls.schedule(uri)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
@@ -804,7 +863,9 @@ def show_graph(ls: FxlsServer, *args: Any) -> dict[str, Any]:
 
     ``name`` is a module's class name, or a pass's name: a pass (or the format ``pass``)
     gives its before/after view (``pass_view.pass_view``: ``text`` is a diff per graph,
-    ``runs`` the details)."""
+    ``runs`` the details, ``document`` the graphs before and after it as the graph view
+    draws them, ``output.pass_page.pass_document``); a pass with the format ``html`` gives
+    the graph view's before/after page."""
     if not isinstance(args, list | tuple) or len(args) < 2:
         raise ValueError("fxls.showGraph expects [uri, name, format?]")
     uri, name = str(args[0]), str(args[1])
@@ -819,7 +880,15 @@ def show_graph(ls: FxlsServer, *args: Any) -> dict[str, Any]:
     if module is None or fmt == PASS_FORMAT:
         found = find_pass(state.report.passes, name)
         if found is not None:
-            return pass_view(found)
+            graphs = graphs_of(state.report)
+            if fmt == "html":  # the graph view's before/after page (Neovim opens it)
+                return {"name": found.name, "status": "problem" if found.has_problem else "ok",
+                        "format": "html",
+                        "text": render_pass_page(found, graphs, state.report.diagnostics)}
+            # the diff as text and the runs (Neovim's diff buffer), and the graphs before
+            # and after the pass for the graph view (VS Code's webview)
+            return {**pass_view(found),
+                    "document": pass_document(found, graphs, state.report.diagnostics)}
         raise ValueError(f"no {'pass' if fmt == PASS_FORMAT else 'module or pass'} "
                          f"{name} in {uri}")
     return {
@@ -838,7 +907,7 @@ async def check_project(ls: FxlsServer, *args: Any) -> dict[str, Any]:
 
 @server.command(RESTART_WORKER)
 async def restart_worker(ls: FxlsServer, *args: Any) -> bool:
-    await ls.analysis.restart()
+    await ls.interpreters.restart()
     for uri in list(ls.states):
         ls.schedule(uri)
     return True
@@ -846,7 +915,7 @@ async def restart_worker(ls: FxlsServer, *args: Any) -> bool:
 
 @server.feature(types.SHUTDOWN)
 async def on_shutdown(ls: FxlsServer, *args: Any) -> None:
-    await ls.analysis.close()
+    await ls.interpreters.close()
 
 
 def serve(*, tcp: bool = False, host: str = "127.0.0.1", port: int = 2087) -> None:

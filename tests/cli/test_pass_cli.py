@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -148,14 +149,23 @@ def test_graph_dot_highlights_added_nodes_and_draws_removed_ones(folder: Path) -
     assert '"0:lin" -> "0:gelu";' in text and '"0:gelu" -> "0:output";' in text
 
 
-def test_graph_html_is_a_self_contained_page(folder: Path) -> None:
+def test_graph_html_is_the_graph_views_before_after_page(folder: Path) -> None:
+    """The page itself is driven in a browser by tests/cli/test_pass_page.py."""
     done = _fxls(folder, "graph", "passes.py::negate_after_relu", "--format", "html")
     assert done.returncode == 0, done.stderr
     page = done.stdout
-    assert page.startswith("<!DOCTYPE html>") and "http" not in page and "<script" not in page
-    assert '<tr class="added"><td>+</td><td>neg</td>' in page
-    assert '<span class="add">+    return neg</span>' in page
-    assert "before it is defined" in page
+    assert page.startswith("<!DOCTYPE html>") and "<title>negate_after_relu: FX pass, before " \
+        "and after</title>" in page
+    assert not re.search(r"<(script|link|img|iframe)[^>]*\b(src|href)=", page), "nothing loaded"
+    data = re.search(r'<script type="application/json" id="fxls-graph-data">(.*?)</script>',
+                     page, re.S)
+    assert data is not None
+    document = json.loads(data.group(1))
+    (run,) = document["runs"]
+    assert document["kind"] == "pass" and run["graph"] == "Net" and run["added"] == ["neg"]
+    (problem,) = run["after"]["problems"]
+    assert problem["code"] == "FX005" and problem["nodes"] == ["neg"]
+    assert "before it is defined" in problem["message"]
 
 
 def test_an_unknown_name_lists_classes_and_passes(folder: Path) -> None:

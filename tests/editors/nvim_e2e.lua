@@ -491,20 +491,39 @@ local ok_run, err_run = xpcall(function()
       diff)
     log('ok: the pass lens opens its before/after diff')
 
-    -- :FxlsGraph with the cursor in the other pass: its diff
+    -- :FxlsGraph with the cursor in the other pass: the graph view's before/after page
     vim.api.nvim_set_current_win(vim.fn.bufwinid(pbuf))
     vim.api.nvim_win_set_cursor(0, { neg_lnum + 1, neg_col })
+    local pass_page
+    vim.g.fxls_graph_open = function(path)
+      pass_page = path
+    end
     vim.cmd('FxlsGraph')
+    vim.wait(15000, function()
+      return pass_page ~= nil
+    end, 50)
+    check(pass_page ~= nil and pass_page:find('negate_after_relu.html', 1, true),
+      ':FxlsGraph in `negate_after_relu` opened no page (%s)', tostring(pass_page))
+    local ptext = table.concat(vim.fn.readfile(pass_page), '\n')
+    check(ptext:find('"kind":"pass"', 1, true) and ptext:find('"mark":"added"', 1, true)
+      and ptext:find('"code":"FX005"', 1, true) and ptext:find('id="fxls-graph-data"', 1, true),
+      'the pass page %s lacks the graphs before and after with the FX005', pass_page)
+    log('ok: :FxlsGraph on a pass line opens its before/after graph page (%d bytes)', #ptext)
+
+    -- :FxlsGraph pass: its diff in a split
+    vim.api.nvim_set_current_win(vim.fn.bufwinid(pbuf))
+    vim.api.nvim_win_set_cursor(0, { neg_lnum + 1, neg_col })
+    vim.cmd('FxlsGraph pass')
     local neg_buf
     vim.wait(10000, function()
       neg_buf = vim.fn.bufnr('fxls://graph/negate_after_relu.pass')
       return neg_buf ~= -1 and vim.fn.bufwinid(neg_buf) ~= -1
     end, 50)
-    check(neg_buf ~= -1, ':FxlsGraph in `negate_after_relu` did not open its diff')
+    check(neg_buf ~= -1, ':FxlsGraph pass in `negate_after_relu` did not open its diff')
     local neg_diff = table.concat(vim.api.nvim_buf_get_lines(neg_buf, 0, -1, false), '\n')
     check(neg_diff:find('+    neg = torch.neg(relu)', 1, true),
       ':FxlsGraph pass view lacks the added `neg`:\n%s', neg_diff)
-    log('ok: :FxlsGraph on a pass line opens its diff')
+    log('ok: :FxlsGraph pass on a pass line opens its diff')
   end
 
   -- :FxlsRestart answers true

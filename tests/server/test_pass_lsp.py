@@ -182,3 +182,38 @@ def test_the_text_view_diffs_changed_graphs_and_names_unchanged_ones() -> None:
         "",
         "# MLP: no change",
     ]
+
+
+async def test_the_pass_view_payload_carries_the_graphs_before_and_after(
+    client: LanguageClient, tmp_path: Path
+) -> None:
+    """What VS Code's webview draws (``document``: the graph view's before/after of each
+    run) and what Neovim's :FxlsGraph opens (the format ``html``: the page)."""
+    path = tmp_path / "passes.py"
+    diagnostics = await _open(client, path, PASSES)
+    (fx005,) = [d for d in diagnostics if d.code == "FX005"]
+    view = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="fxls.showGraph", arguments=[path.as_uri(), "negate_after_relu", "pass"]))
+    document = view["document"]
+    assert document["kind"] == "pass" and document["name"] == "negate_after_relu"
+    assert document["status"] == "problem" and document["span"]["file"] == str(path)
+    (run,) = document["runs"]
+    before = {n["name"]: n for n in run["before"]["nodes"]}
+    after = {n["name"]: n for n in run["after"]["nodes"]}
+    assert set(before) == {"x", "lin", "relu", "output"}
+    assert after["neg"]["mark"] == "added" and after["output"]["mark"] == "rewired"
+    assert before["output"]["mark"] == "rewired" and after["lin"]["mark"] is None
+    # the node's span is the pass line that made it: a click there opens that line
+    assert after["neg"]["span"]["line"] == fx005.range.start.line + 1
+    assert after["lin"]["module_path"] == "lin"
+    # the pass's FX005, on the node it concerns
+    (problem,) = run["after"]["problems"]
+    assert problem["code"] == "FX005" and problem["nodes"] == ["neg"]
+    assert problem["span"]["line"] == fx005.range.start.line + 1
+    assert "+    neg = torch.neg(relu);  relu = None" in run["diff"]
+    # the page for Neovim (the same document, with the graph view's script)
+    page = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="fxls.showGraph", arguments=[path.as_uri(), "negate_after_relu", "html"]))
+    assert page["format"] == "html" and page["status"] == "problem"
+    assert page["text"].startswith("<!DOCTYPE html>")
+    assert '"kind":"pass"' in page["text"] and "fxls-graph-data" in page["text"]

@@ -4,8 +4,8 @@
 --                                             graph of the class around the cursor: html (the
 --                                             default) opens the graph page in the browser,
 --                                             the others a split (table: <CR> jumps to the
---                                             node's line); on an FX pass (or :FxlsGraph pass
---                                             NAME): its before/after diff
+--                                             node's line); on an FX pass: its before/after
+--                                             graphs (html) or diff (:FxlsGraph pass [NAME])
 --   :FxlsRestart                              restart the tracing worker
 --   :FxlsFixAll                               apply all verified safe fixes
 if vim.g.loaded_fxls then

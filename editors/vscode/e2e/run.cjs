@@ -297,14 +297,31 @@ async function command(page, title) {
       const title = (await lens.innerText()).trim();
       await page.screenshot({ path: path.join(outDir, "pass-lens.png") });
       await lens.click();
-      const frame = await findFrame(page, '#pass section[data-graph="Net"] .diff', 30_000);
-      const added = await frame.locator("#pass .diff .add").allInnerTexts();
-      const removed = await frame.locator("#pass .diff .del").allInnerTexts();
-      if (!added.some((l) => l.includes("gelu = torch._C._nn.gelu(lin)"))) throw new Error(`added lines: ${added.join(" | ")}`);
-      if (!removed.some((l) => l.includes("relu = torch.relu(lin)"))) throw new Error(`removed lines: ${removed.join(" | ")}`);
-      const heading = await frame.locator("h1").innerText();
+      // the graph view's split pane: the graph before the pass and the graph after it
+      const frame = await findFrame(page, '#fx-pane-after g.node.mark-added[data-id="n:gelu"]', 60_000);
+      const removed = await frame.locator('#fx-pane-before g.node.mark-removed[data-id="n:relu"]').count();
+      if (removed !== 1) throw new Error("the graph before the pass does not mark `relu` removed");
+      if (await frame.locator('#fx-pane-after g.node[data-id="n:relu"]').count()) throw new Error("`relu` is still in the graph after the pass");
+      const legend = (await frame.locator("#fx-legend").innerText()).replace(/\s+/g, " ");
+      const heading = await frame.locator(".fx-pass-bar h1").innerText();
+      // a click on the node the pass made: the editor goes to the pass line that made it
+      const source = fs.readFileSync(path.join(__dirname, "passes.py"), "utf8").split("\n");
+      const geluLine = source.findIndex((l) => l.includes("functional.gelu")) + 1;
+      await frame.locator('#fx-pane-after g.node[data-id="n:gelu"]').click();
+      const position = page.locator(".statusbar-item", { hasText: new RegExp(`Ln ${geluLine}, Col`) });
+      await position.first().waitFor({ timeout: 15_000 });
+      const panelSource = await frame.locator("#fx-node-source").innerText();
+      if (panelSource !== `passes.py:${geluLine}`) throw new Error(`panel source ${panelSource}`);
+      // the editor's cursor is on that pass line: the node it made is marked
+      await frame.locator('#fx-pane-after g.cursor[data-id="n:gelu"]').waitFor({ timeout: 10_000 });
+      // room for the view (the output panel of the steps before, the side bar), then fit
+      if (await page.locator(".part.panel").first().isVisible()) await command(page, "View: Toggle Panel Visibility");
+      if (await page.locator(".part.sidebar").first().isVisible()) await command(page, "View: Toggle Primary Side Bar Visibility");
+      await page.waitForTimeout(500);
+      await frame.evaluate(() => { window.fxlsPass.before.fit(); window.fxlsPass.after.fit(); });
       await page.screenshot({ path: path.join(outDir, "pass.png") });
-      return `lenses "${title}" and "${other}"; panel "${heading}": ${added.length} added, ${removed.length} removed lines`;
+      if (!(await page.locator(".part.sidebar").first().isVisible())) await command(page, "View: Toggle Primary Side Bar Visibility");
+      return `lenses "${title}" and "${other}"; panel "${heading}" (legend: ${legend}): gelu added, relu removed; click gelu -> Ln ${geluLine}`;
     });
 
     await step("the graph view opens grouped; a click on a node takes the editor to its line", async () => {

@@ -25,6 +25,7 @@ import {
   chooseInterpreter,
   describeInterpreter,
   folderOf,
+  folderPython,
   interpreterSettingFor,
   pythonFromEnvironment,
   resolveVariables,
@@ -63,6 +64,8 @@ interface GraphResult {
   passKind?: string;
   graphsFrom?: string;
   runs?: PassRun[];
+  /** a pass's graphs before and after it, for the graph view (`kind: "pass"`) */
+  document?: unknown;
 }
 
 /** A node's source range as fxls gives it: 1-based lines, UTF-8 byte columns. */
@@ -146,19 +149,37 @@ class FxlsExtension implements vscode.Disposable {
     return serverSettings((key) => config.get(key), (p) => resolveVariables(p, this.variableContext()));
   }
 
+  /** One answer to the server's `workspace/configuration`: for a workspace folder's
+   * `fxls` section, `python` is the interpreter that runs that folder's code. */
+  private folderSettings(item: { scopeUri?: string; section?: string }, answer: unknown): unknown {
+    if (item.section !== "fxls" || !item.scopeUri || !answer || typeof answer !== "object") return answer;
+    const folder = vscode.workspace.getWorkspaceFolder(vscode.Uri.parse(item.scopeUri));
+    if (!folder) return answer;
+    const config = vscode.workspace.getConfiguration("fxls", folder.uri);
+    const python = folderPython(config.get("python"), config.get("interpreter"), (p) => resolveVariables(p, this.variableContext(folder)));
+    return { ...(answer as Record<string, unknown>), python: python ?? "" };
+  }
+
   private onConfigurationChanged(event: vscode.ConfigurationChangeEvent): void {
     const action = configChangeAction((section) => event.affectsConfiguration(section));
     if (action === "restart") {
-      // a restart only if the interpreter the window should use is another one now
-      void this.recheckInterpreter("fxls.interpreter changed");
-    } else if (action === "push" && this.client && this.clientState === "running") {
+      // a restart only if the interpreter the window should use is another one now; else
+      // the server asks the folders' settings again (a folder's interpreter runs its code)
+      void this.recheckInterpreter("fxls.interpreter changed").then(() => this.pushSettings());
+    } else if (action === "push") {
+      this.pushSettings();
+    }
+    this.updateStatus();
+  }
+
+  private pushSettings(): void {
+    if (this.client && this.clientState === "running") {
       const settings = this.settings();
       this.log(`settings changed: ${JSON.stringify(settings)}`);
       void this.client
         .sendNotification(DidChangeConfigurationNotification.type, didChangeConfigurationParams(settings))
         .catch((error) => this.log(`could not send settings: ${error}`));
     }
-    this.updateStatus();
   }
 
   // -- interpreter ----------------------------------------------------------------------
@@ -302,6 +323,15 @@ class FxlsExtension implements vscode.Disposable {
         closed: () => this.onServerClosed(interpreter),
       },
       middleware: {
+        workspace: {
+          // the server asks for each workspace folder's settings: a folder's code runs
+          // under its own fxls.python, else its own fxls.interpreter (multi-root windows)
+          configuration: async (params, token, next) => {
+            const answers = await next(params, token);
+            if (!Array.isArray(answers)) return answers;
+            return answers.map((answer, i) => this.folderSettings(params.items[i], answer));
+          },
+        },
         handleDiagnostics: (uri, diagnostics, next) => {
           next(uri, diagnostics);
           const key = uri.toString();
@@ -599,11 +629,12 @@ class FxlsExtension implements vscode.Disposable {
     }
   }
 
-  /** The cursor moved in `editor`: its graph panels mark the nodes of that line. */
+  /** The cursor moved in `editor`: its graph panels mark the nodes of that line (a pass's
+   * before/after view: the nodes a pass line made or changed, or a model line's nodes). */
   private postCursor(editor: vscode.TextEditor): void {
     const uri = this.client ? this.client.code2ProtocolConverter.asUri(editor.document.uri) : editor.document.uri.toString();
     for (const entry of this.panels.values()) {
-      if (entry.target.uri !== uri || entry.target.format === PASS_FORMAT) continue;
+      if (entry.target.uri !== uri) continue;
       void entry.panel.webview.postMessage({ type: "cursor", file: editor.document.uri.fsPath, line: editor.selection.active.line + 1 });
     }
   }
@@ -616,7 +647,9 @@ class FxlsExtension implements vscode.Disposable {
         arguments: [target.uri, target.className, PASS_FORMAT],
       })) as GraphResult;
       view.status = result.status;
-      view.pass = { passKind: result.passKind ?? "", graphsFrom: result.graphsFrom ?? "models", runs: result.runs ?? [] };
+      // the graphs before and after the pass, drawn by the graph view (src/graphview/passview.ts)
+      if (result.document) view.graph = result.document;
+      else view.pass = { passKind: result.passKind ?? "", graphsFrom: result.graphsFrom ?? "models", runs: result.runs ?? [] };
     } catch (error) {
       view.error = errorText(error);
     }

@@ -1,8 +1,8 @@
 // HTML of the FX graph webview. A module's page carries its graph document (`fxls.showGraph`
 // with the format `json`) as JSON; the graph view script (dist/webview.js, src/graphview)
-// draws it: groups by module path, zoom, search, the selected node's source. For an FX pass
-// the page is its before/after view: per graph it ran on, a diff of the generated code with
-// added and removed lines marked.
+// draws it: groups by module path, zoom, search, the selected node's source. An FX pass's
+// before/after view is a graph document too (`kind: "pass"`, drawn by passview.ts); the diff
+// sections below are what a server without it (no `document` in its answer) gets.
 
 /** One graph an FX pass ran on (`fxls.showGraph` with the format `pass`: `runs[i]`). */
 export interface PassRun {

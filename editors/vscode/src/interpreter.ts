@@ -129,3 +129,16 @@ export function folderOf(file: string, folders: string[]): string | undefined {
   const inside = folders.filter((folder) => file === folder || file.startsWith(folder.endsWith("/") ? folder : `${folder}/`));
   return inside.sort((a, b) => b.length - a.length)[0];
 }
+
+/**
+ * The interpreter that runs a workspace folder's code, as the server asks for it per folder
+ * (`workspace/configuration` with the folder's scope, `fxls.python`): the folder's
+ * `fxls.python`, else its `fxls.interpreter` (the one window runs one server, but each
+ * folder's files are traced under the folder's own interpreter), else none (the window's).
+ */
+export function folderPython(python: unknown, interpreter: unknown, resolve: (p: string) => string): string | undefined {
+  for (const value of [python, interpreter]) {
+    if (typeof value === "string" && value.trim()) return resolve(value.trim());
+  }
+  return undefined;
+}

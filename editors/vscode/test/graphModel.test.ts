@@ -87,3 +87,67 @@ test("search by name, op or target; nodes of a source line", () => {
   assert.deepEqual(nodesAtLine(model, "/p/m.py", 10).map((n) => n.data.name), ["blocks_0_fc", "blocks_1_fc"]);
   assert.deepEqual(nodesAtLine(model, "/p/other.py", 10), []);
 });
+
+/** Whether the segment a-b passes through the inside of `box` (shrunk by 1 px). */
+function crosses(a: { x: number; y: number }, b: { x: number; y: number }, box: { x: number; y: number; width: number; height: number }): boolean {
+  const x0 = box.x - box.width / 2 + 1, x1 = box.x + box.width / 2 - 1, y0 = box.y - box.height / 2 + 1, y1 = box.y + box.height / 2 - 1;
+  for (let t = 0; t <= 1; t += 0.02) {
+    const x = a.x + (b.x - a.x) * t;
+    const y = a.y + (b.y - a.y) * t;
+    if (x > x0 && x < x1 && y > y0 && y < y1) return true;
+  }
+  return false;
+}
+
+test("edges into and out of expanded groups are routed through their ports, around the nodes inside", () => {
+  // a residual block: x enters blocks.0 and is used by its first and its last node; the
+  // straight line from the frame to `add` would cross `a` and `b`
+  const doc: GraphDocument = {
+    name: "Res",
+    status: "traced",
+    nodes: [
+      node("x", "placeholder", "x", ["a", "add"], null),
+      node("a", "call_function", "torch.relu", ["b"], "blocks.0", 1),
+      node("b", "call_function", "torch.sin", ["c"], "blocks.0", 2),
+      node("c", "call_function", "torch.cos", ["add"], "blocks.0", 3),
+      node("add", "call_function", "operator.add", ["y"], "blocks.0", 4),
+      node("y", "call_function", "torch.neg", ["output"], "blocks.1", 5),
+      node("z", "call_function", "torch.exp", ["output"], "blocks.1", 6),
+      node("output", "output", "output", [], null),
+    ],
+  };
+  const model = buildModel(doc);
+  for (const group of model.groups.values()) group.expanded = true;
+  const scene = new Layouter(model).scene();
+  const frame = scene.frames.find((f) => f.group.path === "blocks.0")!.box;
+  const toAdd = scene.edges.find((e) => e.from.id === "n:x" && e.to.id === "n:add")!;
+  assert.ok(toAdd.points.length > 3, `routed, not straight: ${JSON.stringify(toAdd.points)}`);
+  // it enters the frame through its top border
+  assert.ok(toAdd.points.some((p) => Math.abs(p.y - (frame.y - frame.height / 2)) < 0.5 && p.x >= frame.x - frame.width / 2 && p.x <= frame.x + frame.width / 2));
+  for (const edge of scene.edges) {
+    for (const { node, box } of scene.nodes) {
+      if (node === edge.from || node === edge.to) continue;
+      for (let i = 0; i + 1 < edge.points.length; i++) {
+        assert.ok(!crosses(edge.points[i], edge.points[i + 1], box), `${edge.from.id} -> ${edge.to.id} crosses ${node.id}`);
+      }
+    }
+  }
+});
+
+test("a pass's marks count in their groups; a node a pass changed is found by its model line too", () => {
+  const doc: GraphDocument = {
+    name: "Net, after",
+    status: "traced",
+    nodes: [
+      { ...node("x", "placeholder", "x", ["a"], null), mark: null },
+      { ...node("a", "call_function", "torch.relu", ["b"], "blocks.0", 20), mark: "added" },
+      { ...node("b", "call_function", "torch.sin", ["output"], "blocks.0", 21), mark: "rewired", origin: { file: "/p/m.py", line: 3, end_line: 3, col: 0, end_col: 5 } },
+      node("c", "call_function", "torch.cos", ["output"], "blocks.0", 4),
+      node("output", "output", "output", [], null),
+    ],
+  };
+  const model = buildModel(doc);
+  assert.equal(model.groups.get("blocks.0")!.changeCount, 2);
+  assert.deepEqual(nodesAtLine(model, "/p/m.py", 3).map((n) => n.data.name), ["b"]);
+  assert.deepEqual(nodesAtLine(model, "/p/m.py", 20).map((n) => n.data.name), ["a"]);
+});

@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { chooseInterpreter, describeInterpreter, folderOf, interpreterSettingFor, pythonFromEnvironment, resolveVariables } from "../src/interpreter";
+import { chooseInterpreter, describeInterpreter, folderOf, folderPython, interpreterSettingFor, pythonFromEnvironment, resolveVariables } from "../src/interpreter";
 
 test("the fxls.interpreter setting wins over the Python extension", () => {
   assert.deepEqual(chooseInterpreter({ setting: "/opt/venv/bin/python", pythonExtension: "/usr/bin/python3.11" }), {
@@ -75,4 +75,11 @@ test("a file's folder is the innermost workspace folder that holds it", () => {
   assert.equal(folderOf("/ws/a/m.py", ["/ws", "/ws/a"]), "/ws/a");
   assert.equal(folderOf("/ws/ab/m.py", ["/ws/a"]), undefined);
   assert.equal(folderOf("/elsewhere/m.py", ["/ws/a"]), undefined);
+});
+
+test("a folder's code runs under its fxls.python, else its fxls.interpreter, else the window's", () => {
+  const resolve = (p: string) => resolveVariables(p, { workspaceFolder: "/ws/a" });
+  assert.equal(folderPython("${workspaceFolder}/.venv/bin/python", "/usr/bin/python3", resolve), "/ws/a/.venv/bin/python");
+  assert.equal(folderPython("", " ${workspaceFolder}/env/bin/python ", resolve), "/ws/a/env/bin/python");
+  assert.equal(folderPython(undefined, "", resolve), undefined);
 });

@@ -6,8 +6,8 @@
 -- `fxls.showGraph` code lenses.
 local M = {}
 
---- graph formats; `html` is the graph page (opened in the browser), `pass` a pass's
---- before/after view (a diff per graph it ran on)
+--- graph formats; `html` is the graph page (opened in the browser; for an FX pass its
+--- graphs before and after it), `pass` a pass's before/after diff (per graph it ran on)
 M.formats = { 'html', 'code', 'table', 'dot', 'json', 'pass' }
 
 local SHOW_GRAPH = 'fxls.showGraph'

@@ -26,9 +26,15 @@ interface GroupLayout {
   height: number;
   /** child item id -> box, centre coordinates relative to the group's content origin */
   boxes: Map<string, Box>;
-  /** "fromItemId|toItemId" -> route points (relative) */
+  /** "fromItemId|toItemId" -> route points (relative); the group's ports are `@in` and
+   * `@out`: edges from outside enter at `@in` (on the frame's top border) and are routed
+   * from there to the child that holds their end, edges to outside leave through `@out` */
   routes: Map<string, Point[]>;
 }
+
+/** The ports of an expanded group, in its routes' keys. */
+export const IN_PORT = "@in";
+export const OUT_PORT = "@out";
 
 export const NODE_HEIGHT = 38;
 export const GROUP_HEIGHT = 46;
@@ -105,7 +111,12 @@ const RANKSEP = 34;
 /** Children joined in one chain (each edge from a child to the next one, in order): a
  * column, no layout library needed. Null for anything else. */
 function chainLayout(sizes: { width: number; height: number }[], pairs: Set<string>): Shape | null {
-  if (pairs.size !== sizes.length - 1) return null;
+  // the group's ports, when only its first child has inputs from outside and only its last
+  // child outputs to outside (a Sequential of blocks), are straight above and below them
+  const last = sizes.length - 1;
+  const portIn = pairs.has("in|0");
+  const portOut = pairs.has(`${last}|out`);
+  if (pairs.size !== sizes.length - 1 + (portIn ? 1 : 0) + (portOut ? 1 : 0)) return null;
   for (let i = 0; i + 1 < sizes.length; i++) if (!pairs.has(`${i}|${i + 1}`)) return null;
   const width = Math.max(...sizes.map((z) => z.width));
   const boxes: Box[] = [];
@@ -123,27 +134,77 @@ function chainLayout(sizes: { width: number; height: number }[], pairs: Set<stri
       { x: b.x, y: b.y - b.height / 2 },
     ]);
   }
-  return { width, height: Math.max(0, y - RANKSEP), boxes, routes };
+  const height = Math.max(0, y - RANKSEP);
+  if (portIn) routes.set("in|0", [{ x: width / 2, y: -GROUP_HEADER }, { x: width / 2, y: 0 }]);
+  if (portOut) routes.set(`${last}|out`, [{ x: width / 2, y: height }, { x: width / 2, y: height + GROUP_PAD }]);
+  return { width, height, boxes, routes };
 }
 
+const PORT = 6;
+
+/** Lays out children `0..n-1` with dagre; `pairs` may join them to the ports `in` and
+ * `out` (edges crossing the group's frame). The ports are held above and below every child
+ * (edges of weight 0 from `in` to each child without a predecessor, from each child without
+ * a successor to `out`), so that dagre routes every crossing edge from the frame's top
+ * border down to its child, around the other children, instead of a straight line through
+ * them. The shape is the children's bounding box; port routes end on the frame's border
+ * (`GROUP_HEADER` above the content, `GROUP_PAD` below it). */
 function dagreShape(sizes: { width: number; height: number }[], pairs: Set<string>): Shape {
   const g = new graphlib.Graph({ directed: true, multigraph: false, compound: false });
   g.setGraph({ rankdir: "TB", nodesep: NODESEP, ranksep: RANKSEP, edgesep: 10, marginx: 0, marginy: 0 });
   g.setDefaultEdgeLabel(() => ({}));
   sizes.forEach((z, i) => g.setNode(String(i), { width: z.width, height: z.height }));
+  const hasIn = new Set<string>();
+  const hasOut = new Set<string>();
+  let ports = false;
   for (const pair of pairs) {
     const [a, b] = pair.split("|");
+    if (a === "in" || b === "out") ports = true;
+    if (a !== "in" && b !== "out") {
+      hasIn.add(b);
+      hasOut.add(a);
+    }
     g.setEdge(a, b, {});
+  }
+  if (ports) {
+    g.setNode("in", { width: PORT, height: PORT });
+    g.setNode("out", { width: PORT, height: PORT });
+    sizes.forEach((_, i) => {
+      const id = String(i);
+      if (!hasIn.has(id) && !g.hasEdge("in", id)) g.setEdge("in", id, { weight: 0 });
+      if (!hasOut.has(id) && !g.hasEdge(id, "out")) g.setEdge(id, "out", { weight: 0 });
+    });
   }
   dagreLayout(g);
   const boxes = sizes.map((_, i) => {
     const n = g.node(String(i)) as unknown as Box;
     return { x: n.x, y: n.y, width: n.width, height: n.height };
   });
+  let x0 = Infinity, x1 = -Infinity, y0 = Infinity, y1 = -Infinity;
+  for (const b of boxes) {
+    x0 = Math.min(x0, b.x - b.width / 2);
+    x1 = Math.max(x1, b.x + b.width / 2);
+    y0 = Math.min(y0, b.y - b.height / 2);
+    y1 = Math.max(y1, b.y + b.height / 2);
+  }
+  if (!boxes.length) x0 = x1 = y0 = y1 = 0;
+  const height = y1 - y0;
+  const width = x1 - x0;
+  const move = (p: Point): Point => ({ x: Math.max(0, Math.min(width, p.x - x0)), y: Math.max(-GROUP_HEADER, Math.min(height + GROUP_PAD, p.y - y0)) });
+  for (const b of boxes) {
+    b.x -= x0;
+    b.y -= y0;
+  }
   const routes = new Map<string, Point[]>();
-  for (const e of g.edges()) routes.set(`${e.v}|${e.w}`, (g.edge(e) as { points: Point[] }).points ?? []);
-  const label = g.graph() as { width?: number; height?: number };
-  return { width: label.width ?? 0, height: label.height ?? 0, boxes, routes };
+  for (const pair of pairs) {
+    const [a, b] = pair.split("|");
+    const points = ((g.edge(a, b) as { points?: Point[] } | undefined)?.points ?? []).map(move);
+    // from the port's point on the border (dagre starts and ends at the port's box)
+    if (a === "in" && points.length) points.unshift({ x: move(g.node("in") as unknown as Point).x, y: -GROUP_HEADER });
+    if (b === "out" && points.length) points.push({ x: move(g.node("out") as unknown as Point).x, y: height + GROUP_PAD });
+    routes.set(pair, points);
+  }
+  return { width, height, boxes, routes };
 }
 
 export class Layouter {
@@ -152,6 +213,9 @@ export class Layouter {
   private readonly shapes = new Map<string, Shape>();
   /** edges by home group */
   private readonly homeEdges = new Map<Group, GEdge[]>();
+  /** per group: its children that hold the end of an edge from outside it (`in`) or the
+   * start of an edge to outside it (`out`) */
+  private readonly ports = new Map<Group, { in: Set<Item>; out: Set<Item> }>();
   /** milliseconds spent in dagre during the last `scene()` */
   lastLayoutMs = 0;
   /** groups laid out during the last `scene()` */
@@ -162,6 +226,18 @@ export class Layouter {
       const list = this.homeEdges.get(edge.home) ?? [];
       list.push(edge);
       this.homeEdges.set(edge.home, list);
+      this.notePorts(edge.from, edge.home, "out");
+      this.notePorts(edge.to, edge.home, "in");
+    }
+  }
+
+  private notePorts(node: GNode, home: Group, side: "in" | "out"): void {
+    const chain: Item[] = [...node.chain, node];
+    for (let j = chain.indexOf(home) + 1; j + 1 < chain.length; j++) {
+      const group = chain[j] as Group;
+      let ports = this.ports.get(group);
+      if (!ports) this.ports.set(group, (ports = { in: new Set(), out: new Set() }));
+      ports[side].add(chain[j + 1]);
     }
   }
 
@@ -192,6 +268,9 @@ export class Layouter {
     for (const edge of this.homeEdges.get(group) ?? []) {
       if (edge.fromItem !== edge.toItem) pairs.add(`${index.get(edge.fromItem.id)}|${index.get(edge.toItem.id)}`);
     }
+    const ports = group.parent ? this.ports.get(group) : undefined;
+    for (const child of ports?.in ?? []) pairs.add(`in|${index.get(child.id)}`);
+    for (const child of ports?.out ?? []) pairs.add(`${index.get(child.id)}|out`);
     // Repeated blocks (a model's 12 or 100 identical layers) have the same children sizes
     // and edges: they share one layout.
     const signature = `${sizes.map((z) => `${Math.round(z.width)}x${Math.round(z.height)}`).join(",")};${[...pairs].join(",")}`;
@@ -206,9 +285,10 @@ export class Layouter {
     const boxes = new Map<string, Box>();
     children.forEach((child, i) => boxes.set(child.id, shape.boxes[i]));
     const routes = new Map<string, Point[]>();
+    const idOf = (end: string) => (end === "in" ? IN_PORT : end === "out" ? OUT_PORT : children[Number(end)].id);
     for (const [pair, points] of shape.routes) {
-      const [a, b] = pair.split("|").map(Number);
-      routes.set(`${children[a].id}|${children[b].id}`, points);
+      const [a, b] = pair.split("|");
+      routes.set(`${idOf(a)}|${idOf(b)}`, points);
     }
     const result: GroupLayout = { width: shape.width, height: shape.height, boxes, routes };
     this.cache.set(group, result);
@@ -250,6 +330,50 @@ export class Layouter {
     return scene;
   }
 
+  /** The route of `from` -> `to` in `group`'s layout, in absolute coordinates. */
+  private route(group: Group, from: string, to: string, origins: Map<Group, Point>): Point[] | null {
+    const origin = origins.get(group);
+    const points = this.cache.get(group)?.routes.get(`${from}|${to}`);
+    if (!origin || !points || points.length === 0) return null;
+    return points.map((p) => ({ x: p.x + origin.x, y: p.y + origin.y }));
+  }
+
+  /** An edge's points: out of the expanded groups around its start through their `@out`
+   * ports, along its route in its home group, into the expanded groups around its end
+   * through their `@in` ports; each part routed by dagre in its own group. Null when a part
+   * is missing (then the caller draws it straight). */
+  private edgePoints(edge: GEdge, from: Item, to: Item, origins: Map<Group, Point>): Point[] | null {
+    const parts: Point[][] = [];
+    const source: Item[] = [...edge.from.chain, edge.from];
+    const target: Item[] = [...edge.to.chain, edge.to];
+    const home = source.indexOf(edge.home);
+    for (let j = source.indexOf(from) - 1; j > home; j--) {
+      const part = this.route(source[j] as Group, source[j + 1].id, OUT_PORT, origins);
+      if (!part) return null;
+      parts.push(part);
+    }
+    const middle = this.route(edge.home, edge.fromItem.id, edge.toItem.id, origins);
+    if (!middle) return null;
+    parts.push(middle);
+    const last = target.indexOf(to);
+    for (let j = home + 1; j < last; j++) {
+      const part = this.route(target[j] as Group, IN_PORT, target[j + 1].id, origins);
+      if (!part) return null;
+      parts.push(part);
+    }
+    // where a part leaves a group through its port, the next part starts at the port (not
+    // at the point of the group's frame dagre chose); entering a group likewise
+    const m = parts.indexOf(middle);
+    const points: Point[] = [];
+    parts.forEach((part, i) => {
+      let p = part;
+      if (i > 0 && i <= m && p.length > 1) p = p.slice(1); // after an @out
+      if (i >= m && i + 1 < parts.length && p.length > 1) p = p.slice(0, -1); // before an @in
+      points.push(...p);
+    });
+    return points;
+  }
+
   private sceneEdges(scene: Scene, origins: Map<Group, Point>): SceneEdge[] {
     const byPair = new Map<string, SceneEdge & { labels: Set<string> }>();
     for (const edge of this.model.edges) {
@@ -263,16 +387,15 @@ export class Layouter {
         known.labels.add(label);
         continue;
       }
-      const origin = origins.get(edge.home);
-      const layout = this.cache.get(edge.home);
-      if (!origin || !layout) continue;
-      const route = (layout.routes.get(`${edge.fromItem.id}|${edge.toItem.id}`) ?? []).map((p) => ({ x: p.x + origin.x, y: p.y + origin.y }));
-      const points: Point[] = [];
-      const fromBox = scene.boxes.get(from.id)!;
-      const toBox = scene.boxes.get(to.id)!;
-      if (from !== edge.fromItem || route.length === 0) points.push({ x: fromBox.x, y: fromBox.y + fromBox.height / 2 });
-      points.push(...route);
-      if (to !== edge.toItem || route.length === 0) points.push({ x: toBox.x, y: toBox.y - toBox.height / 2 });
+      let points = this.edgePoints(edge, from, to, origins);
+      if (!points) {
+        const fromBox = scene.boxes.get(from.id)!;
+        const toBox = scene.boxes.get(to.id)!;
+        points = [
+          { x: fromBox.x, y: fromBox.y + fromBox.height / 2 },
+          { x: toBox.x, y: toBox.y - toBox.height / 2 },
+        ];
+      }
       byPair.set(key, { from, to, points, label, labels: new Set([label]) });
     }
     return [...byPair.values()].map(({ from, to, points, labels }) => ({

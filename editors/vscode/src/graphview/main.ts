@@ -6,7 +6,12 @@
 // node asks the extension to reveal its line (`{type: "reveal", span}`) and the extension
 // posts the editor's cursor (`{type: "cursor", file, line}`); standalone, the page shows the
 // node's file:line itself. `window.fxlsGraph` is the view, for tests and benchmarks.
+//
+// A document of `kind: "pass"` (an FX pass's before/after, fxls/output/pass_page.py) is
+// drawn by a PassView: the graphs before and after the pass in two panes
+// (`window.fxlsPass`).
 import { GraphDocument, Span } from "./model";
+import { PassState, PassView, isPassDocument } from "./passview";
 import { CSS } from "./style";
 import { GraphView, Host, ViewState } from "./view";
 
@@ -20,6 +25,7 @@ declare function acquireVsCodeApi(): VsCodeApi;
 declare global {
   interface Window {
     fxlsGraph?: GraphView;
+    fxlsPass?: PassView;
     fxlsGraphError?: string;
   }
 }
@@ -40,6 +46,7 @@ function main(): void {
   injectStyle();
   const vscode = typeof acquireVsCodeApi === "function" ? acquireVsCodeApi() : null;
   let view: GraphView | null = null;
+  let pass: PassView | null = null;
   const host: Host = {
     reveal(span: Span) {
       if (vscode) vscode.postMessage({ type: "reveal", span });
@@ -51,11 +58,22 @@ function main(): void {
   const saved = (vscode?.getState() as ViewState | undefined) ?? null;
   try {
     performance.mark("fxls-script");
-    const doc = JSON.parse(data.textContent || "{}") as GraphDocument;
+    const doc = JSON.parse(data.textContent || "{}") as unknown;
     performance.mark("fxls-parsed");
-    view = new GraphView(mount, doc, host, saved);
+    if (isPassDocument(doc)) {
+      const passHost = {
+        reveal(span: Span) {
+          if (vscode) vscode.postMessage({ type: "reveal", span });
+        },
+        saveState: vscode ? (state: PassState) => vscode.setState(state) : undefined,
+      };
+      pass = new PassView(mount, doc, passHost, (vscode?.getState() as PassState | undefined) ?? null);
+      window.fxlsPass = pass;
+    } else {
+      view = new GraphView(mount, doc as GraphDocument, host, saved);
+      window.fxlsGraph = view;
+    }
     performance.mark("fxls-drawn");
-    window.fxlsGraph = view;
   } catch (error) {
     window.fxlsGraphError = error instanceof Error ? `${error.message}\n${error.stack}` : String(error);
     const p = document.createElement("p");
@@ -67,7 +85,10 @@ function main(): void {
   }
   window.addEventListener("message", (event: MessageEvent) => {
     const message = event.data as { type?: string; file?: string; line?: number };
-    if (message?.type === "cursor" && typeof message.line === "number") view?.highlightLine(message.file ?? null, message.line);
+    if (message?.type === "cursor" && typeof message.line === "number") {
+      view?.highlightLine(message.file ?? null, message.line);
+      pass?.highlightLine(message.file ?? null, message.line);
+    }
   });
   vscode?.postMessage({ type: "ready" });
 }

@@ -26,6 +26,10 @@ export interface GraphNodeData {
   module_type: string | null;
   file?: string | null;
   line?: number | null;
+  /** in an FX pass's before/after view: what the pass did to the node */
+  mark?: "added" | "removed" | "rewired" | null;
+  /** for a node the pass changed (its span is the pass line): the model line it came from */
+  origin?: Span | null;
 }
 
 export interface GraphProblem {
@@ -77,6 +81,8 @@ export interface Group {
   nodeCount: number;
   /** problems located at nodes inside, at any depth */
   problemCount: number;
+  /** nodes inside, at any depth, that an FX pass added, removed or rewired */
+  changeCount: number;
   expanded: boolean;
   depth: number;
 }
@@ -120,6 +126,7 @@ function newGroup(path: string, parent: Group | null): Group {
     children: [],
     nodeCount: 0,
     problemCount: 0,
+    changeCount: 0,
     expanded: parent === null,
     depth: parent ? parent.depth + 1 : 0,
   };
@@ -197,14 +204,17 @@ function dissolveSingletons(group: Group, groups: Map<string, Group>): void {
 function countInside(group: Group): void {
   group.nodeCount = 0;
   group.problemCount = 0;
+  group.changeCount = 0;
   for (const child of group.children) {
     if (child.kind === "group") {
       countInside(child);
       group.nodeCount += child.nodeCount;
       group.problemCount += child.problemCount;
+      group.changeCount += child.changeCount;
     } else {
       group.nodeCount += 1;
       group.problemCount += child.problems.length;
+      if (child.data.mark) group.changeCount += 1;
     }
   }
 }
@@ -271,14 +281,13 @@ function sameFile(a: string, b: string): boolean {
   return norm(a) === norm(b);
 }
 
-/** Nodes created by source line `line` (1-based) of `file` (any file when null). */
+/** Nodes created by source line `line` (1-based) of `file` (any file when null): by
+ * their span, or (a node an FX pass changed) the model line they came from. */
 export function nodesAtLine(model: GraphModel, file: string | null, line: number): GNode[] {
   const found: GNode[] = [];
+  const at = (span: Span | null | undefined) => !!span && line >= span.line && line <= span.end_line && (!file || sameFile(span.file, file));
   for (const node of model.nodes.values()) {
-    const span = node.data.span;
-    if (!span || line < span.line || line > span.end_line) continue;
-    if (file && !sameFile(span.file, file)) continue;
-    found.push(node);
+    if (at(node.data.span) || at(node.data.origin)) found.push(node);
   }
   return found;
 }

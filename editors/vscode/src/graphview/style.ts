@@ -2,7 +2,7 @@
 // The graph itself is drawn on a light canvas in every theme; the toolbar and side panel
 // take the editor's colours where VS Code gives them.
 export const CSS = `
-html, body { height: 100%; margin: 0; }
+html, body { height: 100%; margin: 0; overflow: hidden; }
 body { font-family: var(--vscode-font-family, system-ui, sans-serif); font-size: 13px;
   color: var(--vscode-foreground, #222); background: var(--vscode-editor-background, #fff); }
 .fx-app { display: flex; flex-direction: column; height: 100vh; }
@@ -10,7 +10,7 @@ body { font-family: var(--vscode-font-family, system-ui, sans-serif); font-size:
   border-bottom: 1px solid var(--vscode-panel-border, #ddd); }
 .fx-toolbar h1 { font-size: 15px; margin: 0 6px 0 0; }
 .fx-toolbar .file { color: var(--vscode-descriptionForeground, #777); }
-.fx-toolbar input { width: 220px; padding: 3px 6px; font: inherit;
+.fx-toolbar input, .fx-search { width: 220px; padding: 3px 6px; font: inherit;
   color: var(--vscode-input-foreground, #222); background: var(--vscode-input-background, #fff);
   border: 1px solid var(--vscode-input-border, #bbb); border-radius: 3px; }
 .fx-toolbar button { font: inherit; padding: 2px 8px; cursor: pointer; border-radius: 3px;
@@ -27,10 +27,10 @@ body { font-family: var(--vscode-font-family, system-ui, sans-serif); font-size:
 .fx-banner { padding: 4px 10px; background: rgba(229, 20, 0, 0.09); border-bottom: 1px solid rgba(229, 20, 0, 0.3); }
 .fx-banner a { cursor: pointer; text-decoration: underline; }
 .fx-main { flex: 1; display: flex; min-height: 0; }
-#graph { flex: 1; position: relative; overflow: hidden; background: #fbfbfc; cursor: grab; }
-#graph.panning { cursor: grabbing; }
-#graph svg { width: 100%; height: 100%; display: block; user-select: none; }
-#graph text { font-family: var(--vscode-editor-font-family, ui-monospace, Menlo, Consolas, monospace); fill: #1f2328; }
+#graph, .fx-graph { flex: 1; position: relative; overflow: hidden; background: #fbfbfc; cursor: grab; }
+#graph.panning, .fx-graph.panning { cursor: grabbing; }
+#graph svg, .fx-graph svg { width: 100%; height: 100%; display: block; user-select: none; }
+#graph text, .fx-graph text { font-family: var(--vscode-editor-font-family, ui-monospace, Menlo, Consolas, monospace); fill: #1f2328; }
 .node rect { stroke: #8c959f; stroke-width: 1; fill: #ffffff; }
 .node .t1 { font-size: 12px; font-weight: 600; }
 .node .t2 { font-size: 11px; fill: #57606a; }
@@ -47,7 +47,7 @@ body { font-family: var(--vscode-font-family, system-ui, sans-serif); font-size:
 .frame .frame-title { font-size: 11px; font-weight: 600; fill: #475569; }
 .edge { fill: none; stroke: #94a3b8; stroke-width: 1.2; }
 .edge-label { font-size: 10px; fill: #64748b !important; }
-#arrow path { fill: #94a3b8; }
+marker.arrow path { fill: #94a3b8; }
 .problem > rect { stroke: #e51400 !important; stroke-width: 2.2 !important; }
 .badge { fill: #e51400; }
 .badge-text { fill: #fff !important; font-size: 10px; font-weight: 700; }
@@ -68,13 +68,53 @@ svg.very-far text { display: none; }
 .fx-panel ul { padding-left: 16px; margin: 4px 0; }
 .fx-panel li { margin: 2px 0; }
 .fx-panel .problem-text { color: var(--vscode-errorForeground, #c41a16); }
+@media (max-width: 1100px) {
+  .fx-pass .fx-panel { width: 190px; }
+  .fx-pane-app .fx-toolbar .fx-count, .fx-pane-app .fx-prev, .fx-pane-app .fx-next { display: none; }
+}
 @media (max-width: 900px) {
   .fx-panel { width: 210px; padding: 6px 8px; }
   .fx-minimap { width: 120px; height: 84px; }
-  .fx-toolbar input { width: 150px; }
+  .fx-toolbar input, .fx-search { width: 150px; }
 }
 pre { background: var(--vscode-textCodeBlock-background, #f6f8fa); padding: 8px; overflow: auto;
   font-family: var(--vscode-editor-font-family, monospace); font-size: 12px; }
 pre code { font-family: inherit; }
+/* an FX pass's before/after view (passview.ts): what the pass did to each node */
+.node.mark-added rect { fill: #dafbe1; stroke: #1a7f37; stroke-width: 2; }
+.node.mark-removed rect { fill: #ffebe9; stroke: #cf222e; stroke-width: 2; stroke-dasharray: 5 3; }
+.node.mark-removed text { text-decoration: line-through; }
+.node.mark-rewired rect { fill: #fff8c5; stroke: #bf8700; stroke-width: 2; }
+.group.changed .change-bar { fill: #bf8700; stroke: none; }
+.counterpart > rect { stroke: #7c3aed !important; stroke-width: 3 !important; stroke-dasharray: 6 3; }
+.fx-pane-app { height: 100%; }
+.fx-pane-app .fx-toolbar { padding: 4px 8px; gap: 4px; flex-wrap: nowrap; overflow: hidden; }
+.fx-pane-app .fx-toolbar input { width: 90px; min-width: 50px; }
+.fx-pane-app .fx-toolbar .fx-count { white-space: nowrap; }
+.fx-pane-title { font-size: 13px; margin: 0 4px 0 0; white-space: nowrap; }
+.fx-split { flex: 1; display: flex; min-height: 0; min-width: 0; }
+.fx-pane { flex: 1; min-width: 0; display: flex; flex-direction: column; border-right: 1px solid var(--vscode-panel-border, #ddd); }
+.fx-pane.hidden { display: none; }
+.fx-pass-bar { display: flex; align-items: center; gap: 8px; flex-wrap: wrap; padding: 6px 10px; border-bottom: 1px solid var(--vscode-panel-border, #ddd); }
+.fx-pass-bar h1 { font-size: 15px; margin: 0; }
+.fx-pass-bar button.on { background: var(--vscode-button-background, #0b62c4); color: var(--vscode-button-foreground, #fff); }
+.fx-pass-bar button, .fx-pass-bar select { font: inherit; padding: 2px 8px; border-radius: 3px; border: 1px solid var(--vscode-input-border, #ccc);
+  color: var(--vscode-button-secondaryForeground, #222); background: var(--vscode-button-secondaryBackground, #eee); cursor: pointer; }
+.fx-legend { display: flex; gap: 10px; align-items: center; font-size: 12px; }
+.fx-legend span { display: inline-flex; align-items: center; gap: 4px; }
+.fx-legend i { display: inline-block; width: 14px; height: 10px; border-radius: 2px; border: 2px solid; }
+.fx-legend .added i { background: #dafbe1; border-color: #1a7f37; }
+.fx-legend .removed i { background: #ffebe9; border-color: #cf222e; border-style: dashed; }
+.fx-legend .rewired i { background: #fff8c5; border-color: #bf8700; }
+.fx-legend .problem i { background: #fff; border-color: #e51400; }
+.fx-mark { border-radius: 3px; padding: 0 4px; }
+.fx-mark-added, .chip.added, .diff .add { background: rgba(46, 160, 67, 0.22); }
+.fx-mark-removed, .chip.removed, .diff .del { background: rgba(248, 81, 73, 0.22); }
+.fx-mark-rewired, .chip.rewired { background: rgba(187, 128, 9, 0.22); }
+.chips { display: flex; gap: 4px; flex-wrap: wrap; margin: 4px 0; }
+.chip { border-radius: 4px; padding: 0 5px; font-family: var(--vscode-editor-font-family, monospace); font-size: 12px; cursor: pointer; }
+.diff { margin: 4px 0; }
+.diff .line { display: block; white-space: pre; }
+.diff .hunk { color: var(--vscode-descriptionForeground, #777); }
 .error { color: var(--vscode-errorForeground, #c41a16); white-space: pre-wrap; }
 `;

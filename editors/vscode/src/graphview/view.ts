@@ -19,7 +19,6 @@ import {
   shownAs,
 } from "./model";
 
-/** Where the view sends a request to show a source line. */
 /** What the view keeps across a reload of its page (VS Code re-renders the panel after
  * every trace): the open groups, the zoom and pan, the selected node. */
 export interface ViewState {
@@ -28,10 +27,25 @@ export interface ViewState {
   selected: string | null;
 }
 
+/** Where the view sends a request to show a source line, and (a pane of a split view, see
+ * passview.ts) what the user did that the other pane follows. */
 export interface Host {
   reveal(span: Span): void;
   /** the view's state changed (optional: the standalone page keeps nothing) */
   saveState?(state: ViewState): void;
+  /** the user selected a node, a group or nothing */
+  selected?(view: GraphView, item: Item | null): void;
+  /** the user expanded or collapsed a group */
+  toggled?(view: GraphView, path: string, expanded: boolean): void;
+  /** the side panel when nothing is selected (a split view: the pass's summary) */
+  summary?(): Node[];
+}
+
+/** A view that is one pane of a split view: a small toolbar of its own, no banner, and a
+ * side panel shared with the other pane (written while this pane is the active one). */
+export interface PaneOptions {
+  title: string;
+  panel: HTMLElement;
 }
 
 /** Below this zoom the graph is drawn as bare boxes (no text can be read). */
@@ -51,6 +65,10 @@ function el<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string,
   if (text !== undefined) element.textContent = text;
   return element;
 }
+
+let views = 0;
+
+const MARK_TEXT: Record<string, string> = { added: "added by the pass", removed: "removed by the pass", rewired: "changed by the pass (inputs or users rewired)" };
 
 function fmt(n: number): string {
   return Math.round(n * 10) / 10 + "";
@@ -87,6 +105,12 @@ export class GraphView {
   private matches: GNode[] = [];
   private matchIndex = -1;
   private cursorNodes: GNode[] = [];
+  /** the node of the other pane's selection (a split view) */
+  private counterpart: GNode | null = null;
+  /** the id of this view's arrow head (two panes share a page) */
+  private readonly arrow = `arrow${++views}`;
+  /** a pane: whether the shared side panel is this pane's */
+  active = false;
   readonly timing: Timing = { lastRenderMs: 0, lastLayoutMs: 0, groupsLaidOut: 0, shownNodes: 0, shownGroups: 0 };
 
   constructor(
@@ -94,21 +118,29 @@ export class GraphView {
     doc: GraphDocument,
     private readonly host: Host,
     saved?: ViewState | null,
+    private readonly pane?: PaneOptions,
   ) {
     this.model = buildModel(doc);
     this.layouter = new Layouter(this.model);
     this.initialExpansion();
     root.textContent = "";
-    const app = el("div", { class: "fx-app" });
+    const app = el("div", { class: pane ? "fx-app fx-pane-app" : "fx-app" });
     const toolbar = el("div", { class: "fx-toolbar" });
-    toolbar.append(el("h1", {}, doc.name));
-    if (doc.status) toolbar.append(el("span", { class: `status status-${doc.status.replace(/[^a-z]/g, "")}`, id: "fx-status" }, doc.status));
-    toolbar.append(el("span", { class: "fx-muted", id: "fx-count" }, `${this.model.nodes.size} nodes, ${this.model.groups.size - 1} modules`));
-    if (doc.file) toolbar.append(el("span", { class: "file", title: doc.file }, fileName(doc.file)));
-    this.searchInput = el("input", { id: "fx-search", type: "search", placeholder: "Search name, op, target  ( / )", "aria-label": "Search nodes" });
-    this.searchCount = el("span", { id: "fx-search-count", class: "fx-muted" });
-    const button = (id: string, label: string, title: string, action: () => void) => {
-      const b = el("button", { id, title }, label);
+    // a pane's ids are its class names: two panes share the page
+    const id = (name: string): Record<string, string> => (pane ? {} : { id: name });
+    if (pane) {
+      toolbar.append(el("h2", { class: "fx-pane-title" }, pane.title));
+      toolbar.append(el("span", { class: "fx-muted fx-count" }, `${this.model.nodes.size} nodes`));
+    } else {
+      toolbar.append(el("h1", {}, doc.name));
+      if (doc.status) toolbar.append(el("span", { class: `status status-${doc.status.replace(/[^a-z]/g, "")}`, id: "fx-status" }, doc.status));
+      toolbar.append(el("span", { class: "fx-muted", id: "fx-count" }, `${this.model.nodes.size} nodes, ${this.model.groups.size - 1} modules`));
+      if (doc.file) toolbar.append(el("span", { class: "file", title: doc.file }, fileName(doc.file)));
+    }
+    this.searchInput = el("input", { ...id("fx-search"), class: "fx-search", type: "search", placeholder: pane ? "Search" : "Search name, op, target  ( / )", "aria-label": "Search nodes" });
+    this.searchCount = el("span", { ...id("fx-search-count"), class: "fx-muted fx-search-count" });
+    const button = (name: string, label: string, title: string, action: () => void) => {
+      const b = el("button", { ...id(name), class: name, title }, label);
       b.addEventListener("click", action);
       return b;
     };
@@ -117,29 +149,29 @@ export class GraphView {
       this.searchCount,
       button("fx-prev", "↑", "Previous match (Shift+Enter)", () => this.nextMatch(-1)),
       button("fx-next", "↓", "Next match (Enter)", () => this.nextMatch(1)),
-      button("fx-expand-all", "Expand all", "Expand every module", () => this.expandAll()),
-      button("fx-collapse-all", "Collapse all", "Collapse to the top-level modules", () => this.collapseAll()),
+      button("fx-expand-all", pane ? "Expand" : "Expand all", "Expand every module", () => this.expandAll()),
+      button("fx-collapse-all", pane ? "Collapse" : "Collapse all", "Collapse to the top-level modules", () => this.collapseAll()),
       button("fx-fit", "Fit", "Fit the graph to the window", () => this.fit()),
-      button("fx-zoom-in", "+", "Zoom in", () => this.zoomBy(1.25)),
-      button("fx-zoom-out", "−", "Zoom out", () => this.zoomBy(0.8)),
+      ...(pane ? [] : [button("fx-zoom-in", "+", "Zoom in", () => this.zoomBy(1.25)), button("fx-zoom-out", "−", "Zoom out", () => this.zoomBy(0.8))]),
       el("span", { class: "fx-spacer" }),
     );
     this.sourceLocation = el("span", { id: "fx-source-location", title: "source of the selected node" });
-    toolbar.append(this.sourceLocation);
+    if (!pane) toolbar.append(this.sourceLocation);
     app.append(toolbar);
-    const banner = this.banner(doc);
+    const banner = pane ? null : this.banner(doc);
     if (banner) app.append(banner);
     const main = el("div", { class: "fx-main" });
-    this.graphBox = el("div", { id: "graph", role: "img", "aria-label": `FX graph of ${doc.name}` });
+    this.graphBox = el("div", { ...id("graph"), class: "fx-graph", role: "img", "aria-label": `FX graph of ${doc.name}` });
     this.svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
     this.svg.innerHTML =
-      '<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z"/></marker></defs><g class="viewport"></g>';
+      `<defs><marker id="${this.arrow}" class="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z"/></marker></defs><g class="viewport"></g>`;
     this.viewport = this.svg.querySelector("g.viewport")!;
     this.minimap = el("canvas", { class: "fx-minimap", width: "200", height: "140", title: "minimap: click or drag to move" });
     this.minimapBase = document.createElement("canvas");
     this.graphBox.append(this.svg, this.minimap);
-    this.panel = el("aside", { class: "fx-panel", id: "fx-panel" });
-    main.append(this.graphBox, this.panel);
+    this.panel = pane ? pane.panel : el("aside", { class: "fx-panel", id: "fx-panel" });
+    main.append(this.graphBox);
+    if (!pane) main.append(this.panel);
     app.append(main);
     root.append(app);
     this.wire();
@@ -300,7 +332,7 @@ export class GraphView {
         if (x1 < rx0 || x0 > rx1 || y1 < ry0 || y0 > ry1) continue;
       }
       const d = edge.points.map((p, i) => `${i ? "L" : "M"}${fmt(p.x)},${fmt(p.y)}`).join("");
-      parts.push(`<path class="edge" d="${d}" marker-end="url(#arrow)"/>`);
+      parts.push(`<path class="edge" d="${d}" marker-end="url(#${this.arrow})"/>`);
       if (!overview && edge.label && edge.points.length >= 2) {
         const a = edge.points[0];
         const b = edge.points[1];
@@ -311,11 +343,12 @@ export class GraphView {
       if (!inside(box)) continue;
       const x = box.x - box.width / 2;
       const y = box.y - box.height / 2;
-      const detail = `${group.nodeCount} nodes${group.problemCount ? ` · ${group.problemCount} problem${group.problemCount === 1 ? "" : "s"}` : ""}`;
+      const detail = `${group.nodeCount} nodes${group.changeCount ? ` · ${group.changeCount} changed` : ""}${group.problemCount ? ` · ${group.problemCount} problem${group.problemCount === 1 ? "" : "s"}` : ""}`;
       parts.push(
-        `<g class="group collapsed${group.problemCount ? " problem" : ""}" data-id="${esc(group.id)}" transform="translate(${fmt(x)},${fmt(y)})">` +
+        `<g class="group collapsed${group.changeCount ? " changed" : ""}${group.problemCount ? " problem" : ""}" data-id="${esc(group.id)}" transform="translate(${fmt(x)},${fmt(y)})">` +
           `<title>${esc(group.path)}${group.type ? ` (${esc(group.type)})` : ""}: click to expand</title>` +
           `<rect width="${fmt(box.width)}" height="${fmt(box.height)}" rx="8"/>` +
+          (group.changeCount ? `<rect class="change-bar" width="5" height="${fmt(box.height)}" rx="2"/>` : "") +
           `<text class="t1" x="10" y="18">▸ ${esc(groupTitle(group))}</text><text class="t2" x="10" y="35">${detail}</text>` +
           (group.problemCount ? this.badge(box.width, String(group.problemCount)) : "") +
           `</g>`,
@@ -326,16 +359,17 @@ export class GraphView {
       const x = box.x - box.width / 2;
       const y = box.y - box.height / 2;
       const problem = node.problems.length > 0;
+      const mark = node.data.mark ? ` mark-${esc(node.data.mark)}` : "";
       if (overview) {
         parts.push(
-          `<g class="node op-${esc(node.data.op)}${problem ? " problem" : ""}" data-id="${esc(node.id)}" transform="translate(${fmt(x)},${fmt(y)})"><rect width="${fmt(box.width)}" height="${fmt(box.height)}" rx="4"/></g>`,
+          `<g class="node op-${esc(node.data.op)}${mark}${problem ? " problem" : ""}" data-id="${esc(node.id)}" transform="translate(${fmt(x)},${fmt(y)})"><rect width="${fmt(box.width)}" height="${fmt(box.height)}" rx="4"/></g>`,
         );
         continue;
       }
       // the side panel has the details: a <title> per node would double the page's parse
       const tip = problem ? `<title>${esc(node.problems.map((p) => `${p.code} ${p.message}`).join("\n"))}</title>` : "";
       parts.push(
-        `<g class="node op-${esc(node.data.op)}${problem ? " problem" : ""}" data-id="${esc(node.id)}" transform="translate(${fmt(x)},${fmt(y)})">` +
+        `<g class="node op-${esc(node.data.op)}${mark}${problem ? " problem" : ""}" data-id="${esc(node.id)}" transform="translate(${fmt(x)},${fmt(y)})">` +
           `${tip}<rect width="${fmt(box.width)}" height="${fmt(box.height)}" rx="4"/>` +
           `<text class="t1" x="8" y="15">${esc(nodeTitle(node))}</text><text class="t2" x="8" y="30">${esc(nodeSubtitle(node))}</text>` +
           (problem ? this.badge(box.width, "!") : "") +
@@ -354,11 +388,12 @@ export class GraphView {
 
   /** Selection, search matches and the cursor's nodes as classes on what is drawn. */
   private applyMarks(): void {
-    this.viewport.querySelectorAll(".selected, .match, .cursor").forEach((element) => element.classList.remove("selected", "match", "cursor"));
+    this.viewport.querySelectorAll(".selected, .match, .cursor, .counterpart").forEach((element) => element.classList.remove("selected", "match", "cursor", "counterpart"));
     const mark = (item: Item, cls: string) => this.elements.get(shownAs(item as GNode).id)?.classList.add(cls);
     const markItem = (item: Item, cls: string) => (item.kind === "node" ? mark(item, cls) : this.elements.get(item.id)?.classList.add(cls));
     for (const node of this.matches) mark(node, "match");
     for (const node of this.cursorNodes) mark(node, "cursor");
+    if (this.counterpart) mark(this.counterpart, "counterpart");
     if (this.selected) markItem(this.selected, "selected");
   }
 
@@ -447,6 +482,10 @@ export class GraphView {
     for (const { box } of this.scene.collapsed) rect(box);
     ctx.fillStyle = "#64748b";
     for (const { box } of this.scene.nodes) rect(box);
+    for (const [mark, colour] of [["added", "#1a7f37"], ["removed", "#cf222e"], ["rewired", "#bf8700"]]) {
+      ctx.fillStyle = colour;
+      for (const { node, box } of this.scene.nodes) if (node.data.mark === mark) rect(box);
+    }
     ctx.fillStyle = "#e51400";
     for (const { node, box } of this.scene.nodes) if (node.problems.length) rect(box);
     for (const { group, box } of this.scene.collapsed) if (group.problemCount) rect(box);
@@ -542,7 +581,7 @@ export class GraphView {
       }
     });
     window.addEventListener("keydown", (event) => {
-      if (event.key === "/" && document.activeElement !== this.searchInput) {
+      if (event.key === "/" && document.activeElement !== this.searchInput && (!this.pane || this.active)) {
         event.preventDefault();
         this.searchInput.focus();
       }
@@ -583,6 +622,7 @@ export class GraphView {
     this.layouter.invalidate(group);
     this.select(group);
     this.render({ keep: group });
+    this.host.toggled?.(this, group.path, true);
   }
 
   collapse(group: Group): void {
@@ -591,6 +631,45 @@ export class GraphView {
     this.layouter.invalidate(group);
     this.select(group);
     this.render({ keep: group });
+    this.host.toggled?.(this, group.path, false);
+  }
+
+  /** Expands or collapses the group of module path `path` if there is one (the other pane
+   * of a split view did); whether anything changed. */
+  setExpanded(path: string, expanded: boolean): boolean {
+    const group = this.model.groups.get(path);
+    if (!group || !group.parent || group.expanded === expanded) return false;
+    group.expanded = expanded;
+    this.layouter.invalidate(group);
+    this.render({ keep: group });
+    return true;
+  }
+
+  /** Marks the node `name` (the other pane's selection), showing it; null clears it. */
+  showCounterpart(name: string | null): GNode | null {
+    const node = name ? this.model.nodes.get(name) ?? null : null;
+    this.counterpart = node;
+    if (node) {
+      const opened = reveal(node);
+      for (const group of opened) this.layouter.invalidate(group);
+      if (opened.length) this.render();
+      const box = this.scene.boxes.get(node.id);
+      const { width, height } = this.size();
+      if (box) {
+        const sx = box.x * this.k + this.tx;
+        const sy = box.y * this.k + this.ty;
+        if (sx < 0 || sy < 0 || sx > width || sy > height) this.centerOn(box);
+      }
+    }
+    this.applyMarks();
+    return node;
+  }
+
+  /** The view's box changed size (a split view showed or hid the other pane). */
+  resized(): void {
+    this.viewSize = null;
+    this.drawn = null;
+    this.applyTransform();
   }
 
   expandAll(): void {
@@ -665,9 +744,14 @@ export class GraphView {
 
   select(item: Item | null): void {
     this.selected = item;
+    if (this.pane) {
+      this.active = true;
+      this.counterpart = null;
+    }
     this.applyMarks();
     this.showPanel();
     this.scheduleSave();
+    this.host.selected?.(this, item);
   }
 
   private nodeLink(name: string): HTMLElement {
@@ -689,7 +773,8 @@ export class GraphView {
     table.append(tr);
   }
 
-  private showPanel(): void {
+  showPanel(): void {
+    if (this.pane && !this.active) return;
     const panel = this.panel;
     panel.textContent = "";
     const item = this.selected;
@@ -720,7 +805,9 @@ export class GraphView {
   private nodePanel(node: GNode): Node[] {
     const d = node.data;
     const out: Node[] = [el("h2", { id: "fx-selected" }, d.name)];
+    if (this.pane) out.push(el("p", { class: "fx-muted", id: "fx-selected-pane" }, this.pane.title));
     const table = el("table", { id: "fx-node-table" });
+    if (d.mark) this.row(table, "pass", el("span", { class: `fx-mark fx-mark-${d.mark}` }, MARK_TEXT[d.mark] ?? d.mark));
     this.row(table, "op", d.op);
     this.row(table, "target", d.target);
     if (d.args && d.args !== "()") this.row(table, "args", d.args);
@@ -734,7 +821,14 @@ export class GraphView {
       const span = d.span;
       const link = el("a", { id: "fx-node-source", title: span.file }, `${fileName(span.file)}:${span.line}`);
       link.addEventListener("click", () => this.host.reveal(span));
-      this.row(table, "source", link);
+      // a node the pass made or changed: its span is the pass line that did it
+      this.row(table, d.mark === "added" || (d.mark === "rewired" && d.origin) ? "pass line" : "source", link);
+    }
+    if (d.origin) {
+      const origin = d.origin;
+      const link = el("a", { id: "fx-node-origin", title: origin.file }, `${fileName(origin.file)}:${origin.line}`);
+      link.addEventListener("click", () => this.host.reveal(origin));
+      this.row(table, "model line", link);
     }
     out.push(table);
     if (node.problems.length) {
@@ -760,6 +854,7 @@ export class GraphView {
   }
 
   private summaryPanel(): Node[] {
+    if (this.host.summary) return this.host.summary();
     const doc = this.model.doc;
     const out: Node[] = [el("h2", {}, doc.name)];
     if (doc.verdict) out.push(el("p", { class: "fx-muted" }, doc.verdict));
