@@ -35,8 +35,9 @@ so converting everywhere would change what torch.fx traces); any other exception
 the model's code is fixed by a retrace with, in turn: the frame's local variables holding a
 traced non-tensor value (a size, a shape, a count) holding its eager value from that line on
 (the user makes the value static: `torch.tensor(num_channels)` with `num_channels` from
-`x.shape`); then, within that statement, `isinstance(proxy, C)` answering as for the eager
-value (`torch._assert(isinstance(rel_codes, torch.Tensor), ...)`). If the statement still
+`x.shape`); then, within the function that raised, `isinstance(proxy, C)` answering as for
+the eager value (`torch._assert(isinstance(rel_codes, torch.Tensor), ...)`, or an
+`if isinstance(boxes, torch.Tensor): ... else: torch._assert(False, ...)`). If the statement still
 raises, the run ends there (the fix depends on what the user rewrites; the sites after it are
 not known).
 
@@ -179,8 +180,8 @@ def _map(value: Any, fn: Callable[[Any], Any]) -> Any:
 _statements: dict[str, list[tuple[int, int]]] = {}
 
 
-def statement_lines(file: str, line: int) -> range:
-    """The lines of the innermost statement starting at ``line`` (else just ``line``)."""
+def function_lines(file: str, line: int) -> range:
+    """The lines of the innermost function containing ``line`` (else just ``line``)."""
     if file not in _statements:
         spans: list[tuple[int, int]] = []
         try:
@@ -188,15 +189,18 @@ def statement_lines(file: str, line: int) -> range:
         except (SyntaxError, ValueError):
             tree = None
         for node in ast.walk(tree) if tree is not None else ():
-            if isinstance(node, ast.stmt):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 spans.append((node.lineno, node.end_lineno or node.lineno))
         _statements[file] = spans
-    ends = [end for start, end in _statements[file] if start == line]
-    return range(line, min(ends) + 1 if ends else line + 1)
+    around = [(start, end) for start, end in _statements[file] if start <= line <= end]
+    if not around:
+        return range(line, line + 1)
+    start, end = max(around)
+    return range(start, end + 1)
 
 
 class ConcreteProxy(Proxy):
-    """A Proxy whose ``__class__`` is its eager value's class inside the statements where the
+    """A Proxy whose ``__class__`` is its eager value's class inside the functions where the
     ``isinstance`` fix applies, and Proxy elsewhere."""
 
     @property  # type: ignore[misc]
@@ -230,7 +234,7 @@ class ConcreteTracer(torch.fx.Tracer):
         super().__init__()
         self.inputs = inputs
         self.convert_at = convert_at
-        self.isinstance_at = [(file, statement_lines(file, line))
+        self.isinstance_at = [(file, function_lines(file, line))
                               for file, line in sorted(isinstance_at or ())]
         self.values: dict[torch.fx.Node, Any] = {}
         self.stops: list[Stop] = []
@@ -562,7 +566,8 @@ def one_by_one(model: torch.nn.Module, args: tuple[Any, ...],
             continue
         ended_by = f"{type(error).__name__}: {str(error)[:300]}"
         break
-    return OneByOne(order, traces, sorted(concrete_args), ended_by, nodes, time.perf_counter() - start)
+    seconds = time.perf_counter() - start
+    return OneByOne(order, traces, sorted(concrete_args), ended_by, nodes, seconds)
 
 
 # -- the models -------------------------------------------------------------------------------
