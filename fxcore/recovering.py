@@ -21,8 +21,15 @@ end the trace before the sites after it. So the trace is searched: each stand-in
 recovered issues makes the trace run again with one of the decisions made before it changed
 (the other branch; 2, 3 or 4 for a length or an iteration), most recent first, keeping a
 change only when the trace gets further (more sites before the first such exception, or
-fewer of them). The search is bounded (``max_retraces``, ``time_budget``);
-the issues reported are those of the best trace.
+fewer of them; at equal counts, one whose first such exception is not a ``raise`` statement
+of the model's code: a guard clause raising is the stand-in's doing, a torch call refusing a
+traced value is torch.fx's own stop). When no change of decision gets further and that
+exception came from a line where a traced *size* reached code that needs a number
+(``torch.tensor(channels)`` with ``channels`` from ``x.shape``), the trace runs again with the
+sizes in that frame's local variables static from that line on (``fxcore._static_sizes``):
+the exception is kept as the issue at that line, and the sites after it are found too. The
+search is bounded (``max_retraces``, ``time_budget``); the issues reported are those of the
+best trace.
 
 Only what torch.fx would hit is reported. torch's C argument parser asks the values of a
 size argument for ``__index__`` (``torch.zeros((B, H))``, ``torch.eye(n)``) before it looks at
@@ -41,6 +48,7 @@ as Hugging Face ``*PreTrainedModel`` do not; torch.fx then raises ``NotImplement
 
 from __future__ import annotations
 
+import dataclasses
 import dis
 import enum
 import inspect
@@ -55,6 +63,7 @@ from typing import Any
 import torch
 
 from fxcore._calls import UNKNOWN, called_function, parsed_by_torch
+from fxcore._static_sizes import static_sizes_at
 from fxcore._symbolic_trace import Tracer
 from fxcore.graph import Graph
 from fxcore.graph_module import GraphModule
@@ -98,6 +107,8 @@ class TraceIssue:
     conversion: str | None = None
     #: the module path being traced when it happened ("" for the root)
     module_path: str = ""
+    #: EXCEPTION raised by a ``raise`` statement of user code (not by a call refusing it)
+    user_raise: bool = False
 
 
 @dataclass
@@ -437,6 +448,9 @@ class RecoveringTracer(Tracer):
             return
         self._seen.add((IssueKind.EXCEPTION, span))
         outer = user_stack(sys._getframe(1))
+        where = _traceback_location(error.__traceback__)
+        user_raise = where is not None and 0 <= where[1] < len(where[0].co_code) and (
+            dis.opname[where[0].co_code[where[1]]] == "RAISE_VARARGS")
         self.issues.append(
             TraceIssue(
                 IssueKind.EXCEPTION,
@@ -446,6 +460,7 @@ class RecoveringTracer(Tracer):
                 exception_type=type(error).__name__,
                 after_recovery=any(i.kind is not IssueKind.EXCEPTION for i in self.issues),
                 module_path=self._module_path[-1],
+                user_raise=user_raise,
             )
         )
 
@@ -507,9 +522,11 @@ def trace_collecting_issues(
 ) -> CollectedTrace:
     """Trace ``root`` and return the graph with every issue found along the way; where a
     stand-in made the code raise, search other stand-ins (the module docstring)."""
+    static: dict[tuple[str, int], TraceIssue] = {}
+
     def attempt(choices: dict[_DecisionKey, Any]) -> tuple[CollectedTrace, RecoveringTracer]:
         return _trace_once(root, concrete_args, leaf_modules, autowrap_functions, max_issues,
-                           choices)
+                           choices, static)
 
     started = time.perf_counter()
     best, tracer = attempt({})
@@ -541,6 +558,19 @@ def trace_collecting_issues(
                     break
             if improved:
                 break
+        if not improved and retraces < max_retraces and time.perf_counter() <= deadline:
+            # no decision gets further: make the sizes static where the exception came from
+            issue = best.issues[failure]
+            line = (issue.span.file, issue.span.line) if issue.span is not None else None
+            if line is not None and line not in static and not issue.user_raise:
+                retraces += 1
+                static[line] = dataclasses.replace(issue, after_recovery=False)
+                choices = {d.key: d.value for d in tracer.decisions if d.key in tracer.choices}
+                candidate, candidate_tracer = attempt(choices)
+                if _score(candidate) < _score(best):
+                    best, tracer, improved = candidate, candidate_tracer, True
+                else:
+                    del static[line]
         if not improved:
             break
     return best
@@ -554,14 +584,16 @@ def _first_follow_on(trace: CollectedTrace) -> int | None:
     return None
 
 
-def _score(trace: CollectedTrace) -> tuple[int, int]:
+def _score(trace: CollectedTrace) -> tuple[int, int, int]:
     """Lower is better: more sites found before the first exception that followed a
-    recovered issue (the trace got further), then fewer such exceptions. A bigger graph
-    alone is no better: more iterations of a loop make more nodes, not more sense."""
+    recovered issue (the trace got further), then fewer such exceptions, then a first one
+    that is not a ``raise`` of the model's own (a guard clause the stand-in set off). A bigger
+    graph alone is no better: more iterations of a loop make more nodes, not more sense."""
     first = _first_follow_on(trace)
     follow_ons = sum(1 for i in trace.issues
                      if i.kind is IssueKind.EXCEPTION and i.after_recovery)
-    return -(len(trace.issues) + 1 if first is None else first), follow_ons
+    guard = int(first is not None and trace.issues[first].user_raise)
+    return -(len(trace.issues) + 1 if first is None else first), follow_ons, guard
 
 
 def _trace_once(
@@ -571,15 +603,24 @@ def _trace_once(
     autowrap_functions: tuple[Callable[..., Any], ...],
     max_issues: int,
     choices: dict[_DecisionKey, Any],
+    static: dict[tuple[str, int], TraceIssue] | None = None,
 ) -> tuple[CollectedTrace, RecoveringTracer]:
     tracer = RecoveringTracer(
         leaf_modules=leaf_modules, max_issues=max_issues, autowrap_functions=autowrap_functions,
         choices=choices,
     )
+    static = static or {}
+
+    def made_static(file: str, line: int) -> None:
+        issue = static[(file, line)]
+        if (issue.kind, issue.span) not in tracer._seen:
+            tracer._add(dataclasses.replace(issue, module_path=tracer._module_path[-1]))
+
     graph: Graph | None = None
     complete = False
     try:
-        graph = tracer.trace(root, concrete_args)
+        with static_sizes_at(set(static), made_static):
+            graph = tracer.trace(root, concrete_args)
         complete = True
     except _TooManyIssues:
         graph = getattr(tracer, "graph", None)
