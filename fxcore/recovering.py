@@ -301,6 +301,8 @@ class RecoveringTracer(Tracer):
         self._iterated_at: _Location | None = None
         #: the root's definition, for errors raised before any user code ran
         self._definition_spans: tuple[SourceSpan, ...] = ()
+        #: lines whose exception was raised again (a static-size retrace that did not help)
+        self.raised_again: set[tuple[str, int]] = set()
 
     # -- leaf modules from settings ------------------------------------------------------
     def is_leaf_module(self, m: torch.nn.Module, module_qualified_name: str) -> bool:
@@ -445,6 +447,7 @@ class RecoveringTracer(Tracer):
         spans = spans_of_traceback(error.__traceback__) or self._definition_spans
         span = spans[-1] if spans else None
         if span is not None and (IssueKind.EXCEPTION, span) in self._seen:
+            self.raised_again.add((span.file, span.line))
             return
         self._seen.add((IssueKind.EXCEPTION, span))
         outer = user_stack(sys._getframe(1))
@@ -567,7 +570,7 @@ def trace_collecting_issues(
                 static[line] = dataclasses.replace(issue, after_recovery=False)
                 choices = {d.key: d.value for d in tracer.decisions if d.key in tracer.choices}
                 candidate, candidate_tracer = attempt(choices)
-                if _score(candidate) < _score(best):
+                if line not in candidate_tracer.raised_again and _score(candidate) < _score(best):
                     best, tracer, improved = candidate, candidate_tracer, True
                 else:
                     del static[line]
