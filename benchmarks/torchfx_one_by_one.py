@@ -35,11 +35,11 @@ so converting everywhere would change what torch.fx traces); any other exception
 the model's code is fixed by a retrace with, in turn: the frame's local variables holding a
 traced non-tensor value (a size, a shape, a count) holding its eager value from that line on
 (the user makes the value static: `torch.tensor(num_channels)` with `num_channels` from
-`x.shape`); then, within the function that raised, `isinstance(proxy, C)` answering as for
-the eager value (`torch._assert(isinstance(rel_codes, torch.Tensor), ...)`, or an
-`if isinstance(boxes, torch.Tensor): ... else: torch._assert(False, ...)`). If the statement still
-raises, the run ends there (the fix depends on what the user rewrites; the sites after it are
-not known).
+`x.shape`); then, within the innermost `if`/loop around the raising statement (else that
+statement), `isinstance(proxy, C)` answering as for the eager value
+(`torch._assert(isinstance(rel_codes, torch.Tensor), ...)`, or an `if isinstance(boxes,
+torch.Tensor): ... else: torch._assert(False, ...)`). If the statement still raises, the run
+ends there (the fix depends on what the user rewrites; the sites after it are not known).
 
 Where the trace leaves the eager run's path without asking (`x is None` on a placeholder
 whose eager value is `None`, `isinstance(proxy, torch.Tensor)`), a later stop may have no
@@ -177,30 +177,40 @@ def _map(value: Any, fn: Callable[[Any], Any]) -> Any:
     return value
 
 
-_statements: dict[str, list[tuple[int, int]]] = {}
+_statements: dict[str, list[tuple[int, int, bool]]] = {}
 
 
-def function_lines(file: str, line: int) -> range:
-    """The lines of the innermost function containing ``line`` (else just ``line``)."""
+_COMPOUND = (ast.If, ast.For, ast.While, ast.With, ast.Try)
+
+
+def fix_lines(file: str, line: int) -> range:
+    """Where the ``isinstance`` fix for an exception at ``line`` applies: the innermost ``if``/
+    loop/``with``/``try`` around it (the test that chose the raising branch), else the
+    statement at that line."""
     if file not in _statements:
-        spans: list[tuple[int, int]] = []
+        spans: list[tuple[int, int, bool]] = []
         try:
             tree = ast.parse("".join(linecache.getlines(file)))
         except (SyntaxError, ValueError):
             tree = None
         for node in ast.walk(tree) if tree is not None else ():
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                spans.append((node.lineno, node.end_lineno or node.lineno))
+            if isinstance(node, ast.stmt) and not isinstance(
+                    node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                spans.append((node.lineno, node.end_lineno or node.lineno,
+                              isinstance(node, _COMPOUND)))
         _statements[file] = spans
-    around = [(start, end) for start, end in _statements[file] if start <= line <= end]
-    if not around:
-        return range(line, line + 1)
-    start, end = max(around)
-    return range(start, end + 1)
+    spans = _statements[file]
+    compound = [(start, end) for start, end, is_compound in spans
+                if is_compound and start < line <= end]
+    if compound:
+        start, end = max(compound)
+        return range(start, end + 1)
+    ends = [end for start, end, _ in spans if start == line]
+    return range(line, min(ends) + 1 if ends else line + 1)
 
 
 class ConcreteProxy(Proxy):
-    """A Proxy whose ``__class__`` is its eager value's class inside the functions where the
+    """A Proxy whose ``__class__`` is its eager value's class inside the statements where the
     ``isinstance`` fix applies, and Proxy elsewhere."""
 
     @property  # type: ignore[misc]
@@ -234,7 +244,7 @@ class ConcreteTracer(torch.fx.Tracer):
         super().__init__()
         self.inputs = inputs
         self.convert_at = convert_at
-        self.isinstance_at = [(file, function_lines(file, line))
+        self.isinstance_at = [(file, fix_lines(file, line))
                               for file, line in sorted(isinstance_at or ())]
         self.values: dict[torch.fx.Node, Any] = {}
         self.stops: list[Stop] = []
