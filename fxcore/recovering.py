@@ -27,9 +27,15 @@ traced value is torch.fx's own stop). When no change of decision gets further an
 exception came from a line where a traced *size* reached code that needs a number
 (``torch.tensor(channels)`` with ``channels`` from ``x.shape``), the trace runs again with the
 sizes in that frame's local variables static from that line on (``fxcore._static_sizes``):
-the exception is kept as the issue at that line, and the sites after it are found too. The
-search is bounded (``max_retraces``, ``time_budget``); the issues reported are those of the
-best trace.
+the exception is kept as the issue at that line, and the sites after it are found too.
+A forward parameter that defaults to ``None`` is a placeholder like any other, so
+``if targets is not None:`` goes in and ``for t in targets`` is an issue torch.fx stops at;
+the stand-in target that follows is nothing the model ever sees. The user's fix is
+``concrete_args={"targets": None}``: when such a placeholder itself was iterated, tested or
+converted and an exception followed, the trace runs again with it ``None`` (those issues
+kept), and the search goes on from that trace (the call without that argument is what the
+model's eager run sees). The search is bounded (``max_retraces``, ``time_budget``); the
+issues reported are those of the best trace.
 
 Only what torch.fx would hit is reported. torch's C argument parser asks the values of a
 size argument for ``__index__`` (``torch.zeros((B, H))``, ``torch.eye(n)``) before it looks at
@@ -303,6 +309,9 @@ class RecoveringTracer(Tracer):
         self._definition_spans: tuple[SourceSpan, ...] = ()
         #: lines whose exception was raised again (a static-size retrace that did not help)
         self.raised_again: set[tuple[str, int]] = set()
+        #: parameters defaulting to None whose placeholder was iterated, tested or converted:
+        #: name -> the issue recorded there
+        self.none_defaults: dict[str, TraceIssue] = {}
 
     # -- leaf modules from settings ------------------------------------------------------
     def is_leaf_module(self, m: torch.nn.Module, module_qualified_name: str) -> bool:
@@ -387,6 +396,13 @@ class RecoveringTracer(Tracer):
             self._settle_probes(node, _location(_user_frame(sys._getframe(1))))
         return node
 
+    def _note_none_default(self, obj: Proxy) -> None:
+        """``obj`` is a parameter that defaults to None (the issue just recorded is its)."""
+        node = obj.node
+        if (node.op == "placeholder" and node.args == (None,) and self.issues
+                and str(node.target) not in self.none_defaults):
+            self.none_defaults[str(node.target)] = self.issues[-1]
+
     def to_bool(self, obj: Proxy) -> bool:
         frame = _user_frame(sys._getframe(1))
         obj.node.meta["consumed_by_issue"] = IssueKind.CONTROL_FLOW.value
@@ -395,6 +411,7 @@ class RecoveringTracer(Tracer):
             "symbolically traced variables cannot be used as inputs to control flow",
             frame,
         )
+        self._note_none_default(obj)
         if frame is None:
             return False
         key = (frame.f_code, frame.f_lasti)
@@ -405,6 +422,7 @@ class RecoveringTracer(Tracer):
     def iter(self, obj: Proxy) -> Iterator[Any]:
         frame = _user_frame(sys._getframe(1))
         self._record(IssueKind.ITERATION, "Proxy object cannot be iterated", frame)
+        self._note_none_default(obj)
         self._iterated_at = _location(frame)
         count = self._decide("iter", frame, 1)
         return iter([obj[i] for i in range(count)])
@@ -435,6 +453,7 @@ class RecoveringTracer(Tracer):
         self._record(
             IssueKind.PYTHON_VALUE, _CONVERSION_MESSAGES[conversion], frame, conversion=conversion
         )
+        self._note_none_default(obj)
         return self._decide(conversion, frame, stand_in)
 
     def record_exception(self, error: BaseException) -> None:
@@ -526,10 +545,12 @@ def trace_collecting_issues(
     """Trace ``root`` and return the graph with every issue found along the way; where a
     stand-in made the code raise, search other stand-ins (the module docstring)."""
     static: dict[tuple[str, int], TraceIssue] = {}
+    concrete = dict(concrete_args or {})
+    carried: list[TraceIssue] = []
 
     def attempt(choices: dict[_DecisionKey, Any]) -> tuple[CollectedTrace, RecoveringTracer]:
-        return _trace_once(root, concrete_args, leaf_modules, autowrap_functions, max_issues,
-                           choices, static)
+        return _trace_once(root, concrete or None, leaf_modules, autowrap_functions,
+                           max_issues, choices, static, carried)
 
     started = time.perf_counter()
     best, tracer = attempt({})
@@ -539,6 +560,16 @@ def trace_collecting_issues(
     retraces = 0
     tried: set[tuple[_DecisionKey, Any]] = set()
     while retraces < max_retraces:
+        nones = {name: issue for name, issue in tracer.none_defaults.items()
+                 if name not in concrete}
+        if nones and _first_follow_on(best) is not None and time.perf_counter() <= deadline:
+            # the user's fix for `for t in targets` with targets=None: concrete_args None
+            retraces += 1
+            concrete.update(dict.fromkeys(nones))
+            carried.extend(nones.values())
+            choices = {d.key: d.value for d in tracer.decisions if d.key in tracer.choices}
+            best, tracer = attempt(choices)
+            continue
         failure = _first_follow_on(best)
         if failure is None:
             break
@@ -607,11 +638,14 @@ def _trace_once(
     max_issues: int,
     choices: dict[_DecisionKey, Any],
     static: dict[tuple[str, int], TraceIssue] | None = None,
+    carried: list[TraceIssue] | None = None,
 ) -> tuple[CollectedTrace, RecoveringTracer]:
     tracer = RecoveringTracer(
         leaf_modules=leaf_modules, max_issues=max_issues, autowrap_functions=autowrap_functions,
         choices=choices,
     )
+    for issue in carried or ():  # issues of an earlier trace this one was fixed past
+        tracer._add(issue)
     static = static or {}
 
     def made_static(file: str, line: int) -> None:
