@@ -169,7 +169,27 @@ _Location = tuple[types.CodeType, int]
 
 
 def _location(frame: types.FrameType | None) -> _Location | None:
-    return None if frame is None else (frame.f_code, frame.f_lasti)
+    return None if frame is None else (frame.f_code, _stable_lasti(frame))
+
+
+_PRECALL = dis.opmap.get("PRECALL")
+_CALL = dis.opmap.get("CALL")
+_CACHE = dis.opmap.get("CACHE")
+
+
+def _stable_lasti(frame: types.FrameType) -> int:
+    """The frame's instruction, the same however warm its code is. Python 3.11's adaptive
+    interpreter, once a call site is specialised (``PRECALL_NO_KW_LEN`` after a few runs),
+    calls ``len``/``isinstance``... from ``PRECALL`` instead of ``CALL``: ``f_lasti`` moves back
+    by one instruction, and a stand-in decision keyed by it would be lost on a retrace."""
+    raw = frame.f_code.co_code
+    lasti = frame.f_lasti
+    if _PRECALL is None or not 0 <= lasti < len(raw) or raw[lasti] != _PRECALL:
+        return lasti
+    index = lasti + 2
+    while index < len(raw) and raw[index] == _CACHE:
+        index += 2
+    return index if index < len(raw) and raw[index] == _CALL else lasti
 
 
 def _opname_at(frame: types.FrameType) -> str:
@@ -332,10 +352,11 @@ class RecoveringTracer(Tracer):
         visit, else ``default``; recorded either way."""
         if frame is None or kind not in _ALTERNATIVES:
             return default
-        position = (kind, frame.f_code, frame.f_lasti)
+        lasti = _stable_lasti(frame)
+        position = (kind, frame.f_code, lasti)
         visit = self._asked.get(position, 0)
         self._asked[position] = visit + 1
-        key = (kind, frame.f_code, frame.f_lasti, visit)
+        key = (kind, frame.f_code, lasti, visit)
         value = self.choices.get(key, default)
         self.decisions.append(_Decision(key, value, len(self.issues)))
         return value
@@ -414,7 +435,7 @@ class RecoveringTracer(Tracer):
         self._note_none_default(obj)
         if frame is None:
             return False
-        key = (frame.f_code, frame.f_lasti)
+        key = (frame.f_code, _stable_lasti(frame))
         visits = self._visits.get(key, 0)
         self._visits[key] = visits + 1
         return bool(self._decide("bool", frame, visits == 0))
@@ -618,16 +639,23 @@ def _first_follow_on(trace: CollectedTrace) -> int | None:
     return None
 
 
-def _score(trace: CollectedTrace) -> tuple[int, int, int]:
+def _score(trace: CollectedTrace) -> tuple[int, int, int, int]:
     """Lower is better: more sites found before the first exception that followed a
     recovered issue (the trace got further), then fewer such exceptions, then a first one
-    that is not a ``raise`` of the model's own (a guard clause the stand-in set off). A bigger
-    graph alone is no better: more iterations of a loop make more nodes, not more sense."""
+    that is not a ``raise`` of the model's own (a guard clause the stand-in set off), and
+    only then more source lines in the graph (the same sites, but the trace went on further
+    before failing: ``torch._assert(len(size) == 2)`` passed). A bigger graph alone is no
+    better: more iterations of a loop make more nodes, not more sense (nor more lines)."""
     first = _first_follow_on(trace)
     follow_ons = sum(1 for i in trace.issues
                      if i.kind is IssueKind.EXCEPTION and i.after_recovery)
     guard = int(first is not None and trace.issues[first].user_raise)
-    return -(len(trace.issues) + 1 if first is None else first), follow_ons, guard
+    lines = set()
+    for node in trace.graph.nodes if trace.graph is not None else ():
+        span = node.meta.get("source")
+        if span is not None:
+            lines.add((span.file, span.line))
+    return -(len(trace.issues) + 1 if first is None else first), follow_ons, guard, -len(lines)
 
 
 def _trace_once(
