@@ -69,8 +69,10 @@ from typing import Any
 import torch
 
 from fxcore._calls import UNKNOWN, called_function, parsed_by_torch
-from fxcore._static_sizes import static_sizes_at
+from fxcore._module_state import restore, snapshot
+from fxcore._static_sizes import is_size, static_sizes_at
 from fxcore._symbolic_trace import Tracer
+from fxcore._tensor_checks import fix_lines
 from fxcore.graph import Graph
 from fxcore.graph_module import GraphModule
 from fxcore.node import Node
@@ -241,6 +243,18 @@ def has_forward(module: torch.nn.Module | type[torch.nn.Module]) -> bool:
 
 
 class _RecoveringProxy(Proxy):
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:
+        marked = getattr(self.tracer, "tensor_lines", None)
+        if marked:
+            frame = sys._getframe(1)
+            file = frame.f_code.co_filename
+            for (marked_file, lines), issue in marked.items():
+                if file == marked_file and frame.f_lineno in lines and not is_size(self.node):
+                    self.tracer.tensor_check_answered(issue)  # type: ignore[attr-defined]
+                    return torch.Tensor
+        return type(self)
+
     def __int__(self) -> int:
         _refuse_torch_probe(self, sys._getframe(1), "int")
         return self.tracer.python_value(self, "int", 1)  # type: ignore[attr-defined]
@@ -329,6 +343,9 @@ class RecoveringTracer(Tracer):
         self._definition_spans: tuple[SourceSpan, ...] = ()
         #: lines whose exception was raised again (a static-size retrace that did not help)
         self.raised_again: set[tuple[str, int]] = set()
+        #: statements where the model's isinstance sees a traced value as a tensor (file,
+        #: lines) -> the exception that was raised there (fxcore._tensor_checks)
+        self.tensor_lines: dict[tuple[str, range], TraceIssue] = {}
         #: parameters defaulting to None whose placeholder was iterated, tested or converted:
         #: name -> the issue recorded there
         self.none_defaults: dict[str, TraceIssue] = {}
@@ -416,6 +433,12 @@ class RecoveringTracer(Tracer):
         if self._probes:
             self._settle_probes(node, _location(_user_frame(sys._getframe(1))))
         return node
+
+    def tensor_check_answered(self, issue: TraceIssue) -> None:
+        """An isinstance in a marked statement was answered: its exception is the issue."""
+        if (issue.kind, issue.span) not in self._seen and len(self.issues) < self._max_issues:
+            self._seen.add((issue.kind, issue.span))
+            self.issues.append(dataclasses.replace(issue, module_path=self._module_path[-1]))
 
     def _note_none_default(self, obj: Proxy) -> None:
         """``obj`` is a parameter that defaults to None (the issue just recorded is its)."""
@@ -566,12 +589,13 @@ def trace_collecting_issues(
     """Trace ``root`` and return the graph with every issue found along the way; where a
     stand-in made the code raise, search other stand-ins (the module docstring)."""
     static: dict[tuple[str, int], TraceIssue] = {}
+    tensor: dict[tuple[str, range], TraceIssue] = {}
     concrete = dict(concrete_args or {})
     carried: list[TraceIssue] = []
 
     def attempt(choices: dict[_DecisionKey, Any]) -> tuple[CollectedTrace, RecoveringTracer]:
         return _trace_once(root, concrete or None, leaf_modules, autowrap_functions,
-                           max_issues, choices, static, carried)
+                           max_issues, choices, static, carried, tensor)
 
     started = time.perf_counter()
     best, tracer = attempt({})
@@ -626,6 +650,19 @@ def trace_collecting_issues(
                     best, tracer, improved = candidate, candidate_tracer, True
                 else:
                     del static[line]
+            lines = fix_lines(*line) if line is not None else None
+            if (not improved and line is not None and lines is not None
+                    and (line[0], lines) not in tensor and retraces < max_retraces
+                    and any("isinstance(" in linecache.getline(line[0], n) for n in lines)):
+                # no size to make static: the check that chose this branch was isinstance
+                retraces += 1
+                tensor[(line[0], lines)] = dataclasses.replace(issue, after_recovery=False)
+                choices = {d.key: d.value for d in tracer.decisions if d.key in tracer.choices}
+                candidate, candidate_tracer = attempt(choices)
+                if line not in candidate_tracer.raised_again and _score(candidate) < _score(best):
+                    best, tracer, improved = candidate, candidate_tracer, True
+                else:
+                    del tensor[(line[0], lines)]
         if not improved:
             break
     return best
@@ -667,11 +704,13 @@ def _trace_once(
     choices: dict[_DecisionKey, Any],
     static: dict[tuple[str, int], TraceIssue] | None = None,
     carried: list[TraceIssue] | None = None,
+    tensor: dict[tuple[str, range], TraceIssue] | None = None,
 ) -> tuple[CollectedTrace, RecoveringTracer]:
     tracer = RecoveringTracer(
         leaf_modules=leaf_modules, max_issues=max_issues, autowrap_functions=autowrap_functions,
         choices=choices,
     )
+    tracer.tensor_lines = dict(tensor or {})
     for issue in carried or ():  # issues of an earlier trace this one was fixed past
         tracer._add(issue)
     static = static or {}
@@ -683,6 +722,7 @@ def _trace_once(
 
     graph: Graph | None = None
     complete = False
+    state = snapshot(root)  # a forward that assigns to its module leaves this trace's Proxies
     try:
         with static_sizes_at(set(static), made_static):
             graph = tracer.trace(root, concrete_args)
@@ -708,6 +748,7 @@ def _trace_once(
             graph_module = GraphModule(tracer.root, graph, name)
         except Exception:
             graph_module = None
+    restore(state)  # after the GraphModule took the constants the trace added to the root
     return CollectedTrace(
         graph,
         graph_module,
