@@ -219,8 +219,10 @@ class ConcreteProxy(Proxy):
         if type(tracer) is ConcreteTracer and tracer.isinstance_at and not _IN_CLASS:
             _IN_CLASS.append(True)
             try:
-                frame = _user_frame(sys._getframe(1))
-                if frame is not None and any(
+                # only the model's own isinstance calls: torch.fx's checks (create_arg's
+                # `isinstance(a, torch.Tensor)`) must still see a Proxy
+                frame = sys._getframe(1)
+                if not _is_internal(frame.f_code.co_filename) and any(
                     frame.f_code.co_filename == file and frame.f_lineno in lines
                     for file, lines in tracer.isinstance_at
                 ):
@@ -233,6 +235,7 @@ class ConcreteProxy(Proxy):
 
 
 _IN_CLASS: list[bool] = []
+ConcreteProxy.__name__ = ConcreteProxy.__qualname__ = "Proxy"  # in errors, as torch.fx says
 
 
 class ConcreteTracer(torch.fx.Tracer):
@@ -387,7 +390,32 @@ class ConcreteTracer(torch.fx.Tracer):
             return iter(())
         if keys is not _MISSING and keys is not None:
             return iter(keys)
-        return iter([obj[i] for i in range(count)])
+        view = self._dict_view(obj)
+        if view is not None:
+            return iter(view)
+        elements = self._eager(obj, list)
+        # the user's fix keeps tensors traced (`x[i]`) and makes the rest static ("boxes")
+        return iter([obj[i] if _has_tensor(element) else element
+                     for i, element in enumerate(elements)])
+
+    def _dict_view(self, obj: Proxy) -> list[Any] | None:
+        """``d.items()``/``keys()``/``values()`` of a traced dict: its eager keys, each value
+        ``d[key]`` (a view cannot be indexed)."""
+        node = obj.node
+        if node.op != "call_method" or node.target not in ("items", "keys", "values"):
+            return None
+        if not node.args or not isinstance(node.args[0], torch.fx.Node):
+            return None
+        base = node.args[0]
+        mapping = self.values.get(base, _MISSING)
+        if not isinstance(mapping, dict):
+            return None
+        owner = self.proxy(base)
+        if node.target == "keys":
+            return list(mapping)
+        if node.target == "values":
+            return [owner[key] for key in mapping]
+        return [(key, owner[key]) for key in mapping]
 
     def len_of(self, obj: Proxy, frame: Any) -> int:
         value = self._eager(obj, len)
@@ -410,6 +438,16 @@ class ConcreteTracer(torch.fx.Tracer):
             self._off_path(obj)
             return 0.0 if kind == "float" else 0
         return value
+
+
+def _has_tensor(value: Any) -> bool:
+    if isinstance(value, torch.Tensor):
+        return True
+    if isinstance(value, (list, tuple)):
+        return any(_has_tensor(v) for v in value)
+    if isinstance(value, dict):
+        return any(_has_tensor(v) for v in value.values())
+    return False
 
 
 _ACTIVE: list[ConcreteTracer] = []
@@ -523,6 +561,7 @@ def one_by_one(model: torch.nn.Module, args: tuple[Any, ...],
     static_at: set[tuple[str, int]] = set()
     isinstance_at: set[tuple[str, int]] = set()
     concrete_args: dict[str, Any] = {}
+    fixing: tuple[str, int] | None = None  # the exception site the next retrace tries to fix
     seen: dict[tuple[str, int], Stop] = {}
     order: list[Stop] = []
     traces = 0
@@ -541,17 +580,20 @@ def one_by_one(model: torch.nn.Module, args: tuple[Any, ...],
                 nodes = len(graph.nodes)
             except Exception as exc:
                 error = exc
-        for stop in tracer.stops:
-            if stop.site not in seen:
-                seen[stop.site] = stop
-                order.append(stop)
+        where = None if error is None else _user_frame_of_traceback(error.__traceback__)
+        failed_fix = fixing is not None and (where is None or (where[0], where[1]) == fixing)
+        if not failed_fix:  # a fix that did not help adds nothing (its stops are its own)
+            for stop in tracer.stops:
+                if stop.site not in seen:
+                    seen[stop.site] = stop
+                    order.append(stop)
+        fixing = None
         if error is None:
             ended_by = None
             break
         if isinstance(error, _Retrace):
             concrete_args.update(dict.fromkeys(error.names))
             continue
-        where = _user_frame_of_traceback(error.__traceback__)
         kind = _conversion_kind(error)
         if VERBOSE:
             print(f"  trace {traces}: {type(error).__name__}: {str(error)[:200]} at {where}, "
@@ -563,6 +605,7 @@ def one_by_one(model: torch.nn.Module, args: tuple[Any, ...],
         if kind is not None and site not in convert_at:
             convert_at.add(site)
             continue
+        fixing = site
         if site not in seen:
             stop = Stop(where[0], where[1], where[2], "exception",
                         f"{type(error).__name__}: {str(error)[:300]}")
