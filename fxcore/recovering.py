@@ -35,7 +35,9 @@ the stand-in target that follows is nothing the model ever sees. The user's fix 
 converted and an exception followed, the trace runs again with it ``None`` (those issues
 kept), and the search goes on from that trace (the call without that argument is what the
 model's eager run sees). The search is bounded (``max_retraces``, ``time_budget``); the
-issues reported are those of the best trace.
+issues reported are those of the best trace, and the refusals (control flow, iteration,
+conversion) other traces of the search met before their first follow-on: the other side of a
+branch the best trace did not take holds sites torch.fx stops at too.
 
 Only what torch.fx would hit is reported. torch's C argument parser asks the values of a
 size argument for ``__index__`` (``torch.zeros((B, H))``, ``torch.eye(n)``) before it looks at
@@ -593,9 +595,18 @@ def trace_collecting_issues(
     concrete = dict(concrete_args or {})
     carried: list[TraceIssue] = []
 
+    #: refusals met by every trace of the search before its first follow-on: sites torch.fx
+    #: stops at when the code goes the way that trace's stand-ins took it
+    met: dict[tuple[IssueKind, SourceSpan | None], TraceIssue] = {}
+
     def attempt(choices: dict[_DecisionKey, Any]) -> tuple[CollectedTrace, RecoveringTracer]:
-        return _trace_once(root, concrete or None, leaf_modules, autowrap_functions,
-                           max_issues, choices, static, carried, tensor)
+        trace, tracer = _trace_once(root, concrete or None, leaf_modules, autowrap_functions,
+                                    max_issues, choices, static, carried, tensor)
+        first = _first_follow_on(trace)
+        for issue in trace.issues[:first]:
+            if issue.kind is not IssueKind.EXCEPTION:
+                met.setdefault((issue.kind, issue.span), issue)
+        return trace, tracer
 
     started = time.perf_counter()
     best, tracer = attempt({})
@@ -665,6 +676,11 @@ def trace_collecting_issues(
                     del tensor[(line[0], lines)]
         if not improved:
             break
+    if retraces:
+        # a branch the best trace did not take can hold stops too (`boxes.numel() > 4000`
+        # decides between two NMS paths): report them with the best trace's issues
+        have = {(issue.kind, issue.span) for issue in best.issues}
+        best.issues.extend(issue for key, issue in met.items() if key not in have)
     return best
 
 
