@@ -5,7 +5,8 @@ A forward may assign to its module while tracing: torchvision's ``AnchorGenerato
 Proxies of that trace in the model. The recovering search traces the same instance many times:
 a later trace would meet an earlier trace's Proxies, and traces made with the same stand-ins
 would differ. ``snapshot`` keeps each module's attribute tables (its ``__dict__`` and the
-parameter, buffer and submodule tables, shallow), ``restore`` puts them back.
+parameter, buffer and submodule tables, shallow), ``restore`` puts them back before each trace
+(a snapshot can be restored any number of times).
 """
 
 from __future__ import annotations

@@ -599,7 +599,13 @@ def trace_collecting_issues(
     #: stops at when the code goes the way that trace's stand-ins took it
     met: dict[tuple[IssueKind, SourceSpan | None], TraceIssue] = {}
 
+    # a forward that assigns to its module (AnchorGenerator's `self.cell_anchors = ...`) leaves
+    # a trace's Proxies there: every trace starts from the module as it was; the last one's
+    # writes stay, as one torch.fx trace's would (`self.calls += 1`)
+    pristine = snapshot(root)
+
     def attempt(choices: dict[_DecisionKey, Any]) -> tuple[CollectedTrace, RecoveringTracer]:
+        restore(pristine)
         trace, tracer = _trace_once(root, concrete or None, leaf_modules, autowrap_functions,
                                     max_issues, choices, static, carried, tensor)
         first = _first_follow_on(trace)
@@ -738,7 +744,6 @@ def _trace_once(
 
     graph: Graph | None = None
     complete = False
-    state = snapshot(root)  # a forward that assigns to its module leaves this trace's Proxies
     try:
         with static_sizes_at(set(static), made_static):
             graph = tracer.trace(root, concrete_args)
@@ -764,7 +769,6 @@ def _trace_once(
             graph_module = GraphModule(tracer.root, graph, name)
         except Exception:
             graph_module = None
-    restore(state)  # after the GraphModule took the constants the trace added to the root
     return CollectedTrace(
         graph,
         graph_module,
