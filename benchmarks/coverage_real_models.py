@@ -50,6 +50,8 @@ TORCHVISION_CLASSIFICATION = [
     "swin_transformer", "vgg", "vision_transformer",
 ]
 TRACED = ("traced", "partial")
+#: the codes of a site where torch.fx stops (control flow, iteration, conversion, exception)
+SITE_CODES = ("FX001", "FX002", "FX003", "FX004")
 
 # Run in a separate process with the zoo on sys.path: which nn.Module classes each file defines.
 LIST_CLASSES = r"""
@@ -222,6 +224,13 @@ def run_file(fxls: list[str], env: dict, path: Path, timeout: float) -> dict:
             )
     counts = collections.Counter(d.get("code") for d in diagnostics)
     record["diagnostic_counts"] = dict(sorted(counts.items()))
+    # where torch.fx would stop: the distinct lines of FX001-FX004, and the roots traced
+    record["sites"] = len({
+        (d.get("path", str(path)), d.get("range", {}).get("start", {}).get("line"))
+        for d in diagnostics if d.get("code") in SITE_CODES
+    })
+    record["roots"] = sum(1 for m in record["modules"]
+                          if m["status"] in TRACED and not m.get("via"))
     return record
 
 
@@ -311,6 +320,31 @@ def package_of(path: str) -> str:
     return "other"
 
 
+def print_table(records: list[dict]) -> None:
+    """Per package, a markdown table: classes, built, traced, roots, sites per root, and the
+    files that are FX100 though Python imports them (a bug)."""
+    print("| package | files | classes | built | traced | roots | sites | sites per root "
+          "| FX100 on a file Python imports |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    groups = sorted({package_of(r["path"]) for r in records})
+    for lib in [*groups, None]:
+        sub = [r for r in records if lib is None or package_of(r["path"]) == lib]
+        if lib is None and len(groups) == 1:
+            break
+        found = sum(r["counts"]["found"] for r in sub)
+        built = sum(r["counts"].get("built", 0) for r in sub)
+        traced = sum(r["counts"]["traced"] + r["counts"]["partial"] for r in sub)
+        roots = sum(r.get("roots", 0) for r in sub)
+        sites = sum(r.get("sites", 0) for r in sub)
+        fx100 = sum(1 for r in sub if any(e.startswith("FX100") for e in r["file_errors"])
+                    and not r.get("import_error"))
+        per_root = f"{sites / roots:.1f}" if roots else "-"
+        name = "**all**" if lib is None else lib
+        print(f"| {name} | {len(sub)} | {found} | {built} ({built / found if found else 0:.1%}) "
+              f"| {traced} ({traced / found if found else 0:.1%}) | {roots} | {sites} "
+              f"| {per_root} | {fx100} |")
+
+
 def print_summary(records: list[dict], total_s: float) -> dict:
     totals: collections.Counter = collections.Counter()
     for record in records:
@@ -333,6 +367,7 @@ def print_summary(records: list[dict], total_s: float) -> dict:
             t_ = sum(r["counts"]["traced"] + r["counts"]["partial"] for r in sub)
             print(f"  {lib}: {len(sub)} files, {f_} classes, {b_} built"
                   f" ({b_ / f_ if f_ else 0:.1%}), {t_} traced ({t_ / f_ if f_ else 0:.1%})")
+    print_table(records)
     full = sum(1 for r in records if r["counts"]["found"] and r["coverage"] == 1)
     print(f"  files fully traced: {full}/{sum(1 for r in records if r['counts']['found'])}")
     errored = [r for r in records if r.get("error")]

@@ -685,13 +685,38 @@ def build(name: str, mode: str) -> tuple[torch.nn.Module, tuple[Any, ...], dict[
     return model, (images,), {}
 
 
+#: model -> (its file under torchvision/models, the class fxls attributes its diagnostics to)
 MODELS = {
-    "raft_small": ("torchvision/models/optical_flow/raft.py",),
-    "raft_large": ("torchvision/models/optical_flow/raft.py",),
-    "fasterrcnn_mobilenet_v3_large_fpn": ("torchvision/models/detection/faster_rcnn.py",),
-    "fasterrcnn_resnet50_fpn": ("torchvision/models/detection/faster_rcnn.py",),
-    "maskrcnn_resnet50_fpn": ("torchvision/models/detection/mask_rcnn.py",),
+    "raft_small": ("optical_flow/raft.py", "RAFT"),
+    "raft_large": ("optical_flow/raft.py", "RAFT"),
+    "fasterrcnn_mobilenet_v3_large_fpn": ("detection/faster_rcnn.py", "FasterRCNN"),
+    "fasterrcnn_resnet50_fpn": ("detection/faster_rcnn.py", "FasterRCNN"),
+    "maskrcnn_resnet50_fpn": ("detection/mask_rcnn.py", "MaskRCNN"),
 }
+
+
+def fxls_sites(model: str) -> set[tuple[str, int]]:
+    """The (file, line) of every fxls diagnostic of the model's class: `fxls check --format
+    json` on its file in place, as a user runs it (FX001-FX004, also where reached from)."""
+    import subprocess
+
+    import torchvision
+
+    file, owner = MODELS[model]
+    path = Path(torchvision.__file__).parent / "models" / file
+    repo = Path(__file__).resolve().parent.parent
+    fxls = repo / ".venv" / "bin" / "fxls"
+    command = [str(fxls)] if fxls.exists() else [sys.executable, "-m", "fxls"]
+    done = subprocess.run([*command, "check", "--format", "json", "--no-progress", str(path)],
+                          capture_output=True, text=True, timeout=900)
+    sites: set[tuple[str, int]] = set()
+    for report in json.loads(done.stdout)["files"]:
+        for diagnostic in report["diagnostics"]:
+            owners = {diagnostic.get("module"), *diagnostic.get("also_reached_from", ())}
+            if owner in owners and diagnostic["code"] in ("FX001", "FX002", "FX003", "FX004"):
+                sites.add((diagnostic.get("path", report["path"]),
+                           diagnostic["range"]["start"]["line"] + 1))
+    return sites
 
 
 def eager_reaches(model: torch.nn.Module, args: tuple[Any, ...],
@@ -728,6 +753,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ops", choices=["python", "none"], default="python")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--verbose", action="store_true", help="print each trace's exception")
+    parser.add_argument("--compare-fxls", action="store_true",
+                        help="also run `fxls check` on the model's file: sites both report, "
+                             "sites fxls misses, sites only fxls reports")
     options = parser.parse_args(argv)
     global VERBOSE
     VERBOSE = options.verbose
@@ -755,6 +783,16 @@ def main(argv: list[str] | None = None) -> int:
                 print("   ", Stop(**stop).short(), "|", stop["message"][:100])
             if result["ended_by"]:
                 print("    ended by:", result["ended_by"][:200])
+            if options.compare_fxls:
+                found = fxls_sites(name)
+                expected = [Stop(**stop) for stop in result["stops"]]
+                missed = [s.short() for s in expected if s.site not in found]
+                extra = sorted(f"{'/'.join(Path(f).parts[-2:])}:{n}" for f, n in
+                               found - {s.site for s in expected})
+                result["fxls"] = {"reported": len(expected) - len(missed), "missed": missed,
+                                  "only_fxls": extra}
+                print(f"    fxls: {len(expected) - len(missed)} of {len(expected)} reported; "
+                      f"missed {missed}; only fxls {extra}")
     if options.json:
         options.json.write_text(json.dumps(results, indent=1))
     return 0
