@@ -374,3 +374,21 @@ def test_an_optional_argument_tested_against_none_is_frozen_into_the_graph(tmp_p
     assert ranges(result, "FX014") == [lsp_range(text, "RopeAttention")]
     assert "'NoneType' object has no attribute 'chunk'" in found["message"]
     assert agrees_with_torch_fx(result, text, "RopeAttention", torch.randn(2, 8)) == "wrong"
+
+
+def test_work_on_an_argument_left_at_none_is_not_dead_code(tmp_path):
+    text = HEADER + '''class Cached(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+
+    def forward(self, x, past=None):
+        seen = past.float() if past is not None else 0  # a Proxy is never None
+        return self.lin(x)
+'''
+    path = tmp_path / "cached.py"
+    path.write_text(text, encoding="utf-8")
+    result = check_file(path)
+    # the graph calls `float` on the None it is given (FX014); that call is no dead tensor work
+    assert [d["code"] for d in result["diagnostics"]] == ["FX014"]
+    assert agrees_with_torch_fx(result, text, "Cached", torch.randn(2, 8)) == "wrong"
