@@ -1,7 +1,8 @@
-"""How much of real model code `fxls check` traces, in place: timm and torchvision.
+"""How much of real model code `fxls check` traces, in place: timm, torchvision, transformers.
 
-    .venv/bin/python scripts/install_model_zoo.py          # once: ~150 MB in ~/.cache
+    .venv/bin/python scripts/install_model_zoo.py          # once: ~280 MB in ~/.cache
     .venv/bin/python benchmarks/coverage_real_models.py [--sample | --all] [--files F ...]
+        [--library all|timm|torchvision|torchvision-models|transformers]
         [--limit N] [--timeout S] [--json OUT] [--brief] [--zoo DIR]
 
 Runs `.venv/bin/fxls check --format json` on one model file at a time, inside the installed
@@ -49,6 +50,9 @@ TORCHVISION_CLASSIFICATION = [
     "mnasnet", "mobilenetv2", "mobilenetv3", "regnet", "resnet", "shufflenetv2", "squeezenet",
     "swin_transformer", "vgg", "vision_transformer",
 ]
+#: Hugging Face modeling files (models/NAME/modeling_NAME.py), as users check them
+TRANSFORMERS_SAMPLE = ("bert", "gpt2", "vit", "t5", "llama", "distilbert", "resnet")
+LIBRARIES = ("all", "timm", "torchvision", "torchvision-models", "transformers")
 TRACED = ("traced", "partial")
 #: the codes of a site where torch.fx stops (control flow, iteration, conversion, exception)
 SITE_CODES = ("FX001", "FX002", "FX003", "FX004")
@@ -114,7 +118,14 @@ def select_files(site: Path, args: argparse.Namespace) -> list[Path]:
             timm = [timm_dir / f"{name}.py" for name in TIMM_SAMPLE]
         tv_dir = site / "torchvision" / "models"
         torchvision = [tv_dir / f"{name}.py" for name in TORCHVISION_CLASSIFICATION]
-        libraries = {"timm": timm, "torchvision": torchvision, "all": timm + torchvision}
+        libraries = {
+            "timm": timm, "torchvision": torchvision, "all": timm + torchvision,
+            # torchvision's whole models/ tree: detection, segmentation, video, optical flow...
+            "torchvision-models": sorted(p for p in tv_dir.rglob("*.py")
+                                         if not p.name.startswith("_")),
+            "transformers": [site / "transformers" / "models" / name / f"modeling_{name}.py"
+                             for name in TRANSFORMERS_SAMPLE],
+        }
         files = libraries[args.library]
     if args.limit is not None:
         files = files[: args.limit]
@@ -401,7 +412,10 @@ def main(argv: list[str] | None = None) -> int:
                        help="15 timm files + torchvision classification files (default)")
     group.add_argument("--all", action="store_true", help="every public timm model file")
     group.add_argument("--files", nargs="+", help="these files (absolute or relative to site/)")
-    parser.add_argument("--library", choices=("all", "timm", "torchvision"), default="all")
+    parser.add_argument("--library", choices=LIBRARIES, default="all",
+                        help="with --sample/--all: timm and torchvision's classification files "
+                             "(all), one of them, torchvision's whole models/ tree, or Hugging "
+                             "Face modeling files (bert, gpt2, vit, t5, llama, distilbert, resnet)")
     parser.add_argument("--limit", type=int, help="only the first N files")
     parser.add_argument("--timeout", type=float, default=60.0,
                         help="fxls check --timeout per file, seconds (default 60)")
