@@ -1,7 +1,8 @@
-"""How much of real model code `fxls check` traces, in place: timm and torchvision.
+"""How much of real model code `fxls check` traces, in place: timm, torchvision, transformers.
 
-    .venv/bin/python scripts/install_model_zoo.py          # once: ~150 MB in ~/.cache
+    .venv/bin/python scripts/install_model_zoo.py          # once: ~280 MB in ~/.cache
     .venv/bin/python benchmarks/coverage_real_models.py [--sample | --all] [--files F ...]
+        [--library all|timm|torchvision|torchvision-models|transformers]
         [--limit N] [--timeout S] [--json OUT] [--brief] [--zoo DIR]
 
 Runs `.venv/bin/fxls check --format json` on one model file at a time, inside the installed
@@ -49,7 +50,12 @@ TORCHVISION_CLASSIFICATION = [
     "mnasnet", "mobilenetv2", "mobilenetv3", "regnet", "resnet", "shufflenetv2", "squeezenet",
     "swin_transformer", "vgg", "vision_transformer",
 ]
+#: Hugging Face modeling files (models/NAME/modeling_NAME.py), as users check them
+TRANSFORMERS_SAMPLE = ("bert", "gpt2", "vit", "t5", "llama", "distilbert", "resnet")
+LIBRARIES = ("all", "timm", "torchvision", "torchvision-models", "transformers")
 TRACED = ("traced", "partial")
+#: the codes of a site where torch.fx stops (control flow, iteration, conversion, exception)
+SITE_CODES = ("FX001", "FX002", "FX003", "FX004")
 
 # Run in a separate process with the zoo on sys.path: which nn.Module classes each file defines.
 LIST_CLASSES = r"""
@@ -112,7 +118,14 @@ def select_files(site: Path, args: argparse.Namespace) -> list[Path]:
             timm = [timm_dir / f"{name}.py" for name in TIMM_SAMPLE]
         tv_dir = site / "torchvision" / "models"
         torchvision = [tv_dir / f"{name}.py" for name in TORCHVISION_CLASSIFICATION]
-        libraries = {"timm": timm, "torchvision": torchvision, "all": timm + torchvision}
+        libraries = {
+            "timm": timm, "torchvision": torchvision, "all": timm + torchvision,
+            # torchvision's whole models/ tree: detection, segmentation, video, optical flow...
+            "torchvision-models": sorted(p for p in tv_dir.rglob("*.py")
+                                         if not p.name.startswith("_")),
+            "transformers": [site / "transformers" / "models" / name / f"modeling_{name}.py"
+                             for name in TRANSFORMERS_SAMPLE],
+        }
         files = libraries[args.library]
     if args.limit is not None:
         files = files[: args.limit]
@@ -222,6 +235,13 @@ def run_file(fxls: list[str], env: dict, path: Path, timeout: float) -> dict:
             )
     counts = collections.Counter(d.get("code") for d in diagnostics)
     record["diagnostic_counts"] = dict(sorted(counts.items()))
+    # where torch.fx would stop: the distinct lines of FX001-FX004, and the roots traced
+    record["sites"] = len({
+        (d.get("path", str(path)), d.get("range", {}).get("start", {}).get("line"))
+        for d in diagnostics if d.get("code") in SITE_CODES
+    })
+    record["roots"] = sum(1 for m in record["modules"]
+                          if m["status"] in TRACED and not m.get("via"))
     return record
 
 
@@ -311,6 +331,31 @@ def package_of(path: str) -> str:
     return "other"
 
 
+def print_table(records: list[dict]) -> None:
+    """Per package, a markdown table: classes, built, traced, roots, sites per root, and the
+    files that are FX100 though Python imports them (a bug)."""
+    print("| package | files | classes | built | traced | roots | sites | sites per root "
+          "| FX100 on a file Python imports |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    groups = sorted({package_of(r["path"]) for r in records})
+    for lib in [*groups, None]:
+        sub = [r for r in records if lib is None or package_of(r["path"]) == lib]
+        if lib is None and len(groups) == 1:
+            break
+        found = sum(r["counts"]["found"] for r in sub)
+        built = sum(r["counts"].get("built", 0) for r in sub)
+        traced = sum(r["counts"]["traced"] + r["counts"]["partial"] for r in sub)
+        roots = sum(r.get("roots", 0) for r in sub)
+        sites = sum(r.get("sites", 0) for r in sub)
+        fx100 = sum(1 for r in sub if any(e.startswith("FX100") for e in r["file_errors"])
+                    and not r.get("import_error"))
+        per_root = f"{sites / roots:.1f}" if roots else "-"
+        name = "**all**" if lib is None else lib
+        print(f"| {name} | {len(sub)} | {found} | {built} ({built / found if found else 0:.1%}) "
+              f"| {traced} ({traced / found if found else 0:.1%}) | {roots} | {sites} "
+              f"| {per_root} | {fx100} |")
+
+
 def print_summary(records: list[dict], total_s: float) -> dict:
     totals: collections.Counter = collections.Counter()
     for record in records:
@@ -333,6 +378,7 @@ def print_summary(records: list[dict], total_s: float) -> dict:
             t_ = sum(r["counts"]["traced"] + r["counts"]["partial"] for r in sub)
             print(f"  {lib}: {len(sub)} files, {f_} classes, {b_} built"
                   f" ({b_ / f_ if f_ else 0:.1%}), {t_} traced ({t_ / f_ if f_ else 0:.1%})")
+    print_table(records)
     full = sum(1 for r in records if r["counts"]["found"] and r["coverage"] == 1)
     print(f"  files fully traced: {full}/{sum(1 for r in records if r['counts']['found'])}")
     errored = [r for r in records if r.get("error")]
@@ -366,7 +412,10 @@ def main(argv: list[str] | None = None) -> int:
                        help="15 timm files + torchvision classification files (default)")
     group.add_argument("--all", action="store_true", help="every public timm model file")
     group.add_argument("--files", nargs="+", help="these files (absolute or relative to site/)")
-    parser.add_argument("--library", choices=("all", "timm", "torchvision"), default="all")
+    parser.add_argument("--library", choices=LIBRARIES, default="all",
+                        help="with --sample/--all: timm and torchvision's classification files "
+                             "(all), one of them, torchvision's whole models/ tree, or Hugging "
+                             "Face modeling files (bert, gpt2, vit, t5, llama, distilbert, resnet)")
     parser.add_argument("--limit", type=int, help="only the first N files")
     parser.add_argument("--timeout", type=float, default=60.0,
                         help="fxls check --timeout per file, seconds (default 60)")

@@ -2,8 +2,8 @@
 
     .venv/bin/python scripts/install_model_zoo.py          # once: ~150 MB in ~/.cache
     .venv/bin/python benchmarks/precision.py [--sample | --all | --files F ...]
-        [--library timm|torchvision|all] [--limit N] [--timeout S] [--json OUT] [--zoo DIR]
-        [--load OUT]
+        [--library all|timm|torchvision|torchvision-models|transformers] [--limit N]
+        [--timeout S] [--json OUT] [--zoo DIR] [--load OUT]
 
 For every nn.Module class of each model file, fxls's verdict is compared with torch.fx's:
 
@@ -55,6 +55,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from coverage_real_models import (  # noqa: E402
     DEFAULT_ZOO,
+    LIBRARIES,
     reason_key,
     short,
     zoo_files,
@@ -596,7 +597,7 @@ def main(argv: list[str] | None = None) -> int:
     group.add_argument("--all", action="store_true",
                        help="every public timm model file + the torchvision ones")
     group.add_argument("--files", nargs="+", help="these files (absolute or relative to site/)")
-    parser.add_argument("--library", choices=("all", "timm", "torchvision"), default="all")
+    parser.add_argument("--library", choices=LIBRARIES, default="all")
     parser.add_argument("--limit", type=int, help="only the first N files")
     parser.add_argument("--timeout", type=float, default=180.0,
                         help="per file: fxls's analysis + torch.fx, seconds (default 180)")

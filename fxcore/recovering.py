@@ -21,8 +21,23 @@ end the trace before the sites after it. So the trace is searched: each stand-in
 recovered issues makes the trace run again with one of the decisions made before it changed
 (the other branch; 2, 3 or 4 for a length or an iteration), most recent first, keeping a
 change only when the trace gets further (more sites before the first such exception, or
-fewer of them). The search is bounded (``max_retraces``, ``time_budget``);
-the issues reported are those of the best trace.
+fewer of them; at equal counts, one whose first such exception is not a ``raise`` statement
+of the model's code: a guard clause raising is the stand-in's doing, a torch call refusing a
+traced value is torch.fx's own stop). When no change of decision gets further and that
+exception came from a line where a traced *size* reached code that needs a number
+(``torch.tensor(channels)`` with ``channels`` from ``x.shape``), the trace runs again with the
+sizes in that frame's local variables static from that line on (``fxcore._static_sizes``):
+the exception is kept as the issue at that line, and the sites after it are found too.
+A forward parameter that defaults to ``None`` is a placeholder like any other, so
+``if targets is not None:`` goes in and ``for t in targets`` is an issue torch.fx stops at;
+the stand-in target that follows is nothing the model ever sees. The user's fix is
+``concrete_args={"targets": None}``: when such a placeholder itself was iterated, tested or
+converted and an exception followed, the trace runs again with it ``None`` (those issues
+kept), and the search goes on from that trace (the call without that argument is what the
+model's eager run sees). The search is bounded (``max_retraces``, ``time_budget``); the
+issues reported are those of the best trace, and the refusals (control flow, iteration,
+conversion) other traces of the search met before their first follow-on: the other side of a
+branch the best trace did not take holds sites torch.fx stops at too.
 
 Only what torch.fx would hit is reported. torch's C argument parser asks the values of a
 size argument for ``__index__`` (``torch.zeros((B, H))``, ``torch.eye(n)``) before it looks at
@@ -41,6 +56,7 @@ as Hugging Face ``*PreTrainedModel`` do not; torch.fx then raises ``NotImplement
 
 from __future__ import annotations
 
+import dataclasses
 import dis
 import enum
 import inspect
@@ -55,7 +71,10 @@ from typing import Any
 import torch
 
 from fxcore._calls import UNKNOWN, called_function, parsed_by_torch
+from fxcore._module_state import restore, snapshot
+from fxcore._static_sizes import is_size, static_sizes_at
 from fxcore._symbolic_trace import Tracer
+from fxcore._tensor_checks import fix_lines
 from fxcore.graph import Graph
 from fxcore.graph_module import GraphModule
 from fxcore.node import Node
@@ -98,6 +117,8 @@ class TraceIssue:
     conversion: str | None = None
     #: the module path being traced when it happened ("" for the root)
     module_path: str = ""
+    #: EXCEPTION raised by a ``raise`` statement of user code (not by a call refusing it)
+    user_raise: bool = False
 
 
 @dataclass
@@ -152,7 +173,27 @@ _Location = tuple[types.CodeType, int]
 
 
 def _location(frame: types.FrameType | None) -> _Location | None:
-    return None if frame is None else (frame.f_code, frame.f_lasti)
+    return None if frame is None else (frame.f_code, _stable_lasti(frame))
+
+
+_PRECALL = dis.opmap.get("PRECALL")
+_CALL = dis.opmap.get("CALL")
+_CACHE = dis.opmap.get("CACHE")
+
+
+def _stable_lasti(frame: types.FrameType) -> int:
+    """The frame's instruction, the same however warm its code is. Python 3.11's adaptive
+    interpreter, once a call site is specialised (``PRECALL_NO_KW_LEN`` after a few runs),
+    calls ``len``/``isinstance``... from ``PRECALL`` instead of ``CALL``: ``f_lasti`` moves back
+    by one instruction, and a stand-in decision keyed by it would be lost on a retrace."""
+    raw = frame.f_code.co_code
+    lasti = frame.f_lasti
+    if _PRECALL is None or not 0 <= lasti < len(raw) or raw[lasti] != _PRECALL:
+        return lasti
+    index = lasti + 2
+    while index < len(raw) and raw[index] == _CACHE:
+        index += 2
+    return index if index < len(raw) and raw[index] == _CALL else lasti
 
 
 def _opname_at(frame: types.FrameType) -> str:
@@ -204,6 +245,18 @@ def has_forward(module: torch.nn.Module | type[torch.nn.Module]) -> bool:
 
 
 class _RecoveringProxy(Proxy):
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:
+        marked = getattr(self.tracer, "tensor_lines", None)
+        if marked:
+            frame = sys._getframe(1)
+            file = frame.f_code.co_filename
+            for (marked_file, lines), issue in marked.items():
+                if file == marked_file and frame.f_lineno in lines and not is_size(self.node):
+                    self.tracer.tensor_check_answered(issue)  # type: ignore[attr-defined]
+                    return torch.Tensor
+        return type(self)
+
     def __int__(self) -> int:
         _refuse_torch_probe(self, sys._getframe(1), "int")
         return self.tracer.python_value(self, "int", 1)  # type: ignore[attr-defined]
@@ -290,6 +343,14 @@ class RecoveringTracer(Tracer):
         self._iterated_at: _Location | None = None
         #: the root's definition, for errors raised before any user code ran
         self._definition_spans: tuple[SourceSpan, ...] = ()
+        #: lines whose exception was raised again (a static-size retrace that did not help)
+        self.raised_again: set[tuple[str, int]] = set()
+        #: statements where the model's isinstance sees a traced value as a tensor (file,
+        #: lines) -> the exception that was raised there (fxcore._tensor_checks)
+        self.tensor_lines: dict[tuple[str, range], TraceIssue] = {}
+        #: parameters defaulting to None whose placeholder was iterated, tested or converted:
+        #: name -> the issue recorded there
+        self.none_defaults: dict[str, TraceIssue] = {}
 
     # -- leaf modules from settings ------------------------------------------------------
     def is_leaf_module(self, m: torch.nn.Module, module_qualified_name: str) -> bool:
@@ -310,10 +371,11 @@ class RecoveringTracer(Tracer):
         visit, else ``default``; recorded either way."""
         if frame is None or kind not in _ALTERNATIVES:
             return default
-        position = (kind, frame.f_code, frame.f_lasti)
+        lasti = _stable_lasti(frame)
+        position = (kind, frame.f_code, lasti)
         visit = self._asked.get(position, 0)
         self._asked[position] = visit + 1
-        key = (kind, frame.f_code, frame.f_lasti, visit)
+        key = (kind, frame.f_code, lasti, visit)
         value = self.choices.get(key, default)
         self.decisions.append(_Decision(key, value, len(self.issues)))
         return value
@@ -374,6 +436,19 @@ class RecoveringTracer(Tracer):
             self._settle_probes(node, _location(_user_frame(sys._getframe(1))))
         return node
 
+    def tensor_check_answered(self, issue: TraceIssue) -> None:
+        """An isinstance in a marked statement was answered: its exception is the issue."""
+        if (issue.kind, issue.span) not in self._seen and len(self.issues) < self._max_issues:
+            self._seen.add((issue.kind, issue.span))
+            self.issues.append(dataclasses.replace(issue, module_path=self._module_path[-1]))
+
+    def _note_none_default(self, obj: Proxy) -> None:
+        """``obj`` is a parameter that defaults to None (the issue just recorded is its)."""
+        node = obj.node
+        if (node.op == "placeholder" and node.args == (None,) and self.issues
+                and str(node.target) not in self.none_defaults):
+            self.none_defaults[str(node.target)] = self.issues[-1]
+
     def to_bool(self, obj: Proxy) -> bool:
         frame = _user_frame(sys._getframe(1))
         obj.node.meta["consumed_by_issue"] = IssueKind.CONTROL_FLOW.value
@@ -382,9 +457,10 @@ class RecoveringTracer(Tracer):
             "symbolically traced variables cannot be used as inputs to control flow",
             frame,
         )
+        self._note_none_default(obj)
         if frame is None:
             return False
-        key = (frame.f_code, frame.f_lasti)
+        key = (frame.f_code, _stable_lasti(frame))
         visits = self._visits.get(key, 0)
         self._visits[key] = visits + 1
         return bool(self._decide("bool", frame, visits == 0))
@@ -392,6 +468,7 @@ class RecoveringTracer(Tracer):
     def iter(self, obj: Proxy) -> Iterator[Any]:
         frame = _user_frame(sys._getframe(1))
         self._record(IssueKind.ITERATION, "Proxy object cannot be iterated", frame)
+        self._note_none_default(obj)
         self._iterated_at = _location(frame)
         count = self._decide("iter", frame, 1)
         return iter([obj[i] for i in range(count)])
@@ -422,6 +499,7 @@ class RecoveringTracer(Tracer):
         self._record(
             IssueKind.PYTHON_VALUE, _CONVERSION_MESSAGES[conversion], frame, conversion=conversion
         )
+        self._note_none_default(obj)
         return self._decide(conversion, frame, stand_in)
 
     def record_exception(self, error: BaseException) -> None:
@@ -434,9 +512,13 @@ class RecoveringTracer(Tracer):
         spans = spans_of_traceback(error.__traceback__) or self._definition_spans
         span = spans[-1] if spans else None
         if span is not None and (IssueKind.EXCEPTION, span) in self._seen:
+            self.raised_again.add((span.file, span.line))
             return
         self._seen.add((IssueKind.EXCEPTION, span))
         outer = user_stack(sys._getframe(1))
+        where = _traceback_location(error.__traceback__)
+        user_raise = where is not None and 0 <= where[1] < len(where[0].co_code) and (
+            dis.opname[where[0].co_code[where[1]]] == "RAISE_VARARGS")
         self.issues.append(
             TraceIssue(
                 IssueKind.EXCEPTION,
@@ -446,6 +528,7 @@ class RecoveringTracer(Tracer):
                 exception_type=type(error).__name__,
                 after_recovery=any(i.kind is not IssueKind.EXCEPTION for i in self.issues),
                 module_path=self._module_path[-1],
+                user_raise=user_raise,
             )
         )
 
@@ -507,9 +590,29 @@ def trace_collecting_issues(
 ) -> CollectedTrace:
     """Trace ``root`` and return the graph with every issue found along the way; where a
     stand-in made the code raise, search other stand-ins (the module docstring)."""
+    static: dict[tuple[str, int], TraceIssue] = {}
+    tensor: dict[tuple[str, range], TraceIssue] = {}
+    concrete = dict(concrete_args or {})
+    carried: list[TraceIssue] = []
+
+    #: refusals met by every trace of the search before its first follow-on: sites torch.fx
+    #: stops at when the code goes the way that trace's stand-ins took it
+    met: dict[tuple[IssueKind, SourceSpan | None], TraceIssue] = {}
+
+    # a forward that assigns to its module (AnchorGenerator's `self.cell_anchors = ...`) leaves
+    # a trace's Proxies there: every trace starts from the module as it was; the last one's
+    # writes stay, as one torch.fx trace's would (`self.calls += 1`)
+    pristine = snapshot(root)
+
     def attempt(choices: dict[_DecisionKey, Any]) -> tuple[CollectedTrace, RecoveringTracer]:
-        return _trace_once(root, concrete_args, leaf_modules, autowrap_functions, max_issues,
-                           choices)
+        restore(pristine)
+        trace, tracer = _trace_once(root, concrete or None, leaf_modules, autowrap_functions,
+                                    max_issues, choices, static, carried, tensor)
+        first = _first_follow_on(trace)
+        for issue in trace.issues[:first]:
+            if issue.kind is not IssueKind.EXCEPTION:
+                met.setdefault((issue.kind, issue.span), issue)
+        return trace, tracer
 
     started = time.perf_counter()
     best, tracer = attempt({})
@@ -519,6 +622,16 @@ def trace_collecting_issues(
     retraces = 0
     tried: set[tuple[_DecisionKey, Any]] = set()
     while retraces < max_retraces:
+        nones = {name: issue for name, issue in tracer.none_defaults.items()
+                 if name not in concrete}
+        if nones and _first_follow_on(best) is not None and time.perf_counter() <= deadline:
+            # the user's fix for `for t in targets` with targets=None: concrete_args None
+            retraces += 1
+            concrete.update(dict.fromkeys(nones))
+            carried.extend(nones.values())
+            choices = {d.key: d.value for d in tracer.decisions if d.key in tracer.choices}
+            best, tracer = attempt(choices)
+            continue
         failure = _first_follow_on(best)
         if failure is None:
             break
@@ -541,8 +654,39 @@ def trace_collecting_issues(
                     break
             if improved:
                 break
+        if not improved and retraces < max_retraces and time.perf_counter() <= deadline:
+            # no decision gets further: make the sizes static where the exception came from
+            issue = best.issues[failure]
+            line = (issue.span.file, issue.span.line) if issue.span is not None else None
+            if line is not None and line not in static and not issue.user_raise:
+                retraces += 1
+                static[line] = dataclasses.replace(issue, after_recovery=False)
+                choices = {d.key: d.value for d in tracer.decisions if d.key in tracer.choices}
+                candidate, candidate_tracer = attempt(choices)
+                if line not in candidate_tracer.raised_again and _score(candidate) < _score(best):
+                    best, tracer, improved = candidate, candidate_tracer, True
+                else:
+                    del static[line]
+            lines = fix_lines(*line) if line is not None else None
+            if (not improved and line is not None and lines is not None
+                    and (line[0], lines) not in tensor and retraces < max_retraces
+                    and any("isinstance(" in linecache.getline(line[0], n) for n in lines)):
+                # no size to make static: the check that chose this branch was isinstance
+                retraces += 1
+                tensor[(line[0], lines)] = dataclasses.replace(issue, after_recovery=False)
+                choices = {d.key: d.value for d in tracer.decisions if d.key in tracer.choices}
+                candidate, candidate_tracer = attempt(choices)
+                if line not in candidate_tracer.raised_again and _score(candidate) < _score(best):
+                    best, tracer, improved = candidate, candidate_tracer, True
+                else:
+                    del tensor[(line[0], lines)]
         if not improved:
             break
+    if retraces:
+        # a branch the best trace did not take can hold stops too (`boxes.numel() > 4000`
+        # decides between two NMS paths): report them with the best trace's issues
+        have = {(issue.kind, issue.span) for issue in best.issues}
+        best.issues.extend(issue for key, issue in met.items() if key not in have)
     return best
 
 
@@ -554,14 +698,23 @@ def _first_follow_on(trace: CollectedTrace) -> int | None:
     return None
 
 
-def _score(trace: CollectedTrace) -> tuple[int, int]:
+def _score(trace: CollectedTrace) -> tuple[int, int, int, int]:
     """Lower is better: more sites found before the first exception that followed a
-    recovered issue (the trace got further), then fewer such exceptions. A bigger graph
-    alone is no better: more iterations of a loop make more nodes, not more sense."""
+    recovered issue (the trace got further), then fewer such exceptions, then a first one
+    that is not a ``raise`` of the model's own (a guard clause the stand-in set off), and
+    only then more source lines in the graph (the same sites, but the trace went on further
+    before failing: ``torch._assert(len(size) == 2)`` passed). A bigger graph alone is no
+    better: more iterations of a loop make more nodes, not more sense (nor more lines)."""
     first = _first_follow_on(trace)
     follow_ons = sum(1 for i in trace.issues
                      if i.kind is IssueKind.EXCEPTION and i.after_recovery)
-    return -(len(trace.issues) + 1 if first is None else first), follow_ons
+    guard = int(first is not None and trace.issues[first].user_raise)
+    lines = set()
+    for node in trace.graph.nodes if trace.graph is not None else ():
+        span = node.meta.get("source")
+        if span is not None:
+            lines.add((span.file, span.line))
+    return -(len(trace.issues) + 1 if first is None else first), follow_ons, guard, -len(lines)
 
 
 def _trace_once(
@@ -571,15 +724,29 @@ def _trace_once(
     autowrap_functions: tuple[Callable[..., Any], ...],
     max_issues: int,
     choices: dict[_DecisionKey, Any],
+    static: dict[tuple[str, int], TraceIssue] | None = None,
+    carried: list[TraceIssue] | None = None,
+    tensor: dict[tuple[str, range], TraceIssue] | None = None,
 ) -> tuple[CollectedTrace, RecoveringTracer]:
     tracer = RecoveringTracer(
         leaf_modules=leaf_modules, max_issues=max_issues, autowrap_functions=autowrap_functions,
         choices=choices,
     )
+    tracer.tensor_lines = dict(tensor or {})
+    for issue in carried or ():  # issues of an earlier trace this one was fixed past
+        tracer._add(issue)
+    static = static or {}
+
+    def made_static(file: str, line: int) -> None:
+        issue = static[(file, line)]
+        if (issue.kind, issue.span) not in tracer._seen:
+            tracer._add(dataclasses.replace(issue, module_path=tracer._module_path[-1]))
+
     graph: Graph | None = None
     complete = False
     try:
-        graph = tracer.trace(root, concrete_args)
+        with static_sizes_at(set(static), made_static):
+            graph = tracer.trace(root, concrete_args)
         complete = True
     except _TooManyIssues:
         graph = getattr(tracer, "graph", None)

@@ -1,6 +1,6 @@
-"""Install real model libraries (timm, torchvision) into a cache folder, for coverage runs.
+"""Install real model libraries (timm, torchvision, transformers) into a cache folder.
 
-    .venv/bin/python scripts/install_model_zoo.py [--dest DIR] [--with-transformers] [--force]
+    .venv/bin/python scripts/install_model_zoo.py [--dest DIR] [--without-transformers] [--force]
 
 Everything goes to DIR/site (default DIR: ~/.cache/fxls-model-zoo) with
 `pip install --target DIR/site --no-deps`, never into the project venv's site-packages,
@@ -16,8 +16,11 @@ put on PYTHONPATH (last line of output), e.g.
     PYTHONPATH=$(.venv/bin/python scripts/install_model_zoo.py | tail -1) .venv/bin/python -c \
         "import timm; print(timm.create_model('resnet18'))"
 
-`--with-transformers` adds Hugging Face transformers (plus regex, which it needs at import;
-tokenizers is not needed to import the model code): ~120 MB more, so it is off by default.
+Hugging Face transformers is part of the zoo (its modeling files are real models users check):
+transformers plus regex, and tokenizers, without which `modeling_*.py` files that reach the
+tokenizer registry do not import (`TokenizersBackend | SentencePieceBackend` on `None`);
+~130 MB more. `--without-transformers` leaves it out (`--with-transformers` is accepted and
+changes nothing).
 """
 
 from __future__ import annotations
@@ -56,7 +59,7 @@ PACKAGES = [
     "numpy==2.4.6",
     "pillow==13.0.0",
 ]
-TRANSFORMERS_PACKAGES = ["transformers==5.23.0", "regex==2026.11.15"]
+TRANSFORMERS_PACKAGES = ["transformers==5.23.0", "regex==2026.11.15", "tokenizers==0.23.3"]
 
 PATCH_VERSION = 1
 PATCH_MARK = "# fxls-model-zoo patch"
@@ -81,6 +84,7 @@ VERIFY = (
 )
 VERIFY_TRANSFORMERS = (
     "from transformers.models.bert import modeling_bert\n"
+    "from transformers.models.resnet import modeling_resnet\n"
     "import transformers\n"
     "print('transformers', transformers.__version__)\n"
 )
@@ -156,15 +160,18 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"cache folder (default {DEFAULT_DEST}); packages go to DEST/site")
     parser.add_argument("--python", default=default_python(),
                         help="interpreter whose pip installs (default: the project's .venv)")
+    parser.add_argument("--without-transformers", action="store_true",
+                        help="leave Hugging Face transformers out (~130 MB less)")
     parser.add_argument("--with-transformers", action="store_true",
-                        help="also install Hugging Face transformers (~120 MB)")
+                        help="the default (kept for older command lines)")
     parser.add_argument("--force", action="store_true", help="reinstall even if stamped")
     args = parser.parse_args(argv)
 
     dest = args.dest.expanduser().resolve()
     site = dest / "site"
     stamp = dest / "installed.json"
-    packages = PACKAGES + (TRANSFORMERS_PACKAGES if args.with_transformers else [])
+    with_transformers = not args.without_transformers
+    packages = PACKAGES + (TRANSFORMERS_PACKAGES if with_transformers else [])
     wanted = {"packages": packages, "patch": PATCH_VERSION}
 
     previous = None
@@ -187,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     check_no_torch(site)
     log(patch_torchvision(site))
     log(verify(args.python, site, VERIFY))
-    if args.with_transformers:
+    if with_transformers:
         log(verify(args.python, site, VERIFY_TRANSFORMERS))
     size = folder_size(site)
     stamp.write_text(json.dumps({**wanted, "bytes": size, "python": args.python}, indent=1))

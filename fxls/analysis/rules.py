@@ -92,6 +92,8 @@ def dead_code(ctx: ModuleContext) -> Iterable[Diagnostic]:
             continue
         if _unused_item(node) or _is_size_value(node):
             continue  # taking an item, or Python arithmetic on sizes, costs nothing
+        if _from_none_default(node):
+            continue  # `past.get_seq_length()` with past=None: eager never computes it
         if node.meta.get("consumed_by_issue") or _is_inplace(node):
             continue
         try:
@@ -115,6 +117,22 @@ _SIZE_ATTRIBUTES = {"shape", "ndim", "dtype", "device", "is_cuda"}
 _SIZE_METHODS = {"size", "dim", "numel", "stride", "nelement", "ndimension", "get_device"}
 _SIZE_OPERATORS = {operator.add, operator.sub, operator.mul, operator.floordiv,
                    operator.truediv, operator.mod, operator.neg, operator.pow, operator.getitem}
+
+
+def _from_none_default(node: Node) -> bool:
+    """Whether ``node`` is computed from a parameter that defaults to None (a placeholder
+    only because torch.fx makes every parameter one: the eager call passes nothing)."""
+    seen: set[Node] = set()
+    todo = list(node.all_input_nodes)
+    while todo:
+        current = todo.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        if current.op == "placeholder" and current.args == (None,):
+            return True
+        todo.extend(current.all_input_nodes)
+    return False
 
 
 def _unused_item(node: Node) -> bool:

@@ -1,5 +1,7 @@
 """Every error fxls reports is one torch.fx would hit: model-zoo idioms that are fine must
-not be reported (real `fxls check` in the worker; expected ranges derived from the text)."""
+not be reported (real `fxls check` in the worker; expected ranges derived from the text).
+Each case is also given to `torch.fx.symbolic_trace` itself (`torchfx_reference`): fxls
+reports an error on a class exactly when torch.fx fails on it or traces it wrong."""
 
 from __future__ import annotations
 
@@ -11,8 +13,10 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from tests.analysis.test_codes import HEADER, lsp_range, ranges
+from tests.analysis.torchfx_reference import fxls_reports_error, torchfx_verdict
 
 CASES: dict[str, str] = {
     # a BatchNorm+activation layer that reads self.training, as model zoos write it: traced
@@ -66,10 +70,20 @@ def check_file(path: Path, env: dict[str, str] | None = None) -> dict:
     return result
 
 
+def agrees_with_torch_fx(result: dict, source: str, class_name: str, *inputs: object) -> str:
+    """fxls's verdict on ``class_name`` is torch.fx's (`symbolic_trace` of the same class, the
+    graph run against eager on ``inputs``); returns torch.fx's verdict kind."""
+    verdict = torchfx_verdict(source, class_name, inputs)
+    assert fxls_reports_error(result, class_name) == verdict.error, (verdict, result)
+    return verdict.kind
+
+
 def test_training_checks_are_traced_in_eval_mode_and_match_eager(results):
     result = results["bn_act.py"]
     assert result["diagnostics"] == []
     assert result["modules"][0]["status"] == "traced"
+    assert agrees_with_torch_fx(result, CASES["bn_act.py"], "BnAct",
+                                torch.randn(4, 8)) == "agrees"
 
 
 def test_train_mode_is_a_setting(tmp_path):
@@ -86,6 +100,8 @@ def test_train_mode_is_a_setting(tmp_path):
 def test_dead_code_only_for_tensor_work_at_its_own_span(results):
     text = CASES["shapes.py"]
     assert ranges(results["shapes.py"], "FX010") == [lsp_range(text, "self.proj(x)")]
+    assert agrees_with_torch_fx(results["shapes.py"], text, "Tokens",
+                                torch.randn(2, 4, 8)) == "agrees"
 
 
 def test_a_model_too_big_to_build_is_traced_on_the_meta_device(tmp_path):
@@ -153,6 +169,10 @@ class Picky(nn.Module):
     assert "tensor(2, 3, 32, 32)" in failed["message"]
     assert "Input width must be 100" in failed["message"]
     assert "# fxls: args" in failed["message"]
+    # torch.fx traces both (torch._assert becomes a node); on these inputs Picky's graph and
+    # eager forward both raise: information, not an error
+    assert agrees_with_torch_fx(result, text, "PatchEmbed", torch.randn(2, 3, 64, 64)) == "agrees"
+    assert agrees_with_torch_fx(result, text, "Picky", torch.randn(2, 3, 32, 32)) == "agrees"
 
 
 def test_blocks_get_token_inputs_and_harvested_ones_the_inputs_their_root_gives(tmp_path):
@@ -197,6 +217,7 @@ class Net(nn.Module):
     modules = {m["name"]: m for m in result["modules"]}
     assert modules["WindowBlock"]["via"] == "Net"
     assert modules["Attention"]["entry"].startswith("Attention(dim=32, num_heads=4)")
+    assert agrees_with_torch_fx(result, text, "Net", torch.randn(2, 3, 64, 64)) == "agrees"
 
 
 def test_a_problem_inside_library_code_is_said_where_it_is(tmp_path, monkeypatch):
@@ -227,6 +248,8 @@ class Net(nn.Module):
     assert found["message"].startswith(
         "a data-dependent branch inside `padlib.padding.pad_same` (padding.py:5), reached "
         "from here")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    assert agrees_with_torch_fx(result, text, "Net", torch.randn(2, 4, 6)) == "fails"
 
     # the quick fix keeps that library function opaque; with it the module traces cleanly
     from fxls.fixes import apply_edits, fixes_for
@@ -274,6 +297,7 @@ class Model(PreTrainedModel):
     assert (base["status"], base["reason"]) == (
         "skipped", "it has no forward of its own (a base class): nothing to trace")
     assert model["status"] == "traced"
+    assert agrees_with_torch_fx(result, text, "Model", torch.randn(2, 4)) == "agrees"
 
 
 def test_both_modes_say_where_train_and_eval_graphs_part(tmp_path):
@@ -303,6 +327,7 @@ def test_writes_into_a_tensor_made_in_forward_are_not_dead_code(tmp_path):
     result = check_file(path)
     # the zeros are baked into the graph as a constant (FX012): that is the one problem
     assert sorted({d["code"] for d in result["diagnostics"]}) == ["FX012"]
+    assert agrees_with_torch_fx(result, text, "Stats", torch.randn(4, 3, 8)) == "agrees"
 
 
 def test_a_graph_that_raises_where_eager_runs_is_an_error(tmp_path):
@@ -326,6 +351,7 @@ def test_a_graph_that_raises_where_eager_runs_is_an_error(tmp_path):
     assert found["code"] == "FX014" and found["severity"] == "error"
     assert ranges(result, "FX014") == [lsp_range(text, "DenseLayer")]
     assert "raises" in found["message"] and "its eager forward accepts" in found["message"]
+    assert agrees_with_torch_fx(result, text, "DenseLayer", torch.randn(2, 8)) == "wrong"
 
 
 def test_an_optional_argument_tested_against_none_is_frozen_into_the_graph(tmp_path):
@@ -347,3 +373,22 @@ def test_an_optional_argument_tested_against_none_is_frozen_into_the_graph(tmp_p
     assert found["code"] == "FX014"
     assert ranges(result, "FX014") == [lsp_range(text, "RopeAttention")]
     assert "'NoneType' object has no attribute 'chunk'" in found["message"]
+    assert agrees_with_torch_fx(result, text, "RopeAttention", torch.randn(2, 8)) == "wrong"
+
+
+def test_work_on_an_argument_left_at_none_is_not_dead_code(tmp_path):
+    text = HEADER + '''class Cached(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+
+    def forward(self, x, past=None):
+        seen = past.float() if past is not None else 0  # a Proxy is never None
+        return self.lin(x)
+'''
+    path = tmp_path / "cached.py"
+    path.write_text(text, encoding="utf-8")
+    result = check_file(path)
+    # the graph calls `float` on the None it is given (FX014); that call is no dead tensor work
+    assert [d["code"] for d in result["diagnostics"]] == ["FX014"]
+    assert agrees_with_torch_fx(result, text, "Cached", torch.randn(2, 8)) == "wrong"
