@@ -539,36 +539,34 @@ def _real_build_failed(
 def _with_real_weights(
     done: _Traced, file: _File, report: FileReport, seen: _Seen, traced: list[_Traced]
 ) -> None:
-    """Give ``done``'s instance (and the others of its model) the real weights before they
-    run. A real build that raises is reported as a construction failure; one that differs
-    from the instance traced has its classes traced again, their reports replaced."""
+    """Give ``done``'s instance the real weights (those of its whole model) before it runs.
+    A real build that raises is reported as a construction failure; one that differs from
+    the instance traced has ``done``'s class traced again on the real instance, its report
+    replaced (in ``report`` and ``traced``)."""
     weights = done.weights
-    if weights is None or weights.state is not State.PENDING or not any(
-            t is done for t in traced):
+    if weights is None or weights.realise() is State.REAL:
         return
-    state = weights.realise()
-    if state is State.REAL:
+    cls = type(done.instance)
+    real = weights.counterpart(done.instance)
+    if real is None:  # the real build raised, or has no such module
+        _add_diagnostics(report, seen, done.module_report, [_real_build_failed(
+            weights, cls, done.module_report, done.span, file)])
         return
-    for index, old in [(i, t) for i, t in enumerate(traced) if t.weights is weights]:
-        cls = type(old.instance)
-        real = weights.counterpart(old.instance)
-        if state is State.FAILED or real is None:
-            _add_diagnostics(report, seen, old.module_report, [_real_build_failed(
-                weights, cls, old.module_report, old.span, file)])
-            continue
-        module_report, found, again = _analyze_class(cls, file, Built(
-            real, old.module_report.entry, old.module_report.via,
-            parameters=sum(t.numel() for t in (*real.parameters(), *real.buffers()))))
-        name = old.module_report.name
-        report.modules[next(i for i, m in enumerate(report.modules)
-                            if m is old.module_report)] = module_report
-        report.diagnostics[:] = [d for d in report.diagnostics if d.module != name]
-        for key in [k for k, d in seen.items() if d.module == name]:
-            del seen[key]
-        _add_diagnostics(report, seen, module_report, found)
-        traced[index] = again or old
-    # a class that no longer traces has nothing to run
-    traced[:] = [t for t in traced if any(t.module_report is m for m in report.modules)]
+    module_report, found, again = _analyze_class(cls, file, Built(
+        real, done.module_report.entry, done.module_report.via,
+        parameters=sum(t.numel() for t in (*real.parameters(), *real.buffers()))))
+    name = done.module_report.name
+    report.modules[next(i for i, m in enumerate(report.modules)
+                        if m is done.module_report)] = module_report
+    report.diagnostics[:] = [d for d in report.diagnostics if d.module != name]
+    for key in [k for k, d in seen.items() if d.module == name]:
+        del seen[key]
+    _add_diagnostics(report, seen, module_report, found)
+    index = next(i for i, t in enumerate(traced) if t is done)
+    if again is None:
+        del traced[index]
+    else:
+        traced[index] = again
 
 
 def _exit_diagnostic(

@@ -29,7 +29,6 @@ from typing import Any
 
 import torch
 from torch.overrides import TorchFunctionMode
-from torch.utils._pytree import tree_leaves
 
 #: module methods that only initialise weights (by name, as libraries and users write them)
 INITIALISER_METHODS = (
@@ -154,9 +153,16 @@ class _ValueReads(TorchFunctionMode):
 
     def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         if not self.read and getattr(func, "__name__", "") not in _METADATA_CALLS:
-            self.read = any(isinstance(leaf, torch.Tensor) and _storage(leaf) in self.storages
-                            for leaf in tree_leaves((args, kwargs or {})))
+            self.read = any(self._reads(a) for a in (*args, *(kwargs or {}).values()))
         return func(*args, **(kwargs or {}))
+
+    def _reads(self, value: Any) -> bool:
+        if isinstance(value, torch.Tensor):
+            return _storage(value) in self.storages
+        if isinstance(value, list | tuple):  # torch.cat([...]) and the like: one level deep
+            return any(isinstance(v, torch.Tensor) and _storage(v) in self.storages
+                       for v in value)
+        return False
 
 
 @contextmanager
