@@ -512,8 +512,9 @@ def _trace(
     """The recovering trace, the calls it recorded, and (``watch_values``) whether it read
     the values of the instance's parameters."""
     recorder = TraceRecorder()
-    with recorder.active(), (parameter_values_read(instance) if watch_values
-                             else nullcontext(lambda: False)) as values_read:
+    # the recorder's mode innermost: it takes the user's frame as its caller
+    with (parameter_values_read(instance) if watch_values
+          else nullcontext(lambda: False)) as values_read, recorder.active():
         trace = trace_collecting_issues(instance, concrete, leaf_modules=file.leaf_names,
                                         autowrap_functions=file.autowrap)
     return trace, recorder, values_read()
