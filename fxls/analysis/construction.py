@@ -584,19 +584,23 @@ def _sized_build(
         return on_meta(make), True, None
     for skipping in (True, False):
         torch.manual_seed(0)  # the same parameters in every run, so outputs can be compared
+        skipped = 0
         try:
             with memory_budget(BUILD_BUDGET_MB), (
-                    initialisers_skipped() if skipping else nullcontext()):
-                instance = make()
+                    initialisers_skipped() if skipping else nullcontext(lambda: 0)) as count:
+                try:
+                    instance = make()
+                finally:
+                    skipped = count()
         except Exception as error:
             if _is_out_of_memory(error):
                 break
-            if skipping:
+            if skipped:
                 continue
-            raise
-        if skipping and isinstance(instance, torch.nn.Module) and not _is_meta(instance):
+            raise  # nothing was skipped: the real build would raise the same
+        if skipped and isinstance(instance, torch.nn.Module) and not _is_meta(instance):
             return instance, False, RealWeights(partial(_real_build, make), instance)
-        return instance, False, None
+        return instance, False, None  # nothing skipped: a real build
     gc.collect()
     torch.manual_seed(0)
     return on_meta(make), True, None

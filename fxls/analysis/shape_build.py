@@ -58,6 +58,8 @@ class _Skips:
     parameters: list[torch.Tensor] = field(default_factory=list)  # kept alive: ids stay unique
     storages: set[int] = field(default_factory=set)
     classes: dict[tuple[type, str], Any] = field(default_factory=dict)
+    #: how many initialiser calls and fills were skipped (none: the build was a real one)
+    count: int = 0
 
     def is_parameter(self, tensor: Any) -> bool:
         return isinstance(tensor, torch.Tensor) and _storage(tensor) in self.storages
@@ -81,14 +83,14 @@ def _ties_weights(function: Any) -> bool:
     return code is not None and any(n.startswith("tie") for n in code.co_names)
 
 
-def _skipped_method(self: Any, *args: Any, **kwargs: Any) -> None:
-    return None
-
-
 @contextmanager
-def initialisers_skipped() -> Iterator[None]:
-    """Within the block, models are built without running their weight initialisers."""
+def initialisers_skipped() -> Iterator[Callable[[], int]]:
+    """Within the block, models are built without running their weight initialisers; it
+    gives how many initialiser calls and fills have been skipped so far."""
     skips = _Skips()
+
+    def skipped_method(self: Any, *args: Any, **kwargs: Any) -> None:
+        skips.count += 1
     undo: list[Callable[[], None]] = []
 
     def patch(owner: Any, name: str, value: Any) -> None:
@@ -114,15 +116,19 @@ def initialisers_skipped() -> Iterator[None]:
                 if (callable(method) and (owner, name) not in skips.classes
                         and not _ties_weights(method)):
                     skips.classes[owner, name] = method
-                    patch(owner, name, _skipped_method)
+                    patch(owner, name, skipped_method)
         module_init(self, *args, **kwargs)
 
     def apply(self: torch.nn.Module, fn: Callable[[torch.nn.Module], None]) -> Any:
-        return self if _is_initialiser(fn) else module_apply(self, fn)
+        if not _is_initialiser(fn):
+            return module_apply(self, fn)
+        skips.count += 1
+        return self
 
     def unless_parameter(original: Callable[..., Any]) -> Callable[..., Any]:
         def skipped_on_parameters(tensor: Any, *args: Any, **kwargs: Any) -> Any:
             if skips.is_parameter(tensor):
+                skips.count += 1
                 return tensor
             return original(tensor, *args, **kwargs)
 
@@ -137,7 +143,7 @@ def initialisers_skipped() -> Iterator[None]:
     for name in _TENSOR_METHODS:
         patch(torch.Tensor, name, unless_parameter(getattr(torch.Tensor, name)))
     try:
-        yield
+        yield lambda: skips.count
     finally:
         while undo:
             undo.pop()()
