@@ -10,7 +10,9 @@ transformers ``BertModel``). In one warm process, run after run and interleaved:
 - *first*: ``analyze_source`` from its call to ``on_diagnostics`` (tracing's diagnostics),
   and *complete*: to its return (example-input runs, real weights);
 - *floor*: executing the file as a new module + constructing the class on the meta device +
-  ``torch.fx.symbolic_trace`` (until it raises, for a model torch.fx cannot trace).
+  ``torch.fx.symbolic_trace`` (until it raises, for a model torch.fx cannot trace);
+- *built for real* (``--before``): the same analysis with no initialiser skipped, as before
+  issue 23 (every model built with its real weights before tracing).
 
 Figures are medians over ``--runs`` after one warm-up run per file. Issue 23's goal:
 first <= 2 x floor + 60 ms.
@@ -19,6 +21,7 @@ first <= 2 x floor + 60 ms.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import os
 import platform
@@ -26,6 +29,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import torch
@@ -110,15 +114,28 @@ def floor_ms(path: Path, class_name: str, run: int) -> tuple[float, bool]:
     return (time.perf_counter() - started) * 1000, traced
 
 
-def analysis_ms(path: Path) -> tuple[float, float, dict[str, float]]:
+@contextlib.contextmanager
+def _nothing_skipped() -> Iterator[Callable[[], int]]:
+    yield lambda: 0
+
+
+def analysis_ms(path: Path, real_build: bool = False) -> tuple[float, float, dict[str, float]]:
+    import fxls.analysis.construction as construction
     from fxls.analysis.pipeline import analyze_source
     from fxls.settings import Settings
+
+    skipping = construction.initialisers_skipped
+    if real_build:  # a build that skipped nothing is a real one
+        construction.initialisers_skipped = _nothing_skipped
 
     source = path.read_text(encoding="utf-8")
     first: list[float] = []
     started = time.perf_counter()
-    report = analyze_source(str(path), source, Settings(root=str(path.parent)),
-                            lambda _: first.append(time.perf_counter()))
+    try:
+        report = analyze_source(str(path), source, Settings(root=str(path.parent)),
+                                lambda _: first.append(time.perf_counter()))
+    finally:
+        construction.initialisers_skipped = skipping
     done = time.perf_counter()
     return (first[0] - started) * 1000, (done - started) * 1000, report.timings_ms
 
@@ -127,6 +144,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--before", action="store_true",
+                        help="also the analysis with every model built for real, interleaved")
     options = parser.parse_args()
     sys.path.insert(0, str(ZOO))
     print(f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
@@ -137,7 +156,7 @@ def main() -> None:
             path = Path(folder) / f"user_{key}.py"
             path.write_text(source, encoding="utf-8")
             analysis_ms(path)  # warm: the library's imports, torch's first calls
-            firsts, completes, floors = [], [], []
+            firsts, completes, floors, before_firsts, before_completes = [], [], [], [], []
             traced = False
             parts: dict[str, list[float]] = {}
             for run in range(options.runs):
@@ -146,15 +165,25 @@ def main() -> None:
                 firsts.append(first)
                 completes.append(complete)
                 floors.append(floor)
+                if options.before:
+                    first, complete, _ = analysis_ms(path, real_build=True)
+                    before_firsts.append(first)
+                    before_completes.append(complete)
                 for name, value in timings.items():
                     parts.setdefault(name, []).append(value)
             first, floor = statistics.median(firsts), statistics.median(floors)
             shown = ", ".join(f"{k} {statistics.median(v):.0f}" for k, v in parts.items())
             print(f"{key}: first diagnostics {first:.0f} ms (min {min(firsts):.0f}), "
-                  f"complete {statistics.median(completes):.0f} ms, floor {floor:.0f} ms"
+                  f"complete {statistics.median(completes):.0f} ms (min {min(completes):.0f}), "
+                  f"floor {floor:.0f} ms (min {min(floors):.0f})"
                   f"{'' if traced else ' (torch.fx raises)'}; goal 2 x floor + 60 = "
                   f"{2 * floor + 60:.0f} ms: {'met' if first <= 2 * floor + 60 else 'not met'}"
                   f"; job: {shown}; load {os.getloadavg()[0]:.2f}")
+            if options.before:
+                print(f"{key} built for real: first diagnostics "
+                      f"{statistics.median(before_firsts):.0f} ms (min {min(before_firsts):.0f}),"
+                      f" complete {statistics.median(before_completes):.0f} ms "
+                      f"(min {min(before_completes):.0f})")
 
 
 if __name__ == "__main__":
