@@ -55,7 +55,9 @@ _METADATA_CALLS = frozenset((
 
 @dataclass
 class _Skips:
-    parameters: list[torch.Tensor] = field(default_factory=list)  # kept alive: ids stay unique
+    #: kept alive while the block runs: no other tensor gets their memory
+    parameters: list[torch.Tensor] = field(default_factory=list)
+    #: the addresses of their memory (``.data`` and views share it)
     storages: set[int] = field(default_factory=set)
     classes: dict[tuple[type, str], Any] = field(default_factory=dict)
     #: how many initialiser calls and fills were skipped (none: the build was a real one)
@@ -91,6 +93,7 @@ def initialisers_skipped() -> Iterator[Callable[[], int]]:
 
     def skipped_method(self: Any, *args: Any, **kwargs: Any) -> None:
         skips.count += 1
+
     undo: list[Callable[[], None]] = []
 
     def patch(owner: Any, name: str, value: Any) -> None:
