@@ -7,9 +7,10 @@ their defaults and ``pretrained=False``/``weights=None``; one representative, th
 literal-argument constructions written in the file (``Block(dim=64)``); and instances
 found inside the models built so far (``traced via ResNet (resnet18())``).
 
-Models are built for real within a memory budget; one that exceeds it (or that a meta-device
-census of factories found too big) is traced from a meta-device instance (no example-input
-runs).
+Models are built within a memory budget, their weight initialisers skipped (``shape_build``:
+tracing needs no parameter values; ``Built.weights`` builds the real ones when the complete
+report needs them); one that exceeds the budget (or that a meta-device census of factories
+found too big) is traced from a meta-device instance (no example-input runs).
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ import importlib
 import inspect
 import traceback
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from time import perf_counter
 from typing import Any
@@ -31,6 +34,8 @@ from fxcore.source import is_internal_file
 from fxls.analysis import arguments, configs
 from fxls.analysis.meta_build import memory_budget, on_meta
 from fxls.analysis.pragmas import ClassPragmas, FilePragmas
+from fxls.analysis.real_weights import RealWeights
+from fxls.analysis.shape_build import initialisers_skipped
 
 #: how an instance built from inferred arguments says so (its entry)
 INFERRED = "arguments inferred from their use"
@@ -63,6 +68,9 @@ class Built:
     #: too big to build for real: a meta-device instance (traced, never run)
     on_meta: bool = False
     parameters: int | None = None
+    #: built without its initialisers: the real weights, built when first needed (None:
+    #: the instance has its real weights, or is on the meta device)
+    weights: RealWeights | None = None
 
 
 @dataclass
@@ -192,16 +200,16 @@ class _Builder:
                     self.problems.append(f"the entry point `{text}` cannot be used: "
                                          f"{type(error).__name__}: {_first_line(error)}")
                 continue
-            model = self._call_built(function, kwargs)
+            model, weights = self._call_built(function, kwargs)
             if isinstance(model, BaseException) and mine:
                 self.problems.append(f"the entry point `{text}` raised "
                                      f"{type(model).__name__}: {_first_line(model)}")
             if isinstance(model, torch.nn.Module) and type(model) in self.tried:
                 self._settle(type(model), Built(model, text.strip(), on_meta=_is_meta(model),
-                                                parameters=_count(model)))
+                                                parameters=_count(model), weights=weights))
             elif isinstance(model, torch.nn.Module):
                 self.roots.append((type(model), Built(model, text.strip(),
-                                                      on_meta=_is_meta(model))))
+                                                      on_meta=_is_meta(model), weights=weights)))
 
     def _from_factories(self, wanted: list[type]) -> None:
         """For each class still without an instance, the cheapest factory whose model
@@ -243,8 +251,8 @@ class _Builder:
             choices = [f for _, f in containing] + unknown
             for factory in choices[:_FACTORY_CALLS]:
                 known = census.get(factory.call_text)
-                model = self._call_built(factory.function, factory.defaults,
-                                         known[1] if known else None)
+                model, weights = self._call_built(factory.function, factory.defaults,
+                                                  known[1] if known else None)
                 if isinstance(model, BaseException):
                     self.tried[cls].append(f"`{factory.call_text}`, which raised "
                                            f"{type(model).__name__}: {_first_line(model)}")
@@ -252,7 +260,7 @@ class _Builder:
                 if not isinstance(model, torch.nn.Module):
                     continue
                 built = Built(model, factory.call_text, on_meta=_is_meta(model),
-                              parameters=_count(model))
+                              parameters=_count(model), weights=weights)
                 if type(model) in self.tried:
                     self._settle(type(model), built)
                 else:
@@ -361,6 +369,8 @@ class _Builder:
         except Exception:
             found = self._inferred(cls) if cls in self.tried else None
             if isinstance(found, Built):
+                if found.weights is not None:  # an argument is part of the real model too
+                    found.weights.realise()
                 return found.instance
             raise
 
@@ -375,7 +385,7 @@ class _Builder:
                 if pragmas.skip or pragmas.leaf:
                     continue
                 self.outcomes[cls] = Built(submodule, root.entry, root_cls.__name__,
-                                           root.on_meta, _count(submodule))
+                                           root.on_meta, _count(submodule), root.weights)
 
     # -- building ------------------------------------------------------------------------
 
@@ -385,7 +395,7 @@ class _Builder:
     ) -> Outcome:
         """``make()`` for real within a memory budget, else on the meta device."""
         try:
-            instance, too_big = _sized_build(make)
+            instance, too_big, weights = _sized_build(make)
         except TypeError as error:
             if _raised_by_the_call(error):
                 missing = _required_parameters(cls, required or {})
@@ -399,16 +409,18 @@ class _Builder:
             return NotBuilt("FX101", message, message)
         if too_big:
             entry = f"{entry}, on the meta device" if entry else "on the meta device"
-        return Built(instance, entry, on_meta=too_big, parameters=_count(instance))
+        return Built(instance, entry, on_meta=too_big, parameters=_count(instance),
+                     weights=weights)
 
     def _call_built(
         self, function: Callable[..., Any], kwargs: dict[str, Any], parameters: int | None = None
-    ) -> Any:
+    ) -> tuple[Any, RealWeights | None]:
         """Call a factory (its size known from a census, or not); the exception it raised."""
         try:
-            return _sized_build(lambda: function(**kwargs), parameters)[0]
+            model, _, weights = _sized_build(lambda: function(**kwargs), parameters)
         except (Exception, SystemExit) as error:
-            return error
+            return error, None
+        return model, weights
 
     def _not_built_message(self, cls: type, outcome: NotBuilt) -> tuple[str, str]:
         missing = outcome.missing or _required_parameters(cls, {})
@@ -557,23 +569,48 @@ def _count(model: torch.nn.Module) -> int:
     return sum(t.numel() for t in (*model.parameters(), *model.buffers()))
 
 
-def _sized_build(make: Callable[[], Any], parameters: int | None = None) -> tuple[Any, bool]:
-    """``(make(), False)`` built for real, or ``(instance on the meta device, True)`` when it is
-    known to be too big or runs out of a memory budget while being built (models of billions
-    of parameters fail at their first big allocation, not after minutes of initialising).
-    Sizing every model on the meta device first would cost more: meta arithmetic imports
-    torch's compiler stack (seconds) in each job."""
-    torch.manual_seed(0)  # the same parameters in every run, so outputs can be compared
+def _sized_build(
+    make: Callable[[], Any], parameters: int | None = None
+) -> tuple[Any, bool, RealWeights | None]:
+    """``(make(), False, weights)`` built with its initialisers skipped (``weights`` builds the
+    real ones), or ``(instance on the meta device, True, None)`` when it is known to be too
+    big or runs out of a memory budget while being built (models of billions of parameters
+    fail at their first big allocation, not after minutes of initialising). Sizing every
+    model on the meta device first would cost more: meta arithmetic imports torch's compiler
+    stack (seconds) in each job. When the build without initialisers raises, the model is
+    built for real (``weights`` None): that build raises what is wrong, as it always did."""
     if parameters is not None and parameters > MAX_REAL_PARAMETERS:
-        return on_meta(make), True
-    try:
-        with memory_budget(BUILD_BUDGET_MB):
-            return make(), False
-    except Exception as error:
-        if not _is_out_of_memory(error):
-            raise
+        torch.manual_seed(0)
+        return on_meta(make), True, None
+    for skipping in (True, False):
+        torch.manual_seed(0)  # the same parameters in every run, so outputs can be compared
+        skipped = 0
+        try:
+            with memory_budget(BUILD_BUDGET_MB), (
+                    initialisers_skipped() if skipping else nullcontext(lambda: 0)) as count:
+                try:
+                    instance = make()
+                finally:
+                    skipped = count()
+        except Exception as error:
+            if _is_out_of_memory(error):
+                break
+            if skipped:
+                continue
+            raise  # nothing was skipped: the real build would raise the same
+        if skipped and isinstance(instance, torch.nn.Module) and not _is_meta(instance):
+            return instance, False, RealWeights(partial(_real_build, make), instance)
+        return instance, False, None  # nothing skipped: a real build
     gc.collect()
-    return on_meta(make), True
+    torch.manual_seed(0)
+    return on_meta(make), True, None
+
+
+def _real_build(make: Callable[[], Any]) -> Any:
+    """``make()`` for real, as ``_sized_build`` first built it (seed, memory budget)."""
+    torch.manual_seed(0)
+    with memory_budget(BUILD_BUDGET_MB):
+        return make()
 
 
 def _is_out_of_memory(error: BaseException) -> bool:
@@ -604,6 +641,11 @@ def _raised_by_the_call(error: TypeError) -> bool:
     return tb.tb_frame.f_code.co_filename == __file__
 
 _OUT_OF_MEMORY = ("can't allocate memory", "DefaultCPUAllocator: not enough memory")
+
+
+def construction_failed(cls: type, error: BaseException) -> NotBuilt:
+    """The report of a construction of ``cls`` that raised ``error``."""
+    return _raised(cls, error)
 
 
 def _raised(cls: type, error: BaseException) -> NotBuilt:

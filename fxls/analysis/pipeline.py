@@ -13,7 +13,7 @@ import inspect
 import linecache
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -44,6 +44,7 @@ from fxls.analysis.construction import (
     NotBuilt,
     Outcome,
     build_all,
+    construction_failed,
 )
 from fxls.analysis.context import ModuleContext, run_rule
 from fxls.analysis.inputs import eval_pragma_args, infer_inputs, spatial_size
@@ -70,8 +71,10 @@ from fxls.analysis.passes import (
 from fxls.analysis.passes.discovery import PassSpec
 from fxls.analysis.passes.runner import PassResults
 from fxls.analysis.pragmas import ClassPragmas, FilePragmas, parse_pragmas
+from fxls.analysis.real_weights import RealWeights, State
 from fxls.analysis.recorder import TraceRecorder
 from fxls.analysis.rules import diagnostic, to_span
+from fxls.analysis.shape_build import parameter_values_read
 from fxls.analysis.user_rules import UserRule, find_user_rewrites, load_rule_files
 from fxls.analysis.wording import in_user_terms
 from fxls.codes import code_selected, parse_code_list
@@ -224,11 +227,19 @@ def analyze_source(
     observe_started = perf_counter()
     if tree is not None and traced:
         file.rewrite_candidates = rewrites.candidates(tree, source, file.namespace)
+    # the real weights (built now, as the complete report's runs need them; a constructor
+    # that cannot build the real model is reported as it always was)
+    weights_started = perf_counter()
+    for done in list(traced):
+        _with_real_weights(done, file, report, seen, traced)
+    report.timings_ms["real_weights"] = (perf_counter() - weights_started) * 1000
     harvested = {id(t.instance): t for t in traced if t.module_report.via is not None}
     # roots first: their eager runs capture the inputs of the instances found inside them
     for done in sorted(traced, key=lambda t: t.module_report.via is not None):
         if done.captured is not None and not done.inputs_from_pragma:
             done.ctx.example_inputs = done.captured
+        if done.weights is not None and done.weights.state is not State.REAL:
+            done.ctx.example_inputs = None  # no real weights to run it with
         _add_diagnostics(report, seen, done.module_report,
                          _observe_class(done, file, harvested))
     for name, graph in graphs:
@@ -411,6 +422,8 @@ class _Traced:
     span: SourceSpan
     #: the example inputs came from an ``args`` pragma (never replaced)
     inputs_from_pragma: bool = False
+    #: the instance was built without initialisers: its real weights (see ``real_weights``)
+    weights: RealWeights | None = None
 
     @property
     def inputs_inferred(self) -> bool:
@@ -452,15 +465,23 @@ def _analyze_class(
                 span, name)], None
     instance.train(file.settings.trace_mode == "train")  # traced in the mode it runs in
     # ("both": the eval graph is the module's graph; the train one is only compared)
-    recorder = TraceRecorder()
-    with recorder.active():
-        try:
-            trace = trace_collecting_issues(
-                instance, concrete, leaf_modules=file.leaf_names,
-                autowrap_functions=file.autowrap)
-        except SystemExit as error:  # not an Exception: the recovering trace lets it through
-            module_report.status = TraceStatus.FAILED
-            return module_report, [_exit_diagnostic(error, name, span, file)], None
+    weights = outcome.weights
+    try:
+        trace, recorder, values_read = _trace(
+            instance, concrete, file, weights is not None and weights.state is State.PENDING)
+        if values_read:  # the trace read parameter values, which the build for tracing lacks
+            assert weights is not None
+            state = weights.realise()
+            real = weights.counterpart(instance)
+            if state is State.DIFFERS and real is not None:
+                return _analyze_class(cls, file, replace(outcome, instance=real, weights=None))
+            if state is not State.REAL:
+                return module_report, [_real_build_failed(weights, cls, module_report, span,
+                                                          file)], None
+            trace, recorder, _ = _trace(instance, concrete, file, False)
+    except SystemExit as error:  # not an Exception: the recovering trace lets it through
+        module_report.status = TraceStatus.FAILED
+        return module_report, [_exit_diagnostic(error, name, span, file)], None
     found = [_issue_diagnostic(issue, name, span, file) for issue in trace.issues]
     gm = trace.graph_module
     if gm is None:
@@ -481,7 +502,72 @@ def _analyze_class(
     found += run_rule(rules.inplace_on_inputs, ctx, span)
     found += run_rule(rules.baked_constants, ctx, span, recorder.created_tensors)
     found += run_rule(rules.trace_time_calls, ctx, span)
-    return module_report, found, _Traced(module_report, instance, ctx, span, bool(pragmas.args))
+    return module_report, found, _Traced(module_report, instance, ctx, span, bool(pragmas.args),
+                                         weights)
+
+
+def _trace(
+    instance: torch.nn.Module, concrete: Any, file: _File, watch_values: bool
+) -> tuple[CollectedTrace, TraceRecorder, bool]:
+    """The recovering trace, the calls it recorded, and (``watch_values``) whether it read
+    the values of the instance's parameters."""
+    recorder = TraceRecorder()
+    # the recorder's mode innermost: it takes the user's frame as its caller
+    with (parameter_values_read(instance) if watch_values
+          else nullcontext(lambda: False)) as values_read, recorder.active():
+        trace = trace_collecting_issues(instance, concrete, leaf_modules=file.leaf_names,
+                                        autowrap_functions=file.autowrap)
+    return trace, recorder, values_read()
+
+
+def _real_build_failed(
+    weights: RealWeights, cls: type, module_report: ModuleReport, span: SourceSpan, file: _File
+) -> Diagnostic:
+    """The report of a real build that raised or built another model than the one traced
+    (``module_report`` gets the reason; its status stays that of the trace)."""
+    status = module_report.status
+    if weights.error is not None:
+        item = _not_built(construction_failed(cls, weights.error), module_report, span, file)
+    else:
+        message = (f"building `{cls.__name__}` for real gave another model than the one "
+                   f"traced ({weights.difference})")
+        item = _not_built(NotBuilt("FX102", message, message), module_report, span, file)
+    if status is not TraceStatus.SKIPPED:
+        module_report.status = status
+    return item
+
+
+def _with_real_weights(
+    done: _Traced, file: _File, report: FileReport, seen: _Seen, traced: list[_Traced]
+) -> None:
+    """Give ``done``'s instance the real weights (those of its whole model) before it runs.
+    A real build that raises is reported as a construction failure; one that differs from
+    the instance traced has ``done``'s class traced again on the real instance, its report
+    replaced (in ``report`` and ``traced``)."""
+    weights = done.weights
+    if weights is None or weights.realise() is State.REAL:
+        return
+    cls = type(done.instance)
+    real = weights.counterpart(done.instance)
+    if real is None:  # the real build raised, or has no such module
+        _add_diagnostics(report, seen, done.module_report, [_real_build_failed(
+            weights, cls, done.module_report, done.span, file)])
+        return
+    module_report, found, again = _analyze_class(cls, file, Built(
+        real, done.module_report.entry, done.module_report.via,
+        parameters=sum(t.numel() for t in (*real.parameters(), *real.buffers()))))
+    name = done.module_report.name
+    report.modules[next(i for i, m in enumerate(report.modules)
+                        if m is done.module_report)] = module_report
+    report.diagnostics[:] = [d for d in report.diagnostics if d.module != name]
+    for key in [k for k, d in seen.items() if d.module == name]:
+        del seen[key]
+    _add_diagnostics(report, seen, module_report, found)
+    index = next(i for i, t in enumerate(traced) if t is done)
+    if again is None:
+        del traced[index]
+    else:
+        traced[index] = again
 
 
 def _exit_diagnostic(

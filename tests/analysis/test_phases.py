@@ -122,3 +122,36 @@ async def test_a_file_with_passes_sends_the_models_report_before_its_passes(
     assert "FX005" in [d.code for d in final.diagnostics]
     timings = result.value["timings_ms"]
     assert timings["models"] <= timings["total"] and timings["passes"] > 0
+
+
+RAISING_INITIALISER = '''import torch
+from torch import nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.apply(self._init_weights)
+
+    def _init_weights(self, module):
+        raise RuntimeError("no initialiser")
+
+    def forward(self, x):
+        if x.sum() > 0:
+            x = x * 2
+        return self.lin(x)
+'''
+
+
+async def test_an_initialiser_that_raises_leaves_tracing_diagnostics_in_the_first_frame(
+        tmp_path: Path) -> None:
+    """Tracing builds models without their initialisers; the complete report builds them
+    for real and reports the failure as a construction failure."""
+    result, early = await _analyse(tmp_path / "model.py", RAISING_INITIALISER)
+    assert result.status == "ok", result
+    first = FileReport.from_dict(early[0])
+    final = FileReport.from_dict(result.value, first)
+    assert [(d.code, d.span.line, d.span.col, d.span.end_col) for d in first.diagnostics] == [
+        ("FX001", 15, 11, 22)]
+    assert [(d.code, d.span.line) for d in final.diagnostics] == [("FX004", 12), ("FX001", 15)]

@@ -1,0 +1,184 @@
+"""Build models for the tracing phase: every module, parameter and buffer as the real build
+makes them, but no weight initialiser run.
+
+Tracing needs the module tree, the shapes and dtypes of parameters, and the values of
+buffers (forward code reads those: ``if self.mask.sum() > 0``, an index from an arange
+buffer); it never needs parameter values (torch.fx turns every ``self.weight`` into a
+``get_attr`` proxy). Initialising weights is most of the cost of building a model (VGG16:
+~90%; ViT-S: ~1 s), so while a model is built here:
+
+- a module method named as a weight initialiser (``_init_weights``, ``init_weights``,
+  ``reset_parameters``, ...) does nothing, unless it also ties weights (Hugging Face's
+  ``init_weights``: tying changes which parameters exist);
+- ``Module.apply(fn)`` does nothing when ``fn`` is named as an initialiser (every
+  ``apply`` in the constructors of timm and torchvision is one);
+- on a parameter's memory, the in-place fills and arithmetic initialisers use
+  (``normal_``, ``mul_``, ``copy_``, ...) and ``torch.nn.init.*`` do nothing.
+
+Parameters then hold uninitialised memory; buffers are computed as in the real build (only
+a buffer drawn from the random generator gets other values: skipped fills draw nothing).
+``parameter_values_read`` tells whether a trace read a parameter's values after all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+#: module methods that only initialise weights (by name, as libraries and users write them)
+INITIALISER_METHODS = (
+    "_init_weights", "init_weights", "_initialize_weights", "initialize_weights",
+    "reset_parameters", "_reset_parameters",
+)
+_INIT_FUNCTIONS = (
+    "uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_", "eye_", "dirac_",
+    "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_",
+    "orthogonal_", "sparse_",
+)
+_TENSOR_METHODS = (
+    "uniform_", "normal_", "erfinv_", "clamp_", "mul_", "add_", "fill_", "zero_", "copy_",
+    "exponential_", "bernoulli_", "random_", "log_normal_", "cauchy_", "geometric_", "div_",
+    "sub_", "clamp_min_", "clamp_max_", "fill_diagonal_",
+)
+#: torch calls that read a tensor's metadata or make a view, never its values
+_METADATA_CALLS = frozenset((
+    "__get__", "size", "dim", "numel", "stride", "is_floating_point", "is_complex",
+    "element_size", "nelement", "ndimension", "is_contiguous", "detach", "view", "__len__",
+    "data_ptr", "untyped_storage", "storage_offset", "get_device", "is_signed",
+))
+
+
+@dataclass
+class _Skips:
+    #: kept alive while the block runs: no other tensor gets their memory
+    parameters: list[torch.Tensor] = field(default_factory=list)
+    #: the addresses of their memory (``.data`` and views share it)
+    storages: set[int] = field(default_factory=set)
+    classes: dict[tuple[type, str], Any] = field(default_factory=dict)
+    #: how many initialiser calls and fills were skipped (none: the build was a real one)
+    count: int = 0
+
+    def is_parameter(self, tensor: Any) -> bool:
+        return isinstance(tensor, torch.Tensor) and _storage(tensor) in self.storages
+
+
+def _storage(tensor: torch.Tensor) -> int:
+    try:
+        return tensor.untyped_storage().data_ptr()
+    except (RuntimeError, NotImplementedError):  # meta and other storageless tensors
+        return 0
+
+
+def _is_initialiser(function: Any) -> bool:
+    name = getattr(function, "__name__", None) or getattr(
+        getattr(function, "func", None), "__name__", "")  # also a functools.partial
+    return "init" in name.lower().replace("__init__", "") or "reset" in name.lower()
+
+
+def _ties_weights(function: Any) -> bool:
+    code = getattr(getattr(function, "__wrapped__", function), "__code__", None)
+    return code is not None and any(n.startswith("tie") for n in code.co_names)
+
+
+@contextmanager
+def initialisers_skipped() -> Iterator[Callable[[], int]]:
+    """Within the block, models are built without running their weight initialisers; it
+    gives how many initialiser calls and fills have been skipped so far."""
+    skips = _Skips()
+
+    def skipped_method(self: Any, *args: Any, **kwargs: Any) -> None:
+        skips.count += 1
+
+    undo: list[Callable[[], None]] = []
+
+    def patch(owner: Any, name: str, value: Any) -> None:
+        original = owner.__dict__[name] if name in owner.__dict__ else getattr(owner, name)
+        undo.append(lambda: setattr(owner, name, original))
+        setattr(owner, name, value)
+
+    parameter_new = torch.nn.Parameter.__new__
+    module_init = torch.nn.Module.__init__
+    module_apply = torch.nn.Module.apply
+
+    def new_parameter(cls: type, data: Any = None, requires_grad: bool = True) -> Any:
+        parameter = parameter_new(cls, data, requires_grad)
+        if _storage(parameter):
+            skips.parameters.append(parameter)
+            skips.storages.add(_storage(parameter))
+        return parameter
+
+    def init_module(self: torch.nn.Module, *args: Any, **kwargs: Any) -> None:
+        for owner in type(self).__mro__:
+            for name in INITIALISER_METHODS:
+                method = owner.__dict__.get(name)
+                if (callable(method) and (owner, name) not in skips.classes
+                        and not _ties_weights(method)):
+                    skips.classes[owner, name] = method
+                    patch(owner, name, skipped_method)
+        module_init(self, *args, **kwargs)
+
+    def apply(self: torch.nn.Module, fn: Callable[[torch.nn.Module], None]) -> Any:
+        if not _is_initialiser(fn):
+            return module_apply(self, fn)
+        skips.count += 1
+        return self
+
+    def unless_parameter(original: Callable[..., Any]) -> Callable[..., Any]:
+        def skipped_on_parameters(tensor: Any, *args: Any, **kwargs: Any) -> Any:
+            if skips.is_parameter(tensor):
+                skips.count += 1
+                return tensor
+            return original(tensor, *args, **kwargs)
+
+        return skipped_on_parameters
+
+    patch(torch.nn.Parameter, "__new__", staticmethod(new_parameter))
+    patch(torch.nn.Module, "__init__", init_module)
+    patch(torch.nn.Module, "apply", apply)
+    for name in _INIT_FUNCTIONS:
+        if hasattr(torch.nn.init, name):
+            patch(torch.nn.init, name, unless_parameter(getattr(torch.nn.init, name)))
+    for name in _TENSOR_METHODS:
+        patch(torch.Tensor, name, unless_parameter(getattr(torch.Tensor, name)))
+    try:
+        yield lambda: skips.count
+    finally:
+        while undo:
+            undo.pop()()
+
+
+class _ValueReads(TorchFunctionMode):
+    """Notes a torch call, other than metadata and views, on the memory of ``storages``."""
+
+    def __init__(self, storages: set[int]) -> None:
+        super().__init__()
+        self.storages = storages
+        self.read = False
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        if not self.read and getattr(func, "__name__", "") not in _METADATA_CALLS:
+            self.read = any(self._reads(a) for a in (*args, *(kwargs or {}).values()))
+        return func(*args, **(kwargs or {}))
+
+    def _reads(self, value: Any) -> bool:
+        if isinstance(value, torch.Tensor):
+            return _storage(value) in self.storages
+        if isinstance(value, list | tuple):  # torch.cat([...]) and the like: one level deep
+            return any(isinstance(v, torch.Tensor) and _storage(v) in self.storages
+                       for v in value)
+        return False
+
+
+@contextmanager
+def parameter_values_read(module: torch.nn.Module) -> Iterator[Callable[[], bool]]:
+    """Within the block, whether any torch call read the values of ``module``'s parameters
+    (not through the graph: outside of it, as ``self.parameters()`` gives them)."""
+    storages = {s for p in module.parameters() if (s := _storage(p))}
+    watch = _ValueReads(storages)
+    with watch:
+        yield lambda: watch.read
