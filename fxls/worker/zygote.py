@@ -15,22 +15,32 @@ The job processes are the worker's children all the same (``CLONE_PARENT``): it 
 reads their CPU time, and gets their pidfds. The zygote makes a job process's three pipes,
 forks it, and passes the worker's ends back with the new pid over a Unix socket
 (``SCM_RIGHTS``); it never waits for its job processes and never touches a job.
+
+A zygote may *preload* third-party libraries that jobs import (``fxls.worker.learner``):
+it imports them before its loop (after moving into its empty network namespace), so the
+worker never runs their code; then it announces that it is ready (``READY``), and the
+worker lets it replace the zygote before it. A zygote whose imports left it with a second
+thread exits instead: it could not clone job processes safely.
 """
 
 from __future__ import annotations
 
 import array
+import gc
+import importlib
 import os
 import select
 import signal
 import socket
 import struct
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NoReturn
 
 from fxls.worker import sandbox
-from fxls.worker.child import set_parent_death_signal
+from fxls.worker.child import flush_output, set_parent_death_signal
+from fxls.worker.hugepages import collapse_anonymous_memory
 
 #: a request: one byte, whether the job process may use the network
 _WITH_NETWORK, _WITHOUT_NETWORK = b"N", b"n"
@@ -42,6 +52,10 @@ _WAIT_S = 5.0
 
 #: in the new job process: ``(job_r, result_w, out_w, fds to close, job_dir)``
 ServeJob = Callable[[int, int, int, list[int], str], NoReturn]
+
+
+#: a preloading zygote's announcement that it is ready (no job process, no fds)
+READY = "ready"
 
 
 class ForkFailed(Exception):
@@ -63,20 +77,25 @@ class Announcement:
 class Zygote:
     """The worker's handle on its zygote process."""
 
-    def __init__(self, pid: int, channel: socket.socket, generation: int) -> None:
+    def __init__(self, pid: int, channel: socket.socket, generation: int,
+                 preloaded: frozenset[str] = frozenset()) -> None:
         self.pid = pid
         self.channel = channel
         self.generation = generation
         #: requests sent whose announcement has not arrived yet
         self.pending = 0
+        #: the libraries (top-level names) it imports before it serves
+        self.preloaded = preloaded
+        self.ready = not preloaded
 
     @classmethod
-    def start(cls, serve_job: ServeJob, generation: int, isolate: bool = True) -> Zygote | None:
+    def start(cls, serve_job: ServeJob, generation: int, isolate: bool = True,
+              preload: tuple[str, ...] = ()) -> Zygote | None:
         """Fork the zygote from the calling (single-threaded) worker; None if that fails.
         ``serve_job`` runs in each job process the zygote forks and never returns.
         ``isolate``: the zygote moves into an empty network namespace its job processes
         share (``sandbox.isolate_network_for_siblings``); it then serves jobs without
-        network only."""
+        network only. ``preload``: modules it imports first; it announces ``READY`` after."""
         worker_end, zygote_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             pid = os.fork()
@@ -86,11 +105,13 @@ class Zygote:
             return None
         if pid == 0:
             try:
-                _serve(zygote_end.detach(), os.getppid(), generation, serve_job, isolate)
+                _serve(zygote_end.detach(), os.getppid(), generation, serve_job, isolate,
+                       preload)
             finally:
                 os._exit(70)
         zygote_end.close()
-        return cls(pid, worker_end, generation)
+        tops = frozenset(name.partition(".")[0] for name in preload)
+        return cls(pid, worker_end, generation, tops)
 
     def fileno(self) -> int:
         return self.channel.fileno()
@@ -104,10 +125,10 @@ class Zygote:
         self.pending += 1
         return True
 
-    def receive(self, wait: bool = False) -> Announcement | None:
-        """The next announcement (waiting up to a few seconds if ``wait``); None if there
-        is none yet. Raises ForkFailed if the zygote could not fork the job process, EOFError
-        if the zygote is gone."""
+    def receive(self, wait: bool = False) -> Announcement | str | None:
+        """The next announcement (waiting up to a few seconds if ``wait``), ``READY`` once a
+        preloading zygote is; None if there is none yet. Raises ForkFailed if the zygote
+        could not fork the job process, EOFError if the zygote is gone."""
         if not select.select([self.channel], [], [], _WAIT_S if wait else 0)[0]:
             if wait:
                 raise EOFError("the zygote does not answer")
@@ -116,10 +137,13 @@ class Zygote:
             _ANNOUNCEMENT.size, socket.CMSG_SPACE(_FDS * array.array("i").itemsize))
         if not data:
             raise EOFError("the zygote is gone")
-        self.pending = max(0, self.pending - 1)
         fds = _received_fds(ancillary)
         pid, serial, network = _ANNOUNCEMENT.unpack(data)
-        if pid < 0 or len(fds) != _FDS:
+        if pid == 0 and not fds and not self.ready:
+            self.ready = True
+            return READY
+        self.pending = max(0, self.pending - 1)
+        if pid <= 0 or len(fds) != _FDS:
             for fd in fds:
                 os.close(fd)
             raise ForkFailed(f"the zygote could not fork a job process (pid {pid})")
@@ -140,6 +164,32 @@ def job_dir_name(worker_pid: int, generation: int, serial: int) -> str:
     return f"{worker_pid}-{generation}.{serial}"
 
 
+def _preload(modules: tuple[str, ...]) -> None:
+    """Import ``modules`` (their output to /dev/null, failures skipped: a job imports what
+    is missing itself); exit if that started a thread (the trial should have caught it).
+    Then freeze and collapse the heap, as the worker does after its imports."""
+    sys.dont_write_bytecode = True  # nothing of ours writes into the user's environment
+    saved = os.dup(1), os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.dup2(devnull, 2)
+    os.close(devnull)
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except BaseException:
+            pass
+    flush_output()
+    for fd, copy in zip((1, 2), saved, strict=True):
+        os.dup2(copy, fd)
+        os.close(copy)
+    if len(os.listdir("/proc/self/task")) != 1:
+        os._exit(0)
+    gc.collect()
+    gc.freeze()
+    collapse_anonymous_memory()
+
+
 def _received_fds(ancillary: list[tuple[int, int, bytes]]) -> list[int]:
     fds = array.array("i")
     for level, kind, data in ancillary:
@@ -149,7 +199,7 @@ def _received_fds(ancillary: list[tuple[int, int, bytes]]) -> list[int]:
 
 
 def _serve(channel: int, worker_pid: int, generation: int, serve_job: ServeJob,
-           isolate: bool) -> NoReturn:
+           isolate: bool, preload: tuple[str, ...] = ()) -> NoReturn:
     """The zygote's loop: a request in, a job process out. Deliberately little Python runs
     here (every object it touches costs a page split and a copy, see the module's doc)."""
     set_parent_death_signal()
@@ -161,6 +211,12 @@ def _serve(channel: int, worker_pid: int, generation: int, serve_job: ServeJob,
     if isolate and sandbox.zygote_isolates_network() and not sandbox.isolate_network_for_siblings():
         os._exit(0)  # the worker forks the job processes itself
     announce = socket.socket(fileno=channel)
+    if preload:
+        _preload(preload)
+        try:
+            announce.sendmsg([_ANNOUNCEMENT.pack(0, 0, False)])
+        except OSError:
+            os._exit(0)
     serial = 0
     while True:
         request = announce.recv(1)

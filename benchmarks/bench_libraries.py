@@ -1,0 +1,129 @@
+"""Save -> first diagnostics on user files that import real model libraries (issue 23).
+
+    PYTHONPATH=~/.cache/fxls-model-zoo/site .venv/bin/python benchmarks/bench_libraries.py
+
+Two user files, one building timm's ViT-S with a head, one a 2-layer transformers BERT, are
+analysed through a ``WorkerClient`` set up as the language server sets it up: the first job
+(cold open), then saves a second apart. Each save's time to its first diagnostics is printed,
+with the in-process floor: the same analysis in one warm process that has the libraries
+imported already (the best a worker could do). Skips a library that does not import.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from fxls.runner import LEARN_IMPORTS, WARM_IMPORTS, WARM_UP, AnalysisRequest, run_analysis
+from fxls.settings import Settings
+from fxls.worker.client import WorkerClient
+
+FILES = {
+    "timm_vit": (
+        "timm",
+        "import timm\nimport torch\nfrom torch import nn\n\n\n"
+        "class Classifier(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.body = timm.create_model('vit_small_patch16_224', num_classes=0)\n"
+        "        self.head = nn.Linear(384, 10)\n\n"
+        "    # fxls: args (torch.randn(1, 3, 224, 224),)\n"
+        "    def forward(self, x):\n"
+        "        return self.head(self.body(x))\n",
+    ),
+    "hf_bert": (
+        "transformers",
+        "import torch\nfrom torch import nn\n"
+        "from transformers import BertConfig, BertModel\n\n\n"
+        "class Encoder(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        config = BertConfig(num_hidden_layers=2, hidden_size=128, num_attention_heads=2,\n"
+        "                            intermediate_size=256, vocab_size=1000)\n"
+        "        self.bert = BertModel(config)\n"
+        "        self.head = nn.Linear(128, 2)\n\n"
+        "    # fxls: args (torch.randint(0, 1000, (1, 16)),)\n"
+        "    def forward(self, input_ids):\n"
+        "        return self.head(self.bert(input_ids).last_hidden_state)\n",
+    ),
+}
+SAVES = 5
+
+_FLOOR = r"""
+import json, sys, time
+from fxls.analysis.pipeline import analyze_source
+from fxls.settings import Settings
+path, root = sys.argv[1], sys.argv[2]
+source = open(path).read()
+times = []
+for _ in range(4):
+    start = time.perf_counter()
+    first = []
+    analyze_source(path, source, Settings(root=root),
+                   lambda r: first.append(time.perf_counter()) if not first else None)
+    times.append(((first or [time.perf_counter()])[0] - start) * 1000)
+print(json.dumps(times))
+"""
+
+
+def floor_ms(path: Path) -> float:
+    """Time to first diagnostics in one warm process (the median of the last runs)."""
+    out = subprocess.run([sys.executable, "-c", _FLOOR, str(path), str(path.parent)],
+                         capture_output=True, text=True, check=True)
+    return statistics.median(json.loads(out.stdout.strip().splitlines()[-1])[1:])
+
+
+async def saves(path: Path, source: str) -> tuple[float, list[float]]:
+    client = WorkerClient(sys.executable, warm_imports=WARM_IMPORTS, warm_up=WARM_UP,
+                          learn_imports=LEARN_IMPORTS, sandbox=True)
+    start = time.perf_counter()
+    await client.start()
+    times = []
+    try:
+        for _ in range(SAVES + 1):
+            first: list[float] = []
+            begin = time.perf_counter()
+            request = AnalysisRequest(str(path), source, Settings(root=str(path.parent),
+                                                                  timeout=120))
+            report = await run_analysis(
+                client, request, job_id="bench",
+                on_diagnostics=lambda _r: first.append(time.perf_counter()) if not first else None)
+            assert report is not None
+            end = (first or [time.perf_counter()])[0]
+            times.append((end - begin) * 1000)
+            if not times[1:]:
+                cold = (end - start) * 1000
+            await asyncio.sleep(1.0)  # a user's saves are apart: learning happens between
+    finally:
+        await client.close()
+    return cold, times[1:]
+
+
+def main() -> None:
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    with tempfile.TemporaryDirectory() as folder:
+        for name, (library, source) in FILES.items():
+            check = subprocess.run([sys.executable, "-c", f"import {library}"],
+                                   capture_output=True)
+            if check.returncode:
+                print(f"{name}: skipped ({library} does not import)")
+                continue
+            path = Path(folder, name, "model.py")
+            path.parent.mkdir()
+            path.write_text(source)
+            cold, times = asyncio.run(saves(path, source))
+            floor = floor_ms(path)
+            print(f"{name}: cold open {cold:.0f} ms; saves {', '.join(f'{t:.0f}' for t in times)}"
+                  f" ms (median {statistics.median(times):.0f}); in-process floor {floor:.0f} ms;"
+                  f" goal <= {2 * floor + 60:.0f} ms")
+
+
+if __name__ == "__main__":
+    main()
