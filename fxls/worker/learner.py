@@ -77,7 +77,8 @@ class LibraryLearner:
     # ------------------------------------------------------------ offers
     def offer(self, modules: Any, folders: Any = ()) -> None:
         """Consider the modules a job imported (or that the client expects jobs to import);
-        ``folders`` are the user's own. Untrusted: each name is checked here."""
+        ``folders`` are the user's own (the client's workspace folders): nothing inside them
+        is learned. Untrusted: each name is checked here."""
         self.add_user_folders(folders)
         if not self.enabled or not isinstance(modules, list):
             return
@@ -88,7 +89,7 @@ class LibraryLearner:
         for top, names in list(by_top.items())[:LIBRARIES_LIMIT]:
             if top in self.rejected:
                 continue
-            known = self.offered.get(top) or (
+            known = self.offered.get(top) or self.trying.get(top) or (
                 self.learned[top].library if top in self.learned else None)
             library = known or locate(top, self.user_folders)
             if library is None:
@@ -104,8 +105,7 @@ class LibraryLearner:
         for folder in folders[:64]:
             if (isinstance(folder, str) and os.path.isabs(folder)
                     and len(self.user_folders) < USER_FOLDERS_LIMIT):
-                path = os.path.realpath(folder)
-                self.user_folders.add(path if os.path.isdir(path) else os.path.dirname(path))
+                self.user_folders.add(os.path.realpath(folder))
 
     # ------------------------------------------------------------ jobs
     def refuse_for(self, sources: Any) -> frozenset[str]:
@@ -118,7 +118,6 @@ class LibraryLearner:
         self._drop(changed)
         if not isinstance(sources, list):
             return frozenset()
-        self.add_user_folders(sources)
         return frozenset(conflicts((item.library for item in self.learned.values()), sources))
 
     def after_job(self) -> None:
@@ -157,6 +156,7 @@ class LibraryLearner:
             return
         self.trials += 1
         self.trial = trial
+        self.pool.helpers.add(trial.pid)
         self.trying = tops
         self.selector.register(trial.fileno(), selectors.EVENT_READ, ("trial", trial))
 
@@ -177,6 +177,7 @@ class LibraryLearner:
         trial, self.trial = self.trial, None
         if trial is None:
             return
+        trying, self.trying = self.trying, {}
         try:
             self.selector.unregister(trial.fileno())
         except (KeyError, ValueError):
@@ -184,9 +185,10 @@ class LibraryLearner:
         os.close(trial.fileno())
         kill_child(trial.pid)
         reap(trial.pid)
+        self.pool.helpers.discard(trial.pid)
         report = trials.result(trial)
         passed: dict[str, Learned] = {}
-        for name, library in self.trying.items():
+        for name, library in trying.items():
             outcome = report.get(name)
             if not isinstance(outcome, dict):
                 self._reject(name, unfinished)
@@ -197,7 +199,7 @@ class LibraryLearner:
                 files = library_files(library, loaded if isinstance(loaded, dict) else {})
                 passed[name] = Learned(library, quick_fingerprint(library), files,
                                        full_fingerprint(files))
-        if len(passed) < len(self.trying):
+        if len(passed) < len(trying):
             # what a failed library imported was blamed on it: try the others again alone
             self.offered.update({name: item.library for name, item in passed.items()})
             self.pool.set_libraries(self.preload())  # a learned one may have failed now

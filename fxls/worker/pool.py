@@ -87,6 +87,8 @@ class JobProcesses:
         self.preload: tuple[str, ...] = ()
         self.libraries: frozenset[str] = frozenset()
         self.zygote_failed = zygote_failed
+        #: other processes of the worker's (a library trial): not strays
+        self.helpers: set[int] = set()
         self.zygotes_started = 0
         self.zygotes_tried: set[bool] = set()
         self.forks = 0
@@ -195,6 +197,7 @@ class JobProcesses:
     def own_pids(self) -> list[int]:
         return [*(zygote.pid for zygote in [*self.zygotes.values(), *self.coming.values()]),
                 *(child.pid for child in self.idle),
+                *self.helpers,
                 *(child.pid for child in self.running_jobs())]
 
     # ------------------------------------------------------- idle children
