@@ -484,16 +484,14 @@ class WorkerClient:
             await asyncio.shield(self._cancel(key))
             raise
 
-    async def warm(self, modules: list[str], folders: list[str]) -> None:
+    async def warm(self, modules: list[str]) -> None:
         """Ask the worker to learn the libraries of ``modules`` (e.g. a workspace's imports)
-        in the background; ``folders`` are the user's own (never learned from). Starts the
-        worker if it is not running."""
+        in the background. Starts the worker if it is not running."""
         await self.start()
         proc = self._proc
         if proc is not None:
             with contextlib.suppress(ConnectionError, RuntimeError, OSError):
-                await self._send_to(proc, {"op": Op.WARM, "modules": list(modules),
-                                           "folders": list(folders)})
+                await self._send_to(proc, {"op": Op.WARM, "modules": list(modules)})
 
     def _cancel_job_id(self, job_id: str) -> None:
         """Cancel the run still holding ``job_id``: it returns "cancelled" at once."""

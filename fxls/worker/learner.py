@@ -41,8 +41,6 @@ from fxls.worker.pool import JobProcesses, kill_child, reap
 
 #: trials in the worker's life (each learned set, each relearning after a change)
 TRIALS_LIMIT = 24
-#: folders kept as the user's (a job's document and project, the client's workspace)
-USER_FOLDERS_LIMIT = 256
 
 
 @dataclass
@@ -68,18 +66,15 @@ class LibraryLearner:
         self.offered: dict[str, Library] = {}
         #: library -> why it is left out
         self.rejected: dict[str, str] = {}
-        self.user_folders: set[str] = set()
         self.trial: trials.Trial | None = None
         #: the libraries the running trial imports
         self.trying: dict[str, Library] = {}
         self.trials = 0
 
     # ------------------------------------------------------------ offers
-    def offer(self, modules: Any, folders: Any = ()) -> None:
-        """Consider the modules a job imported (or that the client expects jobs to import);
-        ``folders`` are the user's own (the client's workspace folders): nothing inside them
-        is learned. Untrusted: each name is checked here."""
-        self.add_user_folders(folders)
+    def offer(self, modules: Any) -> None:
+        """Consider the modules a job imported (or that the client expects jobs to import).
+        Untrusted: each name is checked here."""
         if not self.enabled or not isinstance(modules, list):
             return
         by_top: dict[str, list[str]] = {}
@@ -91,21 +86,13 @@ class LibraryLearner:
                 continue
             known = self.offered.get(top) or self.trying.get(top) or (
                 self.learned[top].library if top in self.learned else None)
-            library = known or locate(top, self.user_folders)
+            library = known or locate(top)
             if library is None:
                 continue
             extended = with_modules(library, names)
             room = known is not None or len(self.learned) + len(self.offered) < LIBRARIES_LIMIT
             if room and (known is None or extended.modules != known.modules):
                 self.offered[top] = extended
-
-    def add_user_folders(self, folders: Any) -> None:
-        if not isinstance(folders, list | tuple):
-            return
-        for folder in folders[:64]:
-            if (isinstance(folder, str) and os.path.isabs(folder)
-                    and len(self.user_folders) < USER_FOLDERS_LIMIT):
-                self.user_folders.add(os.path.realpath(folder))
 
     # ------------------------------------------------------------ jobs
     def refuse_for(self, sources: Any) -> frozenset[str]:

@@ -7,9 +7,10 @@ top-level name that is not the standard library, not fxls, fxcore or torch, not 
 worker already, found by the path finder (never an editable install's finder, which points
 into a project) as a regular package or a module file directly in an *installed-library
 folder* of the worker's ``sys.path`` (a site folder, or a PYTHONPATH folder holding
-``*.dist-info``: a ``pip install --target``), and outside every folder a job or the client
-named as the user's (``user_folders``). A submodule is kept only if it is a file of that
-package. Libraries are imported by a zygote, never by the worker (``fxls.worker.learner``).
+``*.dist-info``: a ``pip install --target``). Such a folder may sit inside the workspace
+(a project's ``.venv``): whether a job's own code is, or would be shadowed by, a library is
+decided per job (``conflicts``). A submodule is kept only if it is a file of that package.
+Libraries are imported by a zygote, never by the worker (``fxls.worker.learner``).
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ class Library:
         return [self.name, *self.modules]
 
 
-def locate(name: str, user_folders: Iterable[str]) -> Library | None:
+def locate(name: str) -> Library | None:
     """The library ``name`` names, if it qualifies (see the module doc)."""
     if (not isinstance(name, str) or not _TOP.match(name) or name in _NEVER
             or name in sys.stdlib_module_names or name in sys.builtin_module_names
@@ -84,7 +85,7 @@ def locate(name: str, user_folders: Iterable[str]) -> Library | None:
     else:
         place = origin
     folder = os.path.dirname(place)
-    if folder not in library_folders() or _inside_any(place, user_folders):
+    if folder not in library_folders():
         return None
     return Library(name, place, folder)
 
@@ -137,10 +138,6 @@ def _holds_distributions(folder: str) -> bool:
             return any(e.name.endswith(".dist-info") for e in entries)
     except OSError:
         return False
-
-
-def _inside_any(path: str, folders: Iterable[str]) -> bool:
-    return any(path == f or path.startswith(f.rstrip(os.sep) + os.sep) for f in folders)
 
 
 # ------------------------------------------------------------------ fingerprints

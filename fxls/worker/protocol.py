@@ -42,7 +42,7 @@ class Op(StrEnum):
     """The operations: requests the client sends, then the messages the worker sends."""
 
     RUN = "run"  # run a job: id, target, params, timeout, policy, sources (its own code)
-    WARM = "warm"  # modules jobs will import (libraries to learn), folders (the user's)
+    WARM = "warm"  # modules jobs will import (libraries to learn)
     CANCEL = "cancel"  # id
     PING = "ping"
     SHUTDOWN = "shutdown"
@@ -65,7 +65,7 @@ REQUESTS: dict[Op, dict[str, tuple[type, ...]]] = {
     Op.RUN: {"id": _ID, "target": (str,), "timeout": _OPTIONAL_NUMBER,
              "policy": (dict, type(None))},
     Op.CANCEL: {"id": _ID},
-    Op.WARM: {"modules": (list,), "folders": (list,)},
+    Op.WARM: {"modules": (list,)},
     Op.PING: {},
     Op.SHUTDOWN: {},
 }

@@ -237,7 +237,7 @@ class Worker:
     def _warm(self, message: dict[str, Any]) -> None:
         """Libraries the client expects jobs to import (a workspace's imports): tried and
         learned in the background, as if a job had imported them."""
-        self.learner.offer(message["modules"], message["folders"])
+        self.learner.offer(message["modules"])
 
     def _stop(self, message: dict[str, Any]) -> None:
         self.running = False

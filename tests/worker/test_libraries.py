@@ -174,7 +174,7 @@ async def test_the_client_can_name_libraries_before_any_job(tmp_path: Path) -> N
     try:
         assert worker.pid is not None
         before = set(children_of(worker.pid))
-        await worker.warm(["countlib", "os", "../x", "threadlib"], [str(tmp_path / "project")])
+        await worker.warm(["countlib", "os", "../x", "threadlib"])
         # done when a zygote that imported it replaced the first one and forked idle processes
         deadline = time.monotonic() + LEARNED_WITHIN_S
         while not _replaced(before, worker.pid, tmp_path) and time.monotonic() < deadline:
