@@ -22,7 +22,7 @@ import os
 import selectors
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from fxls.worker import trial as trials
@@ -41,6 +41,9 @@ from fxls.worker.pool import JobProcesses, kill_child, reap
 
 #: trials in the worker's life (each learned set, each relearning after a change)
 TRIALS_LIMIT = 24
+#: a trial starts once no job has run nor anything been offered for this long: what one
+#: job and the next offer is tried together, and a save's job never competes with it
+QUIET_S = 0.5
 
 
 @dataclass
@@ -70,6 +73,7 @@ class LibraryLearner:
         #: the libraries the running trial imports
         self.trying: dict[str, Library] = {}
         self.trials = 0
+        self.quiet_since = time.monotonic()
 
     # ------------------------------------------------------------ offers
     def offer(self, modules: Any) -> None:
@@ -77,6 +81,7 @@ class LibraryLearner:
         Untrusted: each name is checked here."""
         if not self.enabled or not isinstance(modules, list):
             return
+        self.quiet_since = time.monotonic()
         by_top: dict[str, list[str]] = {}
         for name in modules[:NAMES_LIMIT]:
             if isinstance(name, str) and len(name) < 1000:
@@ -109,6 +114,7 @@ class LibraryLearner:
 
     def after_job(self) -> None:
         """Between jobs: the thorough check, every file each learned library loaded."""
+        self.quiet_since = time.monotonic()
         self._drop([name for name, item in self.learned.items()
                     if full_fingerprint(item.files) != item.full])
 
@@ -126,13 +132,15 @@ class LibraryLearner:
                      for name in self.learned[top].library.names())
 
     # ------------------------------------------------------------ trials
-    def tick(self) -> None:
-        """In the worker's loop: start a trial of what was offered; end one that overran."""
+    def tick(self, jobs_running: bool) -> None:
+        """In the worker's loop: start a trial of what was offered once quiet; end one that
+        overran."""
         now = time.monotonic()
         if self.trial is not None and now >= self.trial.deadline:
             kill_child(self.trial.pid)
             self._trial_ended(f"its import took over {trials.TIMEOUT_S:g} s")
-        if self.trial is None and self.offered and self.trials < TRIALS_LIMIT:
+        if (self.trial is None and self.offered and self.trials < TRIALS_LIMIT
+                and not jobs_running and now - self.quiet_since >= QUIET_S):
             self._start_trial()
 
     def _start_trial(self) -> None:
@@ -182,6 +190,10 @@ class LibraryLearner:
             elif outcome.get("ok") is not True:
                 self._reject(name, str(outcome.get("why")))
             else:
+                failed = outcome.get("failed")
+                if isinstance(failed, list) and failed:
+                    library = replace(library, modules=tuple(
+                        m for m in library.modules if m not in failed))
                 loaded = outcome.get("files")
                 files = library_files(library, loaded if isinstance(loaded, dict) else {})
                 passed[name] = Learned(library, quick_fingerprint(library), files,
@@ -210,6 +222,8 @@ class LibraryLearner:
         self.pool.set_libraries(self.preload())
 
     def close(self) -> None:
-        if self.trial is not None:
-            kill_child(self.trial.pid)
-            self._trial_ended("the worker stopped")
+        trial, self.trial = self.trial, None
+        if trial is not None:
+            kill_child(trial.pid)
+            reap(trial.pid)
+            os.close(trial.fileno())

@@ -162,7 +162,7 @@ class Worker:
                 self._poll_exits()
                 if self.to_learn:
                     self._learn_imports()
-                self.learner.tick()
+                self.learner.tick(jobs_running=bool(self.jobs))
                 if os.getppid() != self.parent_pid:
                     break
         finally:

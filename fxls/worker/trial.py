@@ -98,6 +98,7 @@ def _run(libraries: list[list[str]], report_w: int) -> NoReturn:
     os.close(devnull)
     if sandbox.zygote_isolates_network():
         sandbox.isolate_network_for_siblings()
+    os.nice(10)  # a save's job, running meanwhile, comes first
     sys.dont_write_bytecode = True
     report: dict[str, Any] = {}
     for names in libraries:
@@ -108,19 +109,27 @@ def _run(libraries: list[list[str]], report_w: int) -> NoReturn:
 
 
 def _try(names: list[str]) -> dict[str, Any]:
+    """Import a library, then its submodules: a submodule that fails to import is left
+    out ("failed"; a lazy library's may need what is not installed), the library fails with
+    its own import or with anything the imports started."""
     before = set(_tasks())
     sockets = _sockets()
     loaded = set(_module_files())
     start = time.perf_counter()
-    try:
-        for name in names:
+    failed = []
+    for name in names:
+        try:
             importlib.import_module(name)
-    except BaseException as error:
-        return {"ok": False, "why": f"its import failed: {type(error).__name__}: {error}"[:300]}
+        except BaseException as error:
+            if name == names[0]:
+                why = f"its import failed: {type(error).__name__}: {error}"
+                return {"ok": False, "why": why[:300]}
+            failed.append(name)
     milliseconds = round((time.perf_counter() - start) * 1000.0, 1)
     why = _what_it_started(before, sockets)
     files = {name: path for name, path in _module_files().items() if name not in loaded}
-    return {"ok": why is None, "why": why, "ms": milliseconds, "files": files}
+    return {"ok": why is None, "why": why, "ms": milliseconds, "files": files,
+            "failed": failed}
 
 
 def _what_it_started(threads_before: set[str], sockets_before: int) -> str | None:
