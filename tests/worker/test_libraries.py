@@ -21,6 +21,7 @@ from fxls.runner import WARM_IMPORTS, AnalysisRequest, run_analysis
 from fxls.settings import Settings
 from fxls.worker import sandbox
 from fxls.worker.client import JobResult, WorkerClient
+from fxls.worker.learner import QUIET_S
 from fxls.worker.pool import IDLE_CHILDREN
 from tests.worker.test_worker import JOBS, children_of
 
@@ -69,13 +70,14 @@ async def report(worker: WorkerClient, name: str, sources: tuple[str, ...] = (),
 
 
 async def until_loaded(worker: WorkerClient, name: str, **options: Any) -> dict[str, Any]:
-    """Run jobs until one starts with ``name`` loaded (learning happens in the background)."""
+    """Run jobs until one starts with ``name`` loaded (learning happens in the background,
+    between jobs, as between an editor's saves)."""
     deadline = time.monotonic() + LEARNED_WITHIN_S
     while True:
         value = await report(worker, name, **options)
         if value["loaded"] or time.monotonic() > deadline:
             return value
-        await asyncio.sleep(0.2)
+        await asyncio.sleep(QUIET_S + 0.3)  # trials wait for a quiet moment
 
 
 def imported_by(tmp_path: Path) -> set[int]:
