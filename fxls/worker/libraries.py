@@ -164,11 +164,16 @@ def _stat(path: str) -> Stat | None:
     return info.st_mtime_ns, info.st_size, info.st_ino
 
 
-def library_files(library: Library, loaded: dict[str, str]) -> list[str]:
-    """The files of ``library`` among ``loaded`` (module name -> file), bounded."""
-    prefix = library.name + "."
-    return sorted(path for name, path in loaded.items()
-                  if name == library.name or name.startswith(prefix))[:FILES_LIMIT]
+def module_files(library: Library) -> list[str]:
+    """The files of the modules a zygote imports for ``library`` (found, not imported)."""
+    if not library.is_package:
+        return [library.place]
+    files = []
+    for name in library.names()[:FILES_LIMIT]:
+        base = os.path.join(library.place, *name.split(".")[1:])
+        init = os.path.join(base, "__init__.py")
+        files.append(init if os.path.isfile(init) else base + ".py")
+    return files
 
 
 # ------------------------------------------------------------------ conflicts

@@ -31,7 +31,7 @@ from typing import NoReturn
 from fxls.worker import sandbox
 from fxls.worker.child import flush_output
 from fxls.worker.protocol import write_all
-from fxls.worker.zygote import READY, Announcement, ForkFailed, Zygote
+from fxls.worker.zygote import Announcement, ForkFailed, News, Preload, Zygote
 
 #: idle children kept forked: two jobs at once (``fxls check`` on two cores) never wait
 IDLE_CHILDREN = 2
@@ -62,11 +62,12 @@ class JobProcesses:
     def __init__(self, selector: selectors.BaseSelector, serve_job: ServeJob,
                  worker_fds: Callable[[], list[int]], running_jobs: Callable[[], list[Child]],
                  wanted: Callable[[], bool],
-                 zygote_failed: Callable[[frozenset[str]], None] = lambda _: None) -> None:
+                 news: Callable[[News, frozenset[str]], None] = lambda *_: None) -> None:
         """``serve_job`` runs in each new job process and never returns; ``worker_fds`` are
         the worker's own fds a job process must close; ``running_jobs`` the job processes
         handed a job (the pool's no longer); ``wanted``: false once the worker is stopping;
-        ``zygote_failed`` gets the libraries of a zygote that ended before it was ready."""
+        ``news`` gets a preloading zygote's news with the libraries it was asked to import
+        (not ready and nothing left out: it ended without a word)."""
         self.selector = selector
         self.serve_job = serve_job
         self.worker_fds = worker_fds
@@ -84,11 +85,9 @@ class JobProcesses:
         self.coming: dict[bool, Zygote] = {}
         #: the modules new zygotes import (libraries, then their submodules), and the
         #: libraries' names: a job process with another library loaded is never used
-        self.preload: tuple[str, ...] = ()
+        self.preload: Preload = ()
         self.libraries: frozenset[str] = frozenset()
-        self.zygote_failed = zygote_failed
-        #: other processes of the worker's (a library trial): not strays
-        self.helpers: set[int] = set()
+        self.news = news
         self.zygotes_started = 0
         self.zygotes_tried: set[bool] = set()
         self.forks = 0
@@ -115,11 +114,11 @@ class JobProcesses:
             self.start_zygote(network)
         self.ensure_idle()
 
-    def set_libraries(self, preload: tuple[str, ...]) -> None:
-        """Import ``preload`` (libraries and their submodules) in new zygotes, started now;
-        job processes with a library no longer in it are ended at once (it changed on
+    def set_libraries(self, preload: Preload) -> None:
+        """Import ``preload`` (libraries, each with its submodules) in new zygotes, started
+        now; job processes with a library no longer in it are ended at once (it changed on
         disk), and so is a zygote with one."""
-        libraries = frozenset(name.partition(".")[0] for name in preload)
+        libraries = frozenset(names[0] for names in preload)
         if preload == self.preload:
             return
         self.preload, self.libraries = preload, libraries
@@ -197,7 +196,6 @@ class JobProcesses:
     def own_pids(self) -> list[int]:
         return [*(zygote.pid for zygote in [*self.zygotes.values(), *self.coming.values()]),
                 *(child.pid for child in self.idle),
-                *self.helpers,
                 *(child.pid for child in self.running_jobs())]
 
     # ------------------------------------------------------- idle children
@@ -326,17 +324,32 @@ class JobProcesses:
             except (ForkFailed, EOFError, OSError):  # the worker's forks have fallbacks
                 self.stop_zygote(zygote)
                 if not zygote.ready:
-                    self.zygote_failed(zygote.preloaded)
+                    self.news(News(ready=False), zygote.preloaded)
                 return
             if announcement is None:
                 break
-            if announcement == READY:
-                network = next(n for n, z in self.coming.items() if z is zygote)
-                self._install(network, zygote)
-            elif isinstance(announcement, Announcement):
+            if isinstance(announcement, News):
+                self._take_news(zygote, announcement)
+            else:
                 self._adopt(announcement, zygote.preloaded)
             wait = False
         self.end_strays()
+
+    def _take_news(self, zygote: Zygote, news: News) -> None:
+        """A preloading zygote is ready (without the libraries it left out, which no later
+        zygote imports either), or has ended."""
+        asked = zygote.preloaded
+        if news.ready:
+            left_out = set(news.left_out)
+            zygote.preloaded -= left_out
+            self.preload = tuple(names for names in self.preload if names[0] not in left_out)
+            self.libraries -= left_out
+            network = next((n for n, z in self.coming.items() if z is zygote), None)
+            if network is not None:
+                self._install(network, zygote)
+        else:
+            self.stop_zygote(zygote)
+        self.news(news, asked)
 
     def _wait_for_child(self) -> None:
         zygote = self._zygote()

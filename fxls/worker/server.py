@@ -137,9 +137,9 @@ class Worker:
             worker_fds=lambda: [self.channel_in, self.channel_out],
             running_jobs=lambda: [job.child for job in self.jobs.values()],
             wanted=lambda: self.running,
-            zygote_failed=lambda libraries: self.learner.zygote_failed(libraries))
+            news=lambda news, libraries: self.learner.zygote_news(news, libraries))
         #: the third-party libraries the zygotes import for the jobs
-        self.learner = LibraryLearner(self.pool, self.selector, _log)
+        self.learner = LibraryLearner(self.pool, _log)
 
     # ---------------------------------------------------------------- loop
     def serve(self, ready: dict[str, Any], prime: str | None = None) -> None:
@@ -193,8 +193,6 @@ class Worker:
             self.pool.idle_died(obj)
         elif kind == "zygote":
             self.pool.take_announcements(obj)
-        elif kind == "trial":
-            self.learner.read_trial(obj)
 
     # ------------------------------------------------------------- channel
     def _read_channel(self) -> None:
@@ -479,7 +477,6 @@ class Worker:
     def shutdown(self) -> None:
         """Kill every child (they must not outlive the worker) and release everything."""
         self.running = False
-        self.learner.close()
         self.pool.close()
         for job in list(self.jobs.values()):
             kill_child(job.child.pid)
