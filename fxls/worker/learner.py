@@ -26,6 +26,7 @@ from typing import Any
 from fxls.worker.libraries import (
     LIBRARIES_LIMIT,
     NAMES_LIMIT,
+    TOPS_LIMIT,
     Library,
     conflicts,
     full_fingerprint,
@@ -84,7 +85,7 @@ class LibraryLearner:
         for name in modules[:NAMES_LIMIT]:
             if isinstance(name, str) and len(name) < 1000:
                 by_top.setdefault(name.partition(".")[0], []).append(name)
-        for top, names in list(by_top.items())[:LIBRARIES_LIMIT]:
+        for top, names in list(by_top.items())[:TOPS_LIMIT]:
             if top in self.rejected:
                 continue
             known = self.offered.get(top) or (
@@ -137,12 +138,18 @@ class LibraryLearner:
         self.pool.set_libraries(self.preload())
 
     # ------------------------------------------------------------ zygote news
-    def zygote_news(self, news: News, libraries: frozenset[str]) -> None:
-        """A zygote asked to import ``libraries`` is ready, without those it left out; or
-        has ended, naming the one to blame, else the libraries it was the first to import
-        are."""
+    def zygote_news(self, news: News, libraries: frozenset[str]) -> Preload:
+        """A zygote asked to import ``libraries`` is ready, without those it left out and
+        with the installed libraries they imported (learned too: a job must run without
+        them as well where they are its own code); or it has ended, naming the one to
+        blame, else the libraries it was the first to import are. Returns what the zygote
+        has imported, if it is ready."""
         why = dict(news.left_out)
         if news.ready:
+            for name in news.loaded:
+                library = None if name in self.learned or name in why else locate(name)
+                if library is not None and len(self.learned) < LIBRARIES_LIMIT:
+                    self.learned[name] = learned(library)
             kept = sorted(libraries - set(why))
             self.log(f"job processes start with {', '.join(kept) or 'no library'} imported")
         elif not why:
@@ -154,5 +161,7 @@ class LibraryLearner:
             self.offered.pop(name, None)
             self.rejected[name] = reason
             self.log(f"{name} is left out of the job processes' imports: {reason}")
-        if why:
-            self.pool.set_libraries(self.preload())
+        if news.ready:
+            return self.preload()
+        self.pool.set_libraries(self.preload())
+        return ()

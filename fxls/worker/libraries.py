@@ -31,7 +31,9 @@ MODULES_LIMIT = 2000
 #: files of one library whose stats make its fingerprint
 FILES_LIMIT = 5000
 #: libraries learned at once
-LIBRARIES_LIMIT = 32
+LIBRARIES_LIMIT = 64
+#: top-level names of one frame looked up (most are the standard library's)
+TOPS_LIMIT = 400
 
 _TOP = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,99}\Z")
 _PART = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,99}\Z")
@@ -53,7 +55,9 @@ class Library:
     place: str
     #: the installed-library folder holding it (a real path)
     folder: str
-    #: submodules to import with it (files of the package, checked), sorted
+    #: submodules to import with it (files of the package, checked), and names a file
+    #: imports from them (``from transformers import BertModel``: a lazy package imports
+    #: the submodule then), sorted
     modules: tuple[str, ...] = field(default=())
 
     @property
@@ -91,14 +95,20 @@ def locate(name: str) -> Library | None:
 
 
 def with_modules(library: Library, names: Iterable[str]) -> Library:
-    """``library`` with those of ``names`` that are its submodules' files added."""
+    """``library`` with those of ``names`` that are its submodules' files, or a name in the
+    library or one of those (``a.b.C``), added."""
     if not library.is_package:
         return library
     found = set(library.modules)
     for name in names:
         if len(found) >= MODULES_LIMIT:
             break
-        if isinstance(name, str) and name not in found and _is_submodule_file(library, name):
+        if not isinstance(name, str) or name in found:
+            continue
+        parent, _, last = name.rpartition(".")
+        if _is_submodule_file(library, name) or (
+                _PART.match(last) and not last.startswith("__") and last not in _REFUSED_PARTS
+                and (parent == library.name or _is_submodule_file(library, parent))):
             found.add(name)
     return Library(library.name, library.place, library.folder, tuple(sorted(found)))
 
@@ -171,29 +181,24 @@ def module_files(library: Library) -> list[str]:
     files = []
     for name in library.names()[:FILES_LIMIT]:
         base = os.path.join(library.place, *name.split(".")[1:])
-        init = os.path.join(base, "__init__.py")
-        files.append(init if os.path.isfile(init) else base + ".py")
+        for path in (os.path.join(base, "__init__.py"), base + ".py"):
+            if os.path.isfile(path):
+                files.append(path)
+                break
     return files
 
 
 # ------------------------------------------------------------------ conflicts
 def conflicts(libraries: Iterable[Library], sources: Iterable[str]) -> set[str]:
-    """The libraries a job whose own code is ``sources`` (its document, its project root)
-    must run without: a source inside the library's files (the library is being analysed
-    in place: its modules must come from the document, not from memory), or a folder at or
-    above a source holding a module of the library's name (the job's import root, where
-    its own package of that name would be shadowed by the loaded library)."""
-    paths = [os.path.realpath(s) for s in sources if isinstance(s, str) and os.path.isabs(s)]
-    above: set[str] = set()
-    for path in paths[:8]:
-        folder = path if os.path.isdir(path) else os.path.dirname(path)
-        for _ in range(64):
-            above.add(folder)
-            parent = os.path.dirname(folder)
-            if parent == folder:
-                break
-            folder = parent
+    """The libraries a job whose own code is ``sources`` (its document, then its project
+    root) must run without: a source inside the library's files (the library is being
+    analysed in place: its modules must come from the document, not from memory), or one of
+    the job's possible import roots holding a module of the library's name (its own package
+    of that name would be shadowed by the loaded library)."""
+    paths = [os.path.realpath(s) for s in list(sources)[:2]
+             if isinstance(s, str) and os.path.isabs(s)]
     found = set()
+    above = import_roots(paths[0], paths[1] if len(paths) > 1 else None) if paths else set()
     for library in libraries:
         if _inside_any_path(library.place, paths):
             found.add(library.name)
@@ -206,6 +211,29 @@ def conflicts(libraries: Iterable[Library], sources: Iterable[str]) -> set[str]:
                 found.add(library.name)
                 break
     return found
+
+
+def import_roots(document: str, project: str | None) -> set[str]:
+    """Every folder the analysis may import a document's modules from
+    (``fxls.analysis.packages``): its folder and the chain of package folders above it with
+    the folder over the top one, the project root, and, for a document inside the project,
+    every folder from it up to the project root (``src/``, configured roots)."""
+    folder = os.path.dirname(document)
+    roots = {folder}
+    while os.path.isfile(os.path.join(folder, "__init__.py")):
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
+        roots.add(folder)
+    if project is not None:
+        roots.add(project)  # always on the job's path (``loading.execute_file``)
+    if project is not None and document.startswith(project.rstrip(os.sep) + os.sep):
+        folder = os.path.dirname(document)
+        while folder.startswith(project) and len(roots) < 64:
+            roots.add(folder)
+            folder = os.path.dirname(folder)
+    return roots
 
 
 def _inside_any_path(place: str, paths: list[str]) -> bool:

@@ -62,12 +62,13 @@ class JobProcesses:
     def __init__(self, selector: selectors.BaseSelector, serve_job: ServeJob,
                  worker_fds: Callable[[], list[int]], running_jobs: Callable[[], list[Child]],
                  wanted: Callable[[], bool],
-                 news: Callable[[News, frozenset[str]], None] = lambda *_: None) -> None:
+                 news: Callable[[News, frozenset[str]], Preload] = lambda *_: ()) -> None:
         """``serve_job`` runs in each new job process and never returns; ``worker_fds`` are
         the worker's own fds a job process must close; ``running_jobs`` the job processes
         handed a job (the pool's no longer); ``wanted``: false once the worker is stopping;
         ``news`` gets a preloading zygote's news with the libraries it was asked to import
-        (not ready and nothing left out: it ended without a word)."""
+        (not ready and nothing left out: it ended without a word); for a zygote that is
+        ready, it returns what that zygote has imported."""
         self.selector = selector
         self.serve_job = serve_job
         self.worker_fds = worker_fds
@@ -336,20 +337,18 @@ class JobProcesses:
         self.end_strays()
 
     def _take_news(self, zygote: Zygote, news: News) -> None:
-        """A preloading zygote is ready (without the libraries it left out, which no later
-        zygote imports either), or has ended."""
-        asked = zygote.preloaded
-        if news.ready:
-            left_out = set(news.left_out)
-            zygote.preloaded -= left_out
-            self.preload = tuple(names for names in self.preload if names[0] not in left_out)
-            self.libraries -= left_out
-            network = next((n for n, z in self.coming.items() if z is zygote), None)
-            if network is not None:
-                self._install(network, zygote)
-        else:
+        """A preloading zygote is ready (without the libraries it left out, and with those
+        they imported: what it has is what the pool's zygotes import from now on), or has
+        ended."""
+        if not news.ready:
             self.stop_zygote(zygote)
-        self.news(news, asked)
+            self.news(news, zygote.preloaded)
+            return
+        self.preload = self.news(news, zygote.preloaded)
+        self.libraries = zygote.preloaded = frozenset(names[0] for names in self.preload)
+        network = next((n for n, z in self.coming.items() if z is zygote), None)
+        if network is not None:
+            self._install(network, zygote)
 
     def _wait_for_child(self) -> None:
         zygote = self._zygote()

@@ -59,6 +59,7 @@ ServeJob = Callable[[int, int, int, list[int], str], NoReturn]
 
 #: the largest news message (JSON, no fds) a preloading zygote sends
 _NEWS_LIMIT = 64 * 1024
+_LOADED_LIMIT = 500
 #: libraries to import: each a top-level name, then submodules
 Preload = tuple[tuple[str, ...], ...]
 
@@ -71,6 +72,8 @@ class News:
     ready: bool
     #: libraries it left out, and why
     left_out: dict[str, str] = field(default_factory=dict)
+    #: the other top-level modules its imports loaded (at most ``_LOADED_LIMIT``)
+    loaded: list[str] = field(default_factory=list)
 
 
 class ForkFailed(Exception):
@@ -172,10 +175,14 @@ class Zygote:
             message = json.loads(data.decode("utf-8"))
         except (ValueError, UnicodeDecodeError):
             message = {}
-        left_out = message.get("left_out") if isinstance(message, dict) else None
-        news = News(ready=isinstance(message, dict) and message.get("ready") is True,
+        if not isinstance(message, dict):
+            message = {}
+        left_out, loaded = message.get("left_out"), message.get("loaded")
+        news = News(ready=message.get("ready") is True,
                     left_out={str(k): str(v) for k, v in left_out.items()}
-                    if isinstance(left_out, dict) else {})
+                    if isinstance(left_out, dict) else {},
+                    loaded=[n for n in loaded[:_LOADED_LIMIT] if isinstance(n, str)]
+                    if isinstance(loaded, list) else [])
         self.ready = news.ready
         return news
 
@@ -201,6 +208,7 @@ def _preload(libraries: Preload, announce: socket.socket) -> None:
     frozen and collapsed, as the worker's is after its imports, and the zygote is ready."""
     sys.dont_write_bytecode = True  # nothing of ours writes into the user's environment
     left_out: dict[str, str] = {}
+    tops_before = {name.partition(".")[0] for name in list(sys.modules)}
     with _output_to_devnull():
         for names in libraries:
             since = import_check.before()
@@ -210,10 +218,7 @@ def _preload(libraries: Preload, announce: socket.socket) -> None:
                 left_out[names[0]] = f"its import failed: {type(error).__name__}: {error}"
             else:
                 for name in names[1:]:
-                    try:
-                        importlib.import_module(name)
-                    except BaseException:
-                        pass
+                    _import_or_get(name)
             started = import_check.what_it_started(since)
             if started is not None:
                 _send_news(announce, {"left_out": {names[0]: started}, "ready": False})
@@ -221,7 +226,27 @@ def _preload(libraries: Preload, announce: socket.socket) -> None:
     gc.collect()
     gc.freeze()
     collapse_anonymous_memory()
-    _send_news(announce, {"left_out": left_out, "ready": True})
+    asked = {names[0] for names in libraries}
+    loaded = sorted({name.partition(".")[0] for name in list(sys.modules)} - tops_before - asked)
+    _send_news(announce, {"left_out": left_out, "ready": True,
+                          "loaded": loaded[:_LOADED_LIMIT]})
+
+
+def _import_or_get(name: str) -> None:
+    """Import module ``name``, else get ``name`` as a module's attribute (``from
+    transformers import BertModel``: a lazy package imports the submodule that holds it)."""
+    try:
+        importlib.import_module(name)
+        return
+    except ModuleNotFoundError:
+        pass
+    except BaseException:
+        return
+    parent, _, attribute = name.rpartition(".")
+    try:
+        getattr(importlib.import_module(parent), attribute)
+    except BaseException:
+        pass
 
 
 @contextlib.contextmanager
