@@ -11,7 +11,9 @@ zygote's announcement ``("zygote", zygote)``; the worker passes them to ``idle_d
 ``take_announcements``. Everything here runs on the worker's single thread.
 
 Learned libraries (``set_libraries``) are imported by a new zygote, which replaces the old
-one once it says it is ready; until then jobs go on with the old zygote's processes. Each job
+one once it says it is ready; until then jobs go on with the old zygote's processes, and
+while one runs the new zygote is paused (``pause_coming``: its imports take seconds of CPU
+that a save's job should have). Each job
 process carries the libraries it has loaded (``Child.preloaded``): a job that must run
 without some of them (``hand_over(refuse=...)``) gets a process that has none of them, forked
 by the worker itself if no idle one fits.
@@ -54,6 +56,8 @@ class Child:
     forked_at: float = field(default_factory=time.monotonic)
     #: the libraries its zygote imported (``fxls.worker.learner``)
     preloaded: frozenset[str] = frozenset()
+    #: the zygote that forked it (its generation; 0: the worker)
+    zygote: int = 0
 
 
 class JobProcesses:
@@ -89,6 +93,8 @@ class JobProcesses:
         self.preload: Preload = ()
         self.libraries: frozenset[str] = frozenset()
         self.news = news
+        #: the coming zygotes are stopped (SIGSTOP) while jobs run
+        self.coming_paused = False
         self.zygotes_started = 0
         self.zygotes_tried: set[bool] = set()
         self.forks = 0
@@ -287,10 +293,19 @@ class JobProcesses:
             self._install(network, zygote)
         else:
             self.coming[network] = zygote
+            if self.coming_paused:
+                _signal(zygote.pid, signal.SIGSTOP)
+
+    def pause_coming(self, paused: bool) -> None:
+        """Stop the zygotes importing libraries while jobs run; let them go on after."""
+        if paused != self.coming_paused:
+            self.coming_paused = paused
+            for zygote in self.coming.values():
+                _signal(zygote.pid, signal.SIGSTOP if paused else signal.SIGCONT)
 
     def _install(self, network: bool, zygote: Zygote) -> None:
         """``zygote`` forks the job processes of ``network`` from now on: the one before it
-        ends, and so do idle processes with other libraries than it has."""
+        ends, and so do the idle processes it did not fork (they lack what it imported)."""
         self.coming.pop(network, None)
         old = self.zygotes.get(network)
         if old is not None:
@@ -298,7 +313,7 @@ class JobProcesses:
             self.stop_zygote(old)
         self.zygotes[network] = zygote
         if network == self._zygote_key():
-            for child in [c for c in self.idle if c.preloaded != zygote.preloaded]:
+            for child in [c for c in self.idle if c.zygote != zygote.generation]:
                 self.retire(child)
             self.ensure_idle()
 
@@ -332,7 +347,7 @@ class JobProcesses:
             if isinstance(announcement, News):
                 self._take_news(zygote, announcement)
             else:
-                self._adopt(announcement, zygote.preloaded)
+                self._adopt(announcement, zygote)
             wait = False
         self.end_strays()
 
@@ -362,14 +377,14 @@ class JobProcesses:
             while zygote in self.zygotes.values() and zygote.pending:
                 self.take_announcements(zygote, wait=True)
 
-    def _adopt(self, announcement: Announcement, preloaded: frozenset[str]) -> None:
+    def _adopt(self, announcement: Announcement, zygote: Zygote) -> None:
         for fd in (announcement.result_r, announcement.out_r):
             os.set_blocking(fd, False)
         child = Child(announcement.pid, pidfd_open(announcement.pid), announcement.job_w,
                       announcement.result_r, announcement.out_r, announcement.job_dir,
-                      preloaded=preloaded)
+                      preloaded=zygote.preloaded, zygote=zygote.generation)
         if (announcement.network != self.network or not self.wanted()
-                or not preloaded <= self.libraries):
+                or not child.preloaded <= self.libraries):
             close_job_w(child)  # asked for before the setting changed: never used
             self.discard(child)
             return
@@ -438,6 +453,13 @@ def reap(pid: int) -> tuple[int | None, float]:
     except ChildProcessError:
         return None, 0.0
     return status, usage.ru_utime + usage.ru_stime
+
+
+def _signal(pid: int, signum: int) -> None:
+    try:
+        os.kill(pid, signum)
+    except OSError:
+        pass
 
 
 def kill_child(pid: int) -> None:

@@ -277,6 +277,7 @@ class Worker:
         if child.pidfd is not None:
             self.selector.register(child.pidfd, selectors.EVENT_READ, ("exit", job))
         self.send({"op": Op.STARTED, "id": job_id})
+        self.pool.pause_coming(True)
         self.pool.ensure_idle()  # fork the next job's process now, off the critical path
 
     def _watch(self, child: Child, policy: JobPolicy) -> JobWatch | None:
@@ -398,6 +399,8 @@ class Worker:
         if not job.reported:
             self._report(job, self._outcome(job, status, cpu_used))
         self.pool.job_ended()
+        if not self.jobs:
+            self.pool.pause_coming(False)
         self.learner.after_job()
         if job.final_from_job and job.libraries is not None:
             self.learner.offer(job.libraries)
