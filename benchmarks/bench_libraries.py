@@ -1,6 +1,7 @@
 """Save -> first diagnostics on user files that import real model libraries (issue 23).
 
-    PYTHONPATH=~/.cache/fxls-model-zoo/site .venv/bin/python benchmarks/bench_libraries.py
+    PYTHONPATH=~/.cache/fxls-model-zoo/site .venv/bin/python benchmarks/bench_libraries.py \
+        [timm_vit] [hf_bert]
 
 Two user files, one building timm's ViT-S with a head, one a 2-layer transformers BERT, are
 analysed through the language server's ``AnalysisService``, which warms up on the file's
@@ -124,6 +125,8 @@ def main() -> None:
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     with tempfile.TemporaryDirectory() as folder:
         for name, (library, source) in FILES.items():
+            if sys.argv[1:] and name not in sys.argv[1:]:
+                continue
             check = subprocess.run([sys.executable, "-c", f"import {library}"],
                                    capture_output=True)
             if check.returncode:

@@ -37,6 +37,9 @@ from fxls.worker.zygote import Announcement, ForkFailed, News, Preload, Zygote
 
 #: idle children kept forked: two jobs at once (``fxls check`` on two cores) never wait
 IDLE_CHILDREN = 2
+#: a zygote importing libraries is paused while jobs run only this long after its start:
+#: under a stream of saves it would never be done
+PAUSE_LIMIT_S = 10.0
 
 #: in a new job process: ``(worker_pid, job_r, result_w, out_w, fds to close, job_dir)``
 ServeJob = Callable[[int, int, int, int, list[int], str], NoReturn]
@@ -297,11 +300,17 @@ class JobProcesses:
                 _signal(zygote.pid, signal.SIGSTOP)
 
     def pause_coming(self, paused: bool) -> None:
-        """Stop the zygotes importing libraries while jobs run; let them go on after."""
-        if paused != self.coming_paused:
-            self.coming_paused = paused
-            for zygote in self.coming.values():
-                _signal(zygote.pid, signal.SIGSTOP if paused else signal.SIGCONT)
+        """Stop the zygotes importing libraries while jobs run (for ``PAUSE_LIMIT_S`` after
+        their start); let them go on after."""
+        if paused == self.coming_paused:
+            return
+        self.coming_paused = paused
+        now = time.monotonic()
+        for zygote in self.coming.values():
+            if not paused:
+                _signal(zygote.pid, signal.SIGCONT)
+            elif now - zygote.started_at < PAUSE_LIMIT_S:
+                _signal(zygote.pid, signal.SIGSTOP)
 
     def _install(self, network: bool, zygote: Zygote) -> None:
         """``zygote`` forks the job processes of ``network`` from now on: the one before it

@@ -37,6 +37,7 @@ import signal
 import socket
 import struct
 import sys
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
@@ -105,6 +106,7 @@ class Zygote:
         #: the libraries (top-level names) it imports before it serves
         self.preloaded = preloaded
         self.ready = not preloaded
+        self.started_at = time.monotonic()
 
     @classmethod
     def start(cls, serve_job: ServeJob, generation: int, isolate: bool = True,
