@@ -201,3 +201,36 @@ async def test_a_real_library_is_learned(tmp_path: Path) -> None:
         assert learned["also_loaded"] == {"timm": True, "torchvision": True}
     finally:
         await worker.close()
+
+
+def stopped_children(worker_pid: int) -> list[int]:
+    found = []
+    for pid in children_of(worker_pid):
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state == "T":
+            found.append(pid)
+    return found
+
+
+async def test_a_zygote_importing_libraries_waits_while_a_job_runs(tmp_path: Path) -> None:
+    site = make_site(tmp_path)
+    (site / "slowlib").mkdir()
+    (site / "slowlib" / "__init__.py").write_text("import time\ntime.sleep(4)\n")
+    worker = await start(site)
+    try:
+        assert worker.pid is not None
+        await worker.warm(["slowlib"])
+        await asyncio.sleep(QUIET_S + 0.5)  # its zygote is importing it now
+        assert stopped_children(worker.pid) == []
+        job = asyncio.ensure_future(worker.run(f"{JOBS}:nap", {"seconds": 1.0}, timeout=30))
+        await asyncio.sleep(0.5)
+        paused = stopped_children(worker.pid)
+        assert (await job).status == "ok"
+        await asyncio.sleep(0.2)
+        assert len(paused) == 1 and stopped_children(worker.pid) == []
+        assert (await until_loaded(worker, "slowlib"))["loaded"] is True
+    finally:
+        await worker.close()
