@@ -50,6 +50,11 @@ class AnalysisRequest:
             "settings": self.settings.to_dict(),
         }
 
+    def sources(self) -> tuple[str, ...]:
+        """The job's own code: the document and its project root."""
+        root = self.settings.root
+        return (str(Path(self.path).resolve()), *((str(Path(root).resolve()),) if root else ()))
+
 
 _FAILURE_MESSAGES = {
     JobStatus.TIMEOUT: "analysis timed out after {timeout:g} s{where} (an infinite loop at "
@@ -194,6 +199,7 @@ async def run_analysis(
     result = await client.run(
         ANALYZE_TARGET, request.params(), timeout=request.settings.timeout, job_id=job_id,
         on_partial=on_partial, policy=request.settings.job_policy(),
+        sources=request.sources(),
     )
     if result.status == JobStatus.CANCELLED:
         return None

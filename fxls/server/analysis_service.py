@@ -10,6 +10,7 @@ from typing import Any
 
 from fxls.report import FileReport
 from fxls.runner import LEARN_IMPORTS, WARM_IMPORTS, WARM_UP, AnalysisRequest, run_analysis
+from fxls.server.workspace_imports import workspace_imports
 
 log = logging.getLogger(__name__)
 
@@ -27,8 +28,11 @@ class WorkerStartError(Exception):
 class AnalysisService:
     """Starts the worker lazily, restarts it when it dies or when the interpreter changes."""
 
-    def __init__(self, python: str) -> None:
+    def __init__(self, python: str, learn_libraries: bool = True) -> None:
         self.python = python
+        self.learn_libraries = learn_libraries
+        #: what the workspace's files import: every new worker learns it
+        self._warm: list[str] = []
         self._client: Any = None
         self._lock = asyncio.Lock()
 
@@ -38,9 +42,12 @@ class AnalysisService:
                 from fxls.worker.client import WorkerClient
 
                 client = WorkerClient(self.python, warm_imports=WARM_IMPORTS, warm_up=WARM_UP,
-                                      learn_imports=LEARN_IMPORTS, sandbox=True)
+                                      learn_imports=LEARN_IMPORTS, sandbox=True,
+                                      learn_libraries=self.learn_libraries)
                 try:
                     await client.start()
+                    if self._warm and self.learn_libraries:
+                        await client.warm(self._warm)
                 except Exception as error:
                     with contextlib.suppress(Exception):
                         await client.close()
@@ -62,8 +69,29 @@ class AnalysisService:
         client = await self._ensure_client()
         return await run_analysis(client, request, job_id=key, on_diagnostics=on_diagnostics)
 
-    async def set_python(self, python: str) -> None:
-        if python != self.python:
+    async def warm(self, folders: list[str]) -> None:
+        """Have the worker (started now if needed) learn in the background the libraries
+        the Python files under ``folders`` import, so that the first file opened finds them
+        loaded. Read off the event loop; a worker that cannot start is logged only (the
+        first analysis reports it)."""
+        folders = list(dict.fromkeys(f for f in folders if f))
+        if not self.learn_libraries or not folders:
+            return
+        modules = await asyncio.to_thread(workspace_imports, folders)
+        if not modules:
+            return
+        self._warm = sorted({*self._warm, *modules})
+        try:
+            client = await self._ensure_client()
+            await client.warm(modules)
+        except WorkerStartError as error:
+            log.warning("%s", error)
+
+    async def set_python(self, python: str, learn_libraries: bool | None = None) -> None:
+        changed = learn_libraries is not None and learn_libraries != self.learn_libraries
+        if learn_libraries is not None:
+            self.learn_libraries = learn_libraries
+        if python != self.python or changed:
             self.python = python
             await self.restart()
 

@@ -559,6 +559,7 @@ def _apply_settings(ls: FxlsServer, raw: Any) -> None:
 def on_initialize(ls: FxlsServer, params: types.InitializeParams) -> None:
     _apply_settings(ls, params.initialization_options)
     ls.analysis.python = ls.config.python
+    ls.analysis.learn_libraries = ls.config.learn_libraries
     ls.pull_diagnostics = pulls_diagnostics(params.capabilities)
     if ls.pull_diagnostics and types.TEXT_DOCUMENT_DIAGNOSTIC not in ls.protocol.fm.features:
         # advertised to this client only: one that pulls and is told when to pull again
@@ -597,6 +598,15 @@ def on_initialized(ls: FxlsServer, params: types.InitializedParams) -> None:
     watched = workspace.did_change_watched_files if workspace is not None else None
     if watched is not None and watched.dynamic_registration:
         ls.spawn(ls.watch_files())
+    ls.spawn(ls.analysis.warm(ls._workspace_roots()))
+
+
+@server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
+@reported()
+def on_workspace_folders(ls: FxlsServer, params: types.DidChangeWorkspaceFoldersParams) -> None:
+    added = [to_fs_path(folder.uri) or "" for folder in params.event.added]
+    if added:
+        ls.spawn(ls.analysis.warm(added))
 
 
 @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
@@ -615,7 +625,7 @@ def on_progress_cancel(ls: FxlsServer, params: types.WorkDoneProgressCancelParam
 @reported(user_facing=True)
 async def on_configuration(ls: FxlsServer, params: types.DidChangeConfigurationParams) -> None:
     _apply_settings(ls, params.settings)
-    await ls.analysis.set_python(ls.config.python)
+    await ls.analysis.set_python(ls.config.python, ls.config.learn_libraries)
     await ls.load_folder_interpreters()
     for uri in list(ls.states):
         ls.schedule(uri)

@@ -31,6 +31,8 @@ class ServerConfig:
     inlay_hints_shapes: bool = True
     #: ``eval`` or ``train``; empty: the project's ``[tool.fxls] trace_mode`` (default eval)
     trace_mode: str = ""
+    #: the worker keeps the libraries jobs import loaded for later jobs (``learner``)
+    learn_libraries: bool = True
     #: the settings of the last update that had bad values (their defaults were used)
     problems: list[str] = field(default_factory=list)
 
@@ -88,6 +90,7 @@ _KEYS: list[tuple[str, str, Any]] = [
     ("diagnostics.ignore", "ignore", list),
     ("inlayHints.shapes", "inlay_hints_shapes", bool),
     ("trace.mode", "trace_mode", str),
+    ("worker.learnLibraries", "learn_libraries", bool),
 ]
 
 

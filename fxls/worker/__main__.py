@@ -120,7 +120,8 @@ def main() -> None:
     gc.freeze()  # keep the warm heap shared with the children (no copy-on-write by the GC)
     limits = Limits(config.get("memory_limit_mb"), config.get("cpu_limit_s"))
     worker = Worker(channel_in, channel_out, limits, config.get("warm_up"),
-                    tuple(config.get("learn_imports", ())))
+                    tuple(config.get("learn_imports", ())),
+                    learn_libraries=config.get("learn_libraries") is True)
     from fxls.worker.protocol import PROTOCOL_VERSION, Op
 
     ready = {"op": Op.READY, "pid": os.getpid(), "protocol": PROTOCOL_VERSION,

@@ -28,6 +28,7 @@ from typing import Any, NoReturn
 from fxls.worker import api, sandbox
 from fxls.worker.api import encode_frame, write_frame
 from fxls.worker.learning import in_packages
+from fxls.worker.libraries import NAMES_LIMIT
 from fxls.worker.policy import JobPolicy
 from fxls.worker.protocol import IMPORTS, JobStatus, read_all
 
@@ -86,8 +87,7 @@ def serve_job(
         loaded = set(sys.modules)
         payload = run_target(job["target"], job["params"])
         flush_output()
-        if learn_imports:
-            _send_imports(fds.result_w, loaded, learn_imports)
+        _send_imports(fds.result_w, loaded, learn_imports)
         write_frame(fds.result_w, payload)
         os.close(fds.result_w)  # EOF now: the worker reports without waiting for our exit
     except BaseException:  # nothing may escape into the worker's code path
@@ -102,11 +102,15 @@ def serve_job(
 
 
 def _send_imports(result_w: int, loaded: set[str], packages: tuple[str, ...]) -> None:
-    """Tell the worker which modules of ``packages`` the job imported (it may import them
-    itself for later jobs): a frame ahead of the final one."""
-    names = sorted(n for n in set(sys.modules) - loaded if in_packages(n, packages))
-    if names:
-        write_frame(result_w, encode_frame(IMPORTS, value=names))
+    """Tell the worker which modules the job imported, a frame ahead of the final one:
+    those of ``packages`` (the worker may import them itself for later jobs) and all the
+    others (its zygotes may import the third-party libraries among them,
+    ``fxls.worker.learner``)."""
+    new = sorted(set(sys.modules) - loaded)
+    if new:
+        modules = [n for n in new if in_packages(n, packages)]
+        write_frame(result_w, encode_frame(IMPORTS, value={
+            "modules": modules, "libraries": new[:NAMES_LIMIT]}))
 
 
 def run_target(target: str, params: Any) -> bytes:

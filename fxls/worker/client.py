@@ -99,6 +99,7 @@ class WorkerClient:
         prime: str | None = None,
         sandbox: bool = False,
         unresponsive_after_s: float = 10.0,
+        learn_libraries: bool = False,
     ) -> None:
         """``warm_up`` (``module:function``, no arguments; see ``fxls.worker.api``) runs in
         each pre-forked job process before its job arrives, ``prime`` (the same kind of
@@ -106,12 +107,16 @@ class WorkerClient:
         Modules of the packages named in
         ``learn_imports`` (e.g. ``("torch._dynamo",)``; ``("torch",)`` for all of it) that a
         job imported are imported by the warm worker after that job, so later jobs find them
-        loaded (``fxls.worker.learning`` decides which). With ``sandbox``, jobs run
+        loaded (``fxls.worker.learning`` decides which). With ``learn_libraries``, the
+        installed third-party libraries jobs import are imported by the zygote that forks
+        the job processes, for later jobs (``fxls.worker.learner``; ``warm`` names some
+        ahead of any job). With ``sandbox``, jobs run
         confined (``fxls.worker.sandbox``; ``run(policy=...)`` widens it per job). A worker
         that answers nothing for ``unresponsive_after_s`` is replaced (``heartbeat``)."""
         self.python = python
         self.warm_imports = tuple(warm_imports)
         self.learn_imports = tuple(learn_imports)
+        self.learn_libraries = learn_libraries
         self.warm_up = warm_up
         #: the worker's zygote, which forks the job processes (None: the worker forks them)
         self.zygote_pid: int | None = None
@@ -201,6 +206,7 @@ class WorkerClient:
             "warm_up": self.warm_up,
             "prime": self.prime,
             "learn_imports": list(self.learn_imports),
+            "learn_libraries": self.learn_libraries,
             **self._sandbox_config(),
         }
         proc = await asyncio.create_subprocess_exec(
@@ -410,11 +416,14 @@ class WorkerClient:
         job_id: str | None = None,
         on_partial: Callable[[Any], None] | None = None,
         policy: JobPolicy | None = None,
+        sources: tuple[str, ...] = (),
     ) -> JobResult:
         """Run ``target(params)`` in a fresh fork of the warm worker.
 
         ``on_partial`` gets each value the job sends ahead of its result (``send_partial``);
-        ``policy`` is what the job may do and use (its limits replace the worker's).
+        ``policy`` is what the job may do and use (its limits replace the worker's);
+        ``sources`` are the absolute paths of the job's own code (its document, its project
+        root): it runs without a learned library that it would shadow or that is its own.
         """
         key = next(self._ids)
         if job_id is not None:
@@ -424,7 +433,7 @@ class WorkerClient:
             message: dict[str, Any] = {}
             for _ in range(_DELIVERY_ATTEMPTS):
                 message = await self._run_once(key, target, params, timeout, on_partial,
-                                               policy)
+                                               policy, sources)
                 if not message.get("retry") or self._closed:
                     break
             return _job_result(message)
@@ -441,6 +450,7 @@ class WorkerClient:
         timeout: float,
         on_partial: Callable[[Any], None] | None,
         policy: JobPolicy | None = None,
+        sources: tuple[str, ...] = (),
     ) -> dict[str, Any]:
         if key in self._superseded:
             return _SUPERSEDED
@@ -454,7 +464,7 @@ class WorkerClient:
         assert proc is not None
         # encoded first: params that are not JSON data raise here, before anything is sent
         request = encode({"op": Op.RUN, "id": key, "target": target, "params": params,
-                          "timeout": timeout,
+                          "timeout": timeout, "sources": list(sources),
                           "policy": policy.to_dict() if policy is not None else None})
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[key] = _Pending(future, proc, on_partial=on_partial)
@@ -473,6 +483,15 @@ class WorkerClient:
         except asyncio.CancelledError:
             await asyncio.shield(self._cancel(key))
             raise
+
+    async def warm(self, modules: list[str]) -> None:
+        """Ask the worker to learn the libraries of ``modules`` (e.g. a workspace's imports)
+        in the background. Starts the worker if it is not running."""
+        await self.start()
+        proc = self._proc
+        if proc is not None:
+            with contextlib.suppress(ConnectionError, RuntimeError, OSError):
+                await self._send_to(proc, {"op": Op.WARM, "modules": list(modules)})
 
     def _cancel_job_id(self, job_id: str) -> None:
         """Cancel the run still holding ``job_id``: it returns "cancelled" at once."""

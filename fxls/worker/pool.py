@@ -9,6 +9,14 @@ none), else the worker forks them itself (``sandbox.fork_job_process``). The poo
 the worker's selector: an idle process's exit is the event ``("idle-exit", child)``, a
 zygote's announcement ``("zygote", zygote)``; the worker passes them to ``idle_died`` and
 ``take_announcements``. Everything here runs on the worker's single thread.
+
+Learned libraries (``set_libraries``) are imported by a new zygote, which replaces the old
+one once it says it is ready; until then jobs go on with the old zygote's processes, and
+while one runs the new zygote is paused (``pause_coming``: its imports take seconds of CPU
+that a save's job should have). Each job
+process carries the libraries it has loaded (``Child.preloaded``): a job that must run
+without some of them (``hand_over(refuse=...)``) gets a process that has none of them, forked
+by the worker itself if no idle one fits.
 """
 
 from __future__ import annotations
@@ -25,10 +33,13 @@ from typing import NoReturn
 from fxls.worker import sandbox
 from fxls.worker.child import flush_output
 from fxls.worker.protocol import write_all
-from fxls.worker.zygote import Announcement, ForkFailed, Zygote
+from fxls.worker.zygote import Announcement, ForkFailed, News, Preload, Zygote
 
 #: idle children kept forked: two jobs at once (``fxls check`` on two cores) never wait
 IDLE_CHILDREN = 2
+#: a zygote importing libraries is paused while jobs run only this long after its start:
+#: under a stream of saves it would never be done
+PAUSE_LIMIT_S = 10.0
 
 #: in a new job process: ``(worker_pid, job_r, result_w, out_w, fds to close, job_dir)``
 ServeJob = Callable[[int, int, int, int, list[int], str], NoReturn]
@@ -46,6 +57,10 @@ class Child:
     #: the name of its private folder in the jobs folder (``sandbox.enter``)
     job_dir: str
     forked_at: float = field(default_factory=time.monotonic)
+    #: the libraries its zygote imported (``fxls.worker.learner``)
+    preloaded: frozenset[str] = frozenset()
+    #: the zygote that forked it (its generation; 0: the worker)
+    zygote: int = 0
 
 
 class JobProcesses:
@@ -53,10 +68,14 @@ class JobProcesses:
 
     def __init__(self, selector: selectors.BaseSelector, serve_job: ServeJob,
                  worker_fds: Callable[[], list[int]], running_jobs: Callable[[], list[Child]],
-                 wanted: Callable[[], bool]) -> None:
+                 wanted: Callable[[], bool],
+                 news: Callable[[News, frozenset[str]], Preload] = lambda *_: ()) -> None:
         """``serve_job`` runs in each new job process and never returns; ``worker_fds`` are
         the worker's own fds a job process must close; ``running_jobs`` the job processes
-        handed a job (the pool's no longer); ``wanted``: false once the worker is stopping."""
+        handed a job (the pool's no longer); ``wanted``: false once the worker is stopping;
+        ``news`` gets a preloading zygote's news with the libraries it was asked to import
+        (not ready and nothing left out: it ended without a word); for a zygote that is
+        ready, it returns what that zygote has imported."""
         self.selector = selector
         self.serve_job = serve_job
         self.worker_fds = worker_fds
@@ -69,6 +88,16 @@ class JobProcesses:
         #: (key False) and, once such a job comes, one for jobs allowed it (key True; the
         #: first one's network namespace has none); else the worker forks them
         self.zygotes: dict[bool, Zygote] = {}
+        #: zygotes importing a new set of libraries, by key: they replace those above once
+        #: ready
+        self.coming: dict[bool, Zygote] = {}
+        #: the modules new zygotes import (libraries, then their submodules), and the
+        #: libraries' names: a job process with another library loaded is never used
+        self.preload: Preload = ()
+        self.libraries: frozenset[str] = frozenset()
+        self.news = news
+        #: the coming zygotes are stopped (SIGSTOP) while jobs run
+        self.coming_paused = False
         self.zygotes_started = 0
         self.zygotes_tried: set[bool] = set()
         self.forks = 0
@@ -92,22 +121,40 @@ class JobProcesses:
         while self.idle:
             self.retire(self.idle[0])
         for network in list(self.zygotes):
-            self.stop_zygote(self.zygotes[network])
+            self.start_zygote(network)
+        self.ensure_idle()
+
+    def set_libraries(self, preload: Preload) -> None:
+        """Import ``preload`` (libraries, each with its submodules) in new zygotes, started
+        now; job processes with a library no longer in it are ended at once (it changed on
+        disk), and so is a zygote with one."""
+        libraries = frozenset(names[0] for names in preload)
+        if preload == self.preload:
+            return
+        self.preload, self.libraries = preload, libraries
+        self.settle()
+        for child in [c for c in self.idle if not c.preloaded <= libraries]:
+            self.retire(child)
+        for zygote in [z for z in self.zygotes.values() if not z.preloaded <= libraries]:
+            self.stop_zygote(zygote)
+        for network in sorted(self.zygotes_tried):
             self.start_zygote(network)
         self.ensure_idle()
 
     def close(self) -> None:
         """Stop the zygotes and the idle processes (the worker ends the running jobs)."""
         self.settle()
-        for zygote in list(self.zygotes.values()):
+        for zygote in [*self.zygotes.values(), *self.coming.values()]:
             self.stop_zygote(zygote)
         while self.idle:
             self.retire(self.idle[0])
 
     # ---------------------------------------------------------------- jobs
-    def hand_over(self, payload: bytes, network: bool) -> Child | None:
-        """Give the job ``payload`` to an idle process of its network policy (forking one if
-        needed); None if that keeps failing."""
+    def hand_over(self, payload: bytes, network: bool,
+                  refuse: frozenset[str] = frozenset()) -> Child | None:
+        """Give the job ``payload`` to an idle process of its network policy with none of
+        the libraries ``refuse`` loaded (forking one if needed); None if that keeps
+        failing."""
         if network != self.network:  # a change of setting: processes that fit it
             self.network = network
             while self.idle:
@@ -117,11 +164,15 @@ class JobProcesses:
             if not self.idle:
                 self._wait_for_child()
                 self.ensure_idle()  # if the zygote failed, the worker forks one itself
-            if not self.idle:
+            child = self._usable(refuse)
+            if child is not None:
+                self.idle.remove(child)
+                if child.pidfd is not None:
+                    self._unregister(child.pidfd)
+            else:  # every idle one has a library this job runs without: a plain one
+                child = self._fork() if self.idle else None
+            if child is None:
                 return None
-            child = self.idle.pop(0)  # the oldest: the most likely to have warmed up
-            if child.pidfd is not None:
-                self._unregister(child.pidfd)
             try:
                 write_all(child.job_w, payload)
                 return child
@@ -144,8 +195,16 @@ class JobProcesses:
             self.strays_due = False
             sandbox.end_adopted(self.own_pids())
 
+    def _usable(self, refuse: frozenset[str]) -> Child | None:
+        """The oldest idle process (the most likely to have warmed up) fit for a job that
+        runs without ``refuse``."""
+        for child in self.idle:
+            if child.preloaded <= self.libraries and not child.preloaded & refuse:
+                return child
+        return None
+
     def own_pids(self) -> list[int]:
-        return [*(zygote.pid for zygote in self.zygotes.values()),
+        return [*(zygote.pid for zygote in [*self.zygotes.values(), *self.coming.values()]),
                 *(child.pid for child in self.idle),
                 *(child.pid for child in self.running_jobs())]
 
@@ -225,18 +284,56 @@ class JobProcesses:
         self.zygotes_started += 1
         # the zygote has no fds of the worker's: a job process closes only the ones it names
         serve = functools.partial(self.serve_job, os.getpid())
-        zygote = Zygote.start(serve, self.zygotes_started, isolate=not network)
-        if zygote is not None:
-            self.zygotes[network] = zygote
-            self.selector.register(zygote.fileno(), selectors.EVENT_READ, ("zygote", zygote))
+        zygote = Zygote.start(serve, self.zygotes_started, isolate=not network,
+                              preload=self.preload)
+        if zygote is None:
+            return
+        self.selector.register(zygote.fileno(), selectors.EVENT_READ, ("zygote", zygote))
+        previous = self.coming.pop(network, None)
+        if previous is not None:
+            self.stop_zygote(previous)
+        if zygote.ready:
+            self._install(network, zygote)
+        else:
+            self.coming[network] = zygote
+            if self.coming_paused:
+                _signal(zygote.pid, signal.SIGSTOP)
+
+    def pause_coming(self, paused: bool) -> None:
+        """Stop the zygotes importing libraries while jobs run (for ``PAUSE_LIMIT_S`` after
+        their start); let them go on after."""
+        if paused == self.coming_paused:
+            return
+        self.coming_paused = paused
+        now = time.monotonic()
+        for zygote in self.coming.values():
+            if not paused:
+                _signal(zygote.pid, signal.SIGCONT)
+            elif now - zygote.started_at < PAUSE_LIMIT_S:
+                _signal(zygote.pid, signal.SIGSTOP)
+
+    def _install(self, network: bool, zygote: Zygote) -> None:
+        """``zygote`` forks the job processes of ``network`` from now on: the one before it
+        ends, and so do the idle processes it did not fork (they lack what it imported)."""
+        self.coming.pop(network, None)
+        old = self.zygotes.get(network)
+        if old is not None:
+            self.settle()
+            self.stop_zygote(old)
+        self.zygotes[network] = zygote
+        if network == self._zygote_key():
+            for child in [c for c in self.idle if c.zygote != zygote.generation]:
+                self.retire(child)
+            self.ensure_idle()
 
     def stop_zygote(self, zygote: Zygote) -> None:
-        for network, known in list(self.zygotes.items()):
-            if known is zygote:
-                del self.zygotes[network]
-                self._unregister(zygote.fileno())
-                zygote.stop()
-                self.end_strays()
+        for table in (self.zygotes, self.coming):
+            for network, known in list(table.items()):
+                if known is zygote:
+                    del table[network]
+                    self._unregister(zygote.fileno())
+                    zygote.stop()
+                    self.end_strays()
 
     def _coming(self) -> int:
         """Job processes of the current policy asked of a zygote and not announced yet."""
@@ -246,17 +343,36 @@ class JobProcesses:
     def take_announcements(self, zygote: Zygote, wait: bool = False) -> None:
         """Adopt the job processes ``zygote`` announced (waiting for one if ``wait``); a
         zygote that is gone is replaced by the worker's own forks."""
-        while zygote in self.zygotes.values():
+        while zygote in self.zygotes.values() or zygote in self.coming.values():
             try:
                 announcement = zygote.receive(wait=wait)
             except (ForkFailed, EOFError, OSError):  # the worker's forks have fallbacks
                 self.stop_zygote(zygote)
+                if not zygote.ready:
+                    self.news(News(ready=False), zygote.preloaded)
                 return
             if announcement is None:
                 break
-            self._adopt(announcement)
+            if isinstance(announcement, News):
+                self._take_news(zygote, announcement)
+            else:
+                self._adopt(announcement, zygote)
             wait = False
         self.end_strays()
+
+    def _take_news(self, zygote: Zygote, news: News) -> None:
+        """A preloading zygote is ready (without the libraries it left out, and with those
+        they imported: what it has is what the pool's zygotes import from now on), or has
+        ended."""
+        if not news.ready:
+            self.stop_zygote(zygote)
+            self.news(news, zygote.preloaded)
+            return
+        self.preload = self.news(news, zygote.preloaded)
+        self.libraries = zygote.preloaded = frozenset(names[0] for names in self.preload)
+        network = next((n for n, z in self.coming.items() if z is zygote), None)
+        if network is not None:
+            self._install(network, zygote)
 
     def _wait_for_child(self) -> None:
         zygote = self._zygote()
@@ -270,12 +386,14 @@ class JobProcesses:
             while zygote in self.zygotes.values() and zygote.pending:
                 self.take_announcements(zygote, wait=True)
 
-    def _adopt(self, announcement: Announcement) -> None:
+    def _adopt(self, announcement: Announcement, zygote: Zygote) -> None:
         for fd in (announcement.result_r, announcement.out_r):
             os.set_blocking(fd, False)
         child = Child(announcement.pid, pidfd_open(announcement.pid), announcement.job_w,
-                      announcement.result_r, announcement.out_r, announcement.job_dir)
-        if announcement.network != self.network or not self.wanted():
+                      announcement.result_r, announcement.out_r, announcement.job_dir,
+                      preloaded=zygote.preloaded, zygote=zygote.generation)
+        if (announcement.network != self.network or not self.wanted()
+                or not child.preloaded <= self.libraries):
             close_job_w(child)  # asked for before the setting changed: never used
             self.discard(child)
             return
@@ -307,7 +425,7 @@ class JobProcesses:
 
     def _private_fds(self) -> list[int]:
         fds = [*self.worker_fds(), self.selector.fileno()]
-        fds += [zygote.fileno() for zygote in self.zygotes.values()]
+        fds += [zygote.fileno() for zygote in [*self.zygotes.values(), *self.coming.values()]]
         for child in [*self.running_jobs(), *self.idle]:
             fds += [child.job_w, child.result_r, child.out_r]
             if child.pidfd is not None:
@@ -344,6 +462,13 @@ def reap(pid: int) -> tuple[int | None, float]:
     except ChildProcessError:
         return None, 0.0
     return status, usage.ru_utime + usage.ru_stime
+
+
+def _signal(pid: int, signum: int) -> None:
+    try:
+        os.kill(pid, signum)
+    except OSError:
+        pass
 
 
 def kill_child(pid: int) -> None:

@@ -25,7 +25,7 @@ HEADER = struct.Struct("!Q")
 
 #: bumped whenever a message changes shape; the worker and the client refuse each other on a
 #: mismatch (``check_version``)
-PROTOCOL_VERSION = 2
+PROTOCOL_VERSION = 3
 #: the largest job frame (a partial or final result) the worker reads; larger ones end the
 #: job (``JobStatus.INVALID``) without being buffered
 JOB_FRAME_LIMIT = 64 * 1024 * 1024
@@ -41,7 +41,8 @@ FORWARDED_PARTIALS = 4
 class Op(StrEnum):
     """The operations: requests the client sends, then the messages the worker sends."""
 
-    RUN = "run"  # run a job: id, target, params, timeout, memory_limit_mb, sandbox
+    RUN = "run"  # run a job: id, target, params, timeout, policy, sources (its own code)
+    WARM = "warm"  # modules jobs will import (libraries to learn)
     CANCEL = "cancel"  # id
     PING = "ping"
     SHUTDOWN = "shutdown"
@@ -64,6 +65,7 @@ REQUESTS: dict[Op, dict[str, tuple[type, ...]]] = {
     Op.RUN: {"id": _ID, "target": (str,), "timeout": _OPTIONAL_NUMBER,
              "policy": (dict, type(None))},
     Op.CANCEL: {"id": _ID},
+    Op.WARM: {"modules": (list,)},
     Op.PING: {},
     Op.SHUTDOWN: {},
 }

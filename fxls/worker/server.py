@@ -32,6 +32,7 @@ from fxls.worker.child import (
     serve_job,
 )
 from fxls.worker.hugepages import collapse_anonymous_memory
+from fxls.worker.learner import LibraryLearner
 from fxls.worker.learning import LIFETIME_LIMIT, import_plan, learnable
 from fxls.worker.limits import JobWatch
 from fxls.worker.policy import JobPolicy
@@ -97,6 +98,8 @@ class Job:
     reported: bool = False
     #: modules the job imported that the worker may learn (see ``Worker._learn_imports``)
     imports: list[str] = field(default_factory=list)
+    #: every module the job imported (untrusted): its libraries may be learned
+    libraries: Any = None
     #: samples its processes against its limits (None: no limits to watch)
     watch: JobWatch | None = None
     #: the limit it exceeded, in words: it is being ended for it
@@ -106,9 +109,10 @@ class Job:
 class Worker:
     def __init__(
         self, channel_in: int, channel_out: int, limits: Limits, warm_up: str | None = None,
-        learn_imports: tuple[str, ...] = (),
+        learn_imports: tuple[str, ...] = (), learn_libraries: bool = False,
     ) -> None:
         self.channel_in = channel_in
+        self.learn_libraries = learn_libraries
         self.learn_imports = learn_imports
         #: modules jobs imported that the worker imports too, after the job that needed them
         self.to_learn: set[str] = set()
@@ -120,7 +124,7 @@ class Worker:
         self.frames = FrameBuffer(REQUEST_LIMIT)
         #: one handler per request (``protocol.REQUESTS``)
         self.handlers: dict[Op, Callable[[dict[str, Any]], None]] = {
-            Op.RUN: self._start_job, Op.CANCEL: self._cancel_job,
+            Op.RUN: self._start_job, Op.CANCEL: self._cancel_job, Op.WARM: self._warm,
             Op.PING: lambda _: self.send({"op": Op.PONG}), Op.SHUTDOWN: self._stop,
         }
         #: modules learned from jobs so far (``learning.LIFETIME_LIMIT``)
@@ -132,7 +136,10 @@ class Worker:
             self.selector, self._serve_job,
             worker_fds=lambda: [self.channel_in, self.channel_out],
             running_jobs=lambda: [job.child for job in self.jobs.values()],
-            wanted=lambda: self.running)
+            wanted=lambda: self.running,
+            news=lambda news, libraries: self.learner.zygote_news(news, libraries))
+        #: the third-party libraries the zygotes import for the jobs
+        self.learner = LibraryLearner(self.pool, _log)
 
     # ---------------------------------------------------------------- loop
     def serve(self, ready: dict[str, Any], prime: str | None = None) -> None:
@@ -144,6 +151,8 @@ class Worker:
                 run_warm_up(prime)
             collapse_anonymous_memory()  # cheaper forks
             zygote = self.pool.start()  # the first jobs find their processes ready
+            # libraries go into zygotes only: the worker never runs their code
+            self.learner.enabled = self.learn_libraries and zygote is not None
             self.send({**ready, "zygote": zygote})
             while self.running:
                 for key, _ in self.selector.select(self._select_timeout()):
@@ -153,6 +162,7 @@ class Worker:
                 self._poll_exits()
                 if self.to_learn:
                     self._learn_imports()
+                self.learner.tick(jobs_running=bool(self.jobs))
                 if os.getppid() != self.parent_pid:
                     break
         finally:
@@ -222,6 +232,11 @@ class Worker:
         if job is not None:
             self._kill(job, JobStatus.CANCELLED)
 
+    def _warm(self, message: dict[str, Any]) -> None:
+        """Libraries the client expects jobs to import (a workspace's imports): tried and
+        learned in the background, as if a job had imported them."""
+        self.learner.offer(message["modules"])
+
     def _stop(self, message: dict[str, Any]) -> None:
         self.running = False
 
@@ -238,7 +253,8 @@ class Worker:
         policy = JobPolicy.from_dict(message.get("policy"))
         payload = json.dumps({"target": message["target"], "params": message.get("params"),
                               "policy": policy.to_dict()})
-        child = self.pool.hand_over(payload.encode("utf-8"), policy.network)
+        refuse = self.learner.refuse_for(message.get("sources"))
+        child = self.pool.hand_over(payload.encode("utf-8"), policy.network, refuse)
         if child is None:
             self.send(attach({"op": Op.RESULT, "id": job_id, "status": JobStatus.CRASHED,
                               "own": False, "output": "", "duration_ms": 0.0},
@@ -261,6 +277,7 @@ class Worker:
         if child.pidfd is not None:
             self.selector.register(child.pidfd, selectors.EVENT_READ, ("exit", job))
         self.send({"op": Op.STARTED, "id": job_id})
+        self.pool.pause_coming(True)
         self.pool.ensure_idle()  # fork the next job's process now, off the critical path
 
     def _watch(self, child: Child, policy: JobPolicy) -> JobWatch | None:
@@ -311,7 +328,10 @@ class Worker:
                     job.held_partial = body
                 continue
             if status == IMPORTS:  # comes right before the final frame
-                job.imports = learnable(_names(body), self.learn_imports)
+                names = _names(body)
+                if isinstance(names, dict):
+                    job.imports = learnable(names.get("modules"), self.learn_imports)
+                    job.libraries = names.get("libraries")
                 continue
             job.final, job.final_from_job = body, True
             self.to_learn.update(job.imports)
@@ -379,6 +399,11 @@ class Worker:
         if not job.reported:
             self._report(job, self._outcome(job, status, cpu_used))
         self.pool.job_ended()
+        if not self.jobs:
+            self.pool.pause_coming(False)
+        self.learner.after_job()
+        if job.final_from_job and job.libraries is not None:
+            self.learner.offer(job.libraries)
 
     def _report(self, job: Job, body: bytes) -> None:
         """Send the job's result: ``body`` (``encode_status``) after the worker's envelope,

@@ -15,22 +15,36 @@ The job processes are the worker's children all the same (``CLONE_PARENT``): it 
 reads their CPU time, and gets their pidfds. The zygote makes a job process's three pipes,
 forks it, and passes the worker's ends back with the new pid over a Unix socket
 (``SCM_RIGHTS``); it never waits for its job processes and never touches a job.
+
+A zygote may *preload* third-party libraries that jobs import (``fxls.worker.learner``):
+it imports them before its loop (after moving into its empty network namespace), so the
+worker never runs their code. It checks each import (``import_check``): a library whose
+import started a thread, a process or a socket is named in its news and the zygote exits
+(it could not fork job processes safely); else it announces that it is ready (``News``),
+and the worker lets it replace the zygote before it.
 """
 
 from __future__ import annotations
 
 import array
+import contextlib
+import gc
+import importlib
+import json
 import os
 import select
 import signal
 import socket
 import struct
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import NoReturn
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, NoReturn
 
-from fxls.worker import sandbox
-from fxls.worker.child import set_parent_death_signal
+from fxls.worker import import_check, sandbox
+from fxls.worker.child import flush_output, set_parent_death_signal
+from fxls.worker.hugepages import collapse_anonymous_memory
 
 #: a request: one byte, whether the job process may use the network
 _WITH_NETWORK, _WITHOUT_NETWORK = b"N", b"n"
@@ -42,6 +56,25 @@ _WAIT_S = 5.0
 
 #: in the new job process: ``(job_r, result_w, out_w, fds to close, job_dir)``
 ServeJob = Callable[[int, int, int, list[int], str], NoReturn]
+
+
+#: the largest news message (JSON, no fds) a preloading zygote sends
+_NEWS_LIMIT = 64 * 1024
+_LOADED_LIMIT = 500
+#: libraries to import: each a top-level name, then submodules
+Preload = tuple[tuple[str, ...], ...]
+
+
+@dataclass
+class News:
+    """What a preloading zygote says once it imported its libraries (or could not)."""
+
+    #: it serves from now on (else it has ended)
+    ready: bool
+    #: libraries it left out, and why
+    left_out: dict[str, str] = field(default_factory=dict)
+    #: the other top-level modules its imports loaded (at most ``_LOADED_LIMIT``)
+    loaded: list[str] = field(default_factory=list)
 
 
 class ForkFailed(Exception):
@@ -63,20 +96,26 @@ class Announcement:
 class Zygote:
     """The worker's handle on its zygote process."""
 
-    def __init__(self, pid: int, channel: socket.socket, generation: int) -> None:
+    def __init__(self, pid: int, channel: socket.socket, generation: int,
+                 preloaded: frozenset[str] = frozenset()) -> None:
         self.pid = pid
         self.channel = channel
         self.generation = generation
         #: requests sent whose announcement has not arrived yet
         self.pending = 0
+        #: the libraries (top-level names) it imports before it serves
+        self.preloaded = preloaded
+        self.ready = not preloaded
+        self.started_at = time.monotonic()
 
     @classmethod
-    def start(cls, serve_job: ServeJob, generation: int, isolate: bool = True) -> Zygote | None:
+    def start(cls, serve_job: ServeJob, generation: int, isolate: bool = True,
+              preload: Preload = ()) -> Zygote | None:
         """Fork the zygote from the calling (single-threaded) worker; None if that fails.
         ``serve_job`` runs in each job process the zygote forks and never returns.
         ``isolate``: the zygote moves into an empty network namespace its job processes
         share (``sandbox.isolate_network_for_siblings``); it then serves jobs without
-        network only."""
+        network only. ``preload``: libraries it imports first (its ``News`` follows)."""
         worker_end, zygote_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             pid = os.fork()
@@ -86,11 +125,12 @@ class Zygote:
             return None
         if pid == 0:
             try:
-                _serve(zygote_end.detach(), os.getppid(), generation, serve_job, isolate)
+                _serve(zygote_end.detach(), os.getppid(), generation, serve_job, isolate,
+                       preload)
             finally:
                 os._exit(70)
         zygote_end.close()
-        return cls(pid, worker_end, generation)
+        return cls(pid, worker_end, generation, frozenset(names[0] for names in preload))
 
     def fileno(self) -> int:
         return self.channel.fileno()
@@ -104,27 +144,49 @@ class Zygote:
         self.pending += 1
         return True
 
-    def receive(self, wait: bool = False) -> Announcement | None:
-        """The next announcement (waiting up to a few seconds if ``wait``); None if there
-        is none yet. Raises ForkFailed if the zygote could not fork the job process, EOFError
-        if the zygote is gone."""
+    def receive(self, wait: bool = False) -> Announcement | News | None:
+        """The next announcement (waiting up to a few seconds if ``wait``), or a preloading
+        zygote's news; None if there is none yet. Raises ForkFailed if the zygote could not
+        fork the job process, EOFError if the zygote is gone."""
         if not select.select([self.channel], [], [], _WAIT_S if wait else 0)[0]:
             if wait:
                 raise EOFError("the zygote does not answer")
             return None
         data, ancillary, _, _ = self.channel.recvmsg(
-            _ANNOUNCEMENT.size, socket.CMSG_SPACE(_FDS * array.array("i").itemsize))
+            _NEWS_LIMIT, socket.CMSG_SPACE(_FDS * array.array("i").itemsize))
         if not data:
             raise EOFError("the zygote is gone")
-        self.pending = max(0, self.pending - 1)
         fds = _received_fds(ancillary)
+        if not self.ready and not fds and data.startswith(b"{"):
+            return self._news(data)
+        if len(data) != _ANNOUNCEMENT.size:
+            for fd in fds:
+                os.close(fd)
+            raise ForkFailed(f"the zygote sent {len(data)} bytes")
         pid, serial, network = _ANNOUNCEMENT.unpack(data)
+        self.pending = max(0, self.pending - 1)
         if pid < 0 or len(fds) != _FDS:
             for fd in fds:
                 os.close(fd)
             raise ForkFailed(f"the zygote could not fork a job process (pid {pid})")
         job_dir = job_dir_name(os.getpid(), self.generation, serial)
         return Announcement(pid, job_dir, network, *fds)
+
+    def _news(self, data: bytes) -> News:
+        try:
+            message = json.loads(data.decode("utf-8"))
+        except (ValueError, UnicodeDecodeError):
+            message = {}
+        if not isinstance(message, dict):
+            message = {}
+        left_out, loaded = message.get("left_out"), message.get("loaded")
+        news = News(ready=message.get("ready") is True,
+                    left_out={str(k): str(v) for k, v in left_out.items()}
+                    if isinstance(left_out, dict) else {},
+                    loaded=[n for n in loaded[:_LOADED_LIMIT] if isinstance(n, str)]
+                    if isinstance(loaded, list) else [])
+        self.ready = news.ready
+        return news
 
     def stop(self) -> None:
         """End the zygote (job processes it forked are not affected) and reap it."""
@@ -140,6 +202,78 @@ def job_dir_name(worker_pid: int, generation: int, serial: int) -> str:
     return f"{worker_pid}-{generation}.{serial}"
 
 
+def _preload(libraries: Preload, announce: socket.socket) -> None:
+    """Import each library, then its submodules (output to /dev/null; a submodule that fails
+    is skipped: a job imports what is missing itself). A library whose import fails is left
+    out (said in the ready news); one whose import started anything a fork would break
+    (``import_check``) is said, and the zygote exits: it cannot serve. Then the heap is
+    frozen and collapsed, as the worker's is after its imports, and the zygote is ready."""
+    sys.dont_write_bytecode = True  # nothing of ours writes into the user's environment
+    left_out: dict[str, str] = {}
+    tops_before = {name.partition(".")[0] for name in list(sys.modules)}
+    with _output_to_devnull():
+        for names in libraries:
+            since = import_check.before()
+            try:
+                importlib.import_module(names[0])
+            except BaseException as error:
+                left_out[names[0]] = f"its import failed: {type(error).__name__}: {error}"
+            else:
+                for name in names[1:]:
+                    _import_or_get(name)
+            started = import_check.what_it_started(since)
+            if started is not None:
+                _send_news(announce, {"left_out": {names[0]: started}, "ready": False})
+                os._exit(0)
+    gc.collect()
+    gc.freeze()
+    collapse_anonymous_memory()
+    asked = {names[0] for names in libraries}
+    loaded = sorted({name.partition(".")[0] for name in list(sys.modules)} - tops_before - asked)
+    _send_news(announce, {"left_out": left_out, "ready": True,
+                          "loaded": loaded[:_LOADED_LIMIT]})
+
+
+def _import_or_get(name: str) -> None:
+    """Import module ``name``, else get ``name`` as a module's attribute (``from
+    transformers import BertModel``: a lazy package imports the submodule that holds it)."""
+    try:
+        importlib.import_module(name)
+        return
+    except ModuleNotFoundError:
+        pass
+    except BaseException:
+        return
+    parent, _, attribute = name.rpartition(".")
+    try:
+        getattr(importlib.import_module(parent), attribute)
+    except BaseException:
+        pass
+
+
+@contextlib.contextmanager
+def _output_to_devnull() -> Iterator[None]:
+    saved = os.dup(1), os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.dup2(devnull, 2)
+    os.close(devnull)
+    try:
+        yield
+    finally:
+        flush_output()
+        for fd, copy in zip((1, 2), saved, strict=True):
+            os.dup2(copy, fd)
+            os.close(copy)
+
+
+def _send_news(announce: socket.socket, news: dict[str, Any]) -> None:
+    try:
+        announce.send(json.dumps(news)[:_NEWS_LIMIT].encode("utf-8"))
+    except OSError:
+        os._exit(0)  # the worker is gone
+
+
 def _received_fds(ancillary: list[tuple[int, int, bytes]]) -> list[int]:
     fds = array.array("i")
     for level, kind, data in ancillary:
@@ -149,7 +283,7 @@ def _received_fds(ancillary: list[tuple[int, int, bytes]]) -> list[int]:
 
 
 def _serve(channel: int, worker_pid: int, generation: int, serve_job: ServeJob,
-           isolate: bool) -> NoReturn:
+           isolate: bool, preload: Preload = ()) -> NoReturn:
     """The zygote's loop: a request in, a job process out. Deliberately little Python runs
     here (every object it touches costs a page split and a copy, see the module's doc)."""
     set_parent_death_signal()
@@ -161,6 +295,8 @@ def _serve(channel: int, worker_pid: int, generation: int, serve_job: ServeJob,
     if isolate and sandbox.zygote_isolates_network() and not sandbox.isolate_network_for_siblings():
         os._exit(0)  # the worker forks the job processes itself
     announce = socket.socket(fileno=channel)
+    if preload:
+        _preload(preload, announce)
     serial = 0
     while True:
         request = announce.recv(1)

@@ -190,3 +190,18 @@ def stop_worker(params: dict[str, Any]) -> str:
 
 def network_namespace(params: dict[str, Any]) -> str:
     return os.readlink("/proc/self/ns/net")
+
+
+def library_report(params: dict[str, Any]) -> dict[str, Any]:
+    """Whether library ``params["name"]`` was loaded when the job started; then import it
+    (and ``params["also"]``) and report its ``VERSION`` and file."""
+    import importlib
+
+    name = params["name"]
+    loaded = {n: n in sys.modules for n in [name, *params.get("also", [])]}
+    module = importlib.import_module(name)
+    for other in params.get("also", []):
+        importlib.import_module(other)
+    return {"loaded": loaded[name], "also_loaded": loaded, "version": getattr(
+        module, "VERSION", None), "file": getattr(module, "__file__", None),
+        "pid": os.getpid()}

@@ -6,12 +6,14 @@ export interface ServerSettings {
   python?: string;
   diagnostics: { select: string[]; ignore: string[] };
   inlayHints: { shapes: boolean };
+  worker: { learnLibraries: boolean };
 }
 
 export const DEFAULTS: ServerSettings = {
   trace: { onSave: true, onChange: false, timeout: 30 },
   diagnostics: { select: [], ignore: [] },
   inlayHints: { shapes: true },
+  worker: { learnLibraries: true },
 };
 
 /** Reads one setting below the `fxls` section (e.g. "trace.onSave"); undefined when unset. */
@@ -39,6 +41,7 @@ export function serverSettings(read: SettingReader, resolvePath: (p: string) => 
     },
     diagnostics: { select: codes(read("diagnostics.select")), ignore: codes(read("diagnostics.ignore")) },
     inlayHints: { shapes: bool(read("inlayHints.shapes"), DEFAULTS.inlayHints.shapes) },
+    worker: { learnLibraries: bool(read("worker.learnLibraries"), DEFAULTS.worker.learnLibraries) },
   };
   const mode = read("trace.mode");
   if (mode === "eval" || mode === "train" || mode === "both") settings.trace.mode = mode;

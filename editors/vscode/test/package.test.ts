@@ -31,12 +31,14 @@ test("every setting is contributed with the server's defaults", () => {
     "fxls.trace.onChange",
     "fxls.trace.onSave",
     "fxls.trace.timeout",
+    "fxls.worker.learnLibraries",
   ]);
   assert.equal(properties["fxls.trace.onSave"].default, DEFAULTS.trace.onSave);
   assert.equal(properties["fxls.trace.onChange"].default, DEFAULTS.trace.onChange);
   assert.equal(properties["fxls.trace.timeout"].default, DEFAULTS.trace.timeout);
   assert.equal(properties["fxls.trace.mode"].default, "project");
   assert.equal(properties["fxls.inlayHints.shapes"].default, DEFAULTS.inlayHints.shapes);
+  assert.equal(properties["fxls.worker.learnLibraries"].default, DEFAULTS.worker.learnLibraries);
   assert.deepEqual(properties["fxls.diagnostics.select"].default, []);
   assert.deepEqual(properties["fxls.diagnostics.ignore"].default, []);
   assert.equal(properties["fxls.python"].type, "string");

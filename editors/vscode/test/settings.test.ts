@@ -18,6 +18,7 @@ test("defaults when nothing is set", () => {
     trace: { onSave: true, onChange: false, timeout: 30 },
     diagnostics: { select: [], ignore: [] },
     inlayHints: { shapes: true },
+    worker: { learnLibraries: true },
   });
 });
 
@@ -31,6 +32,7 @@ test("every setting maps to the server's nested form", () => {
       "diagnostics.select": ["FX0"],
       "diagnostics.ignore": ["FX013", " FX010 "],
       "inlayHints.shapes": false,
+      "worker.learnLibraries": false,
     }),
   );
   assert.deepEqual(initializationOptions(settings), {
@@ -39,6 +41,7 @@ test("every setting maps to the server's nested form", () => {
       python: "/opt/py/bin/python",
       diagnostics: { select: ["FX0"], ignore: ["FX013", "FX010"] },
       inlayHints: { shapes: false },
+      worker: { learnLibraries: false },
     },
   });
   assert.deepEqual(didChangeConfigurationParams(settings), { settings: initializationOptions(settings) });

@@ -1,0 +1,167 @@
+"""The third-party libraries the worker's zygotes keep imported, learned from the jobs.
+
+A job tells the worker which modules it imported; the ones of installed libraries
+(``libraries.locate``) are *offered*. Once no job has run for a moment (``QUIET_S``: a save
+never competes with it), the offered libraries join the learned ones and the pool starts a
+zygote that imports them all (``JobProcesses.set_libraries``); it checks each import
+(``zygote``, ``import_check``) and replaces the current zygote once ready, so jobs go on
+meanwhile with the processes they have. A library whose import failed, or started a thread,
+a process or a socket, is left out for the worker's life, with one log line saying why.
+
+Before each job a few stats per learned library tell whether it changed on disk (a ``pip
+install``, a replaced package: ``libraries.quick_fingerprint``); after each job, the stats of
+the files of every module it imports. A changed library is dropped at once (its processes and
+its zygote end) and learned again when a job imports it. A job whose own code is a learned
+library or sits where its own package would be shadowed by one runs without it
+(``libraries.conflicts``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from fxls.worker.libraries import (
+    LIBRARIES_LIMIT,
+    NAMES_LIMIT,
+    TOPS_LIMIT,
+    Library,
+    conflicts,
+    full_fingerprint,
+    locate,
+    module_files,
+    quick_fingerprint,
+    with_modules,
+)
+from fxls.worker.pool import JobProcesses
+from fxls.worker.zygote import News, Preload
+
+#: new sets of libraries learned in the worker's life (each one costs a zygote's imports)
+ROUNDS_LIMIT = 24
+#: the pause after a job or an offer before a new set is imported: what one job and the
+#: next offer bring is imported together, and a save's job never competes with it
+QUIET_S = 0.5
+
+
+@dataclass
+class Learned:
+    library: Library
+    quick: tuple[Any, ...]
+    files: list[str]
+    full: tuple[Any, ...]
+
+
+def learned(library: Library) -> Learned:
+    files = module_files(library)
+    return Learned(library, quick_fingerprint(library), files, full_fingerprint(files))
+
+
+class LibraryLearner:
+    """What the worker's zygotes import of the libraries jobs import."""
+
+    def __init__(self, pool: JobProcesses, log: Callable[[str], None]) -> None:
+        self.pool = pool
+        self.log = log
+        #: off where job processes do not come from a zygote (nowhere to import them)
+        self.enabled = False
+        self.learned: dict[str, Learned] = {}
+        #: libraries to learn (new ones, or learned ones with more submodules)
+        self.offered: dict[str, Library] = {}
+        #: library -> why it is left out
+        self.rejected: dict[str, str] = {}
+        self.rounds = 0
+        self.quiet_since = time.monotonic()
+
+    # ------------------------------------------------------------ offers
+    def offer(self, modules: Any) -> None:
+        """Consider the modules a job imported (or that the client expects jobs to import).
+        Untrusted: each name is checked here."""
+        if not self.enabled or not isinstance(modules, list):
+            return
+        self.quiet_since = time.monotonic()
+        by_top: dict[str, list[str]] = {}
+        for name in modules[:NAMES_LIMIT]:
+            if isinstance(name, str) and len(name) < 1000:
+                by_top.setdefault(name.partition(".")[0], []).append(name)
+        for top, names in list(by_top.items())[:TOPS_LIMIT]:
+            if top in self.rejected:
+                continue
+            known = self.offered.get(top) or (
+                self.learned[top].library if top in self.learned else None)
+            library = known or locate(top)
+            if library is None:
+                continue
+            extended = with_modules(library, names)
+            room = known is not None or len(self.learned) + len(self.offered) < LIBRARIES_LIMIT
+            if room and (known is None or extended.modules != known.modules):
+                self.offered[top] = extended
+
+    def tick(self, jobs_running: bool) -> None:
+        """In the worker's loop: learn what was offered, once quiet."""
+        if (self.offered and not jobs_running and self.rounds < ROUNDS_LIMIT
+                and time.monotonic() - self.quiet_since >= QUIET_S):
+            self.rounds += 1
+            self.learned.update({name: learned(lib) for name, lib in self.offered.items()})
+            self.offered.clear()
+            self.pool.set_libraries(self.preload())
+
+    def preload(self) -> Preload:
+        return tuple(tuple(self.learned[top].library.names()) for top in sorted(self.learned))
+
+    # ------------------------------------------------------------ jobs
+    def refuse_for(self, sources: Any) -> frozenset[str]:
+        """The learned libraries a job with ``sources`` (its document, project root) must
+        run without; first, libraries changed on disk are dropped."""
+        if not self.learned:
+            return frozenset()
+        self._drop([name for name, item in self.learned.items()
+                    if quick_fingerprint(item.library) != item.quick])
+        if not isinstance(sources, list):
+            return frozenset()
+        return frozenset(conflicts((item.library for item in self.learned.values()), sources))
+
+    def after_job(self) -> None:
+        """Between jobs: the thorough check, every file of each learned library's modules."""
+        self.quiet_since = time.monotonic()
+        self._drop([name for name, item in self.learned.items()
+                    if full_fingerprint(item.files) != item.full])
+
+    def _drop(self, names: list[str]) -> None:
+        if not names:
+            return
+        for name in names:
+            del self.learned[name]
+            self.log(f"{name} changed on disk: job processes import it afresh until it is "
+                     f"learned again")
+        self.pool.set_libraries(self.preload())
+
+    # ------------------------------------------------------------ zygote news
+    def zygote_news(self, news: News, libraries: frozenset[str]) -> Preload:
+        """A zygote asked to import ``libraries`` is ready, without those it left out and
+        with the installed libraries they imported (learned too: a job must run without
+        them as well where they are its own code); or it has ended, naming the one to
+        blame, else the libraries it was the first to import are. Returns what the zygote
+        has imported, if it is ready."""
+        why = dict(news.left_out)
+        if news.ready:
+            for name in news.loaded:
+                library = None if name in self.learned or name in why else locate(name)
+                if library is not None and len(self.learned) < LIBRARIES_LIMIT:
+                    self.learned[name] = learned(library)
+            kept = sorted(libraries - set(why))
+            self.log(f"job processes start with {', '.join(kept) or 'no library'} imported")
+        elif not why:
+            current = set().union(*(z.preloaded for z in self.pool.zygotes.values()))
+            new = sorted(libraries - current) or sorted(libraries)
+            why = dict.fromkeys(new, "a zygote importing it ended")
+        for name, reason in why.items():
+            self.learned.pop(name, None)
+            self.offered.pop(name, None)
+            self.rejected[name] = reason
+            self.log(f"{name} is left out of the job processes' imports: {reason}")
+        if news.ready:
+            return self.preload()
+        self.pool.set_libraries(self.preload())
+        return ()

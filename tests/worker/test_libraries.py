@@ -1,0 +1,236 @@
+"""The worker learns the third-party libraries jobs import (issue 23): its zygote imports
+them (checking each import), so later jobs start with them loaded; the worker itself never imports
+them. Jobs whose own code is such a library, or would be shadowed by one, run without it; a
+library changed on disk is dropped; one whose import starts a thread is left out.
+
+The libraries are small packages written here into a folder that looks like an installed
+one (it holds a ``*.dist-info``) and is put on the worker's PYTHONPATH."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fxls.runner import WARM_IMPORTS, AnalysisRequest, run_analysis
+from fxls.settings import Settings
+from fxls.worker import sandbox
+from fxls.worker.client import JobResult, WorkerClient
+from fxls.worker.learner import QUIET_S
+from fxls.worker.pool import IDLE_CHILDREN
+from tests.worker.test_worker import JOBS, children_of
+
+pytestmark = pytest.mark.skipif(not sandbox.can_fork_siblings(),
+                                reason="libraries are learned by zygotes only")
+
+ZOO = Path("~/.cache/fxls-model-zoo/site").expanduser()
+LEARNED_WITHIN_S = 60.0
+
+
+def countlib_source(version: int, marker: Path) -> str:
+    return (f"import os\nVERSION = {version}\n"
+            f"try:\n    with open({str(marker)!r}, 'a') as f:\n"
+            f"        f.write(f'{{os.getpid()}}\\n')\n"
+            "except OSError:\n    pass  # a job cannot write there\n")
+
+
+def make_site(tmp_path: Path) -> Path:
+    site = tmp_path / "site"
+    (site / "countlib").mkdir(parents=True)
+    (site / "countlib-1.0.dist-info").mkdir()
+    (site / "countlib" / "__init__.py").write_text(countlib_source(1, tmp_path / "imported"))
+    (site / "countlib" / "extra.py").write_text("EXTRA = True\n")
+    (site / "threadlib").mkdir()
+    (site / "threadlib" / "__init__.py").write_text(
+        "import threading, time\n"
+        "threading.Thread(target=time.sleep, args=(3600,), daemon=True).start()\n")
+    return site
+
+
+async def start(site: Path, **options: Any) -> WorkerClient:
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    worker = WorkerClient(sys.executable, sandbox=True, learn_libraries=True, env=env,
+                          **options)
+    await worker.start()
+    return worker
+
+
+async def report(worker: WorkerClient, name: str, sources: tuple[str, ...] = (),
+                 also: tuple[str, ...] = ()) -> dict[str, Any]:
+    result: JobResult = await worker.run(f"{JOBS}:library_report",
+                                         {"name": name, "also": list(also)}, timeout=60,
+                                         sources=sources)
+    assert result.status == "ok", result
+    return result.value
+
+
+async def until_loaded(worker: WorkerClient, name: str, **options: Any) -> dict[str, Any]:
+    """Run jobs until one starts with ``name`` loaded (learning happens in the background,
+    between jobs, as between an editor's saves)."""
+    deadline = time.monotonic() + LEARNED_WITHIN_S
+    while True:
+        value = await report(worker, name, **options)
+        if value["loaded"] or time.monotonic() > deadline:
+            return value
+        await asyncio.sleep(QUIET_S + 0.3)  # trials wait for a quiet moment
+
+
+def imported_by(tmp_path: Path) -> set[int]:
+    marker = tmp_path / "imported"
+    return {int(p) for p in marker.read_text().split()} if marker.exists() else set()
+
+
+async def test_a_learned_library_is_not_imported_again_by_later_jobs(tmp_path: Path) -> None:
+    site = make_site(tmp_path)
+    worker = await start(site)
+    try:
+        first = await report(worker, "countlib", also=("countlib.extra",))
+        assert first["loaded"] is False
+        learned = await until_loaded(worker, "countlib", also=("countlib.extra",))
+        assert learned["loaded"] is True and learned["also_loaded"]["countlib.extra"] is True
+        for _ in range(3):  # and it stays so: no job imports it again
+            assert (await report(worker, "countlib"))["loaded"] is True
+        # a zygote imported it, once; the worker never did
+        assert worker.pid is not None and worker.pid not in imported_by(tmp_path)
+        assert len(imported_by(tmp_path)) == 1
+    finally:
+        await worker.close()
+
+
+async def test_the_documents_own_package_and_a_library_analysed_in_place_run_fresh(
+    tmp_path: Path,
+) -> None:
+    site = make_site(tmp_path)
+    project = tmp_path / "project"
+    (project / "countlib").mkdir(parents=True)
+    (project / "countlib" / "__init__.py").write_text("")
+    (project / "countlib" / "helper.py").write_text("WIDTH = 4\n")
+    model = project / "countlib" / "model.py"
+    model.write_text("import torch\nfrom torch import nn\nfrom countlib.helper import WIDTH\n\n\n"
+                     "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                     "        self.fc = nn.Linear(WIDTH, 2)\n\n    def forward(self, x):\n"
+                     "        if x.sum() > 0:\n            return self.fc(x)\n"
+                     "        return x\n")
+    worker = await start(site, warm_imports=WARM_IMPORTS)
+    try:
+        await report(worker, "countlib")
+        assert (await until_loaded(worker, "countlib"))["loaded"] is True
+        own_package = (str(model), str(project))
+        assert (await report(worker, "countlib", sources=own_package))["loaded"] is False
+        in_place = (str(site / "countlib" / "extra.py"), str(site))
+        assert (await report(worker, "countlib", sources=in_place))["loaded"] is False
+        elsewhere = (str(tmp_path / "other" / "model.py"), str(tmp_path / "other"))
+        assert (await report(worker, "countlib", sources=elsewhere))["loaded"] is True
+        # the analysis of the document imports its own package's helper, not the library's
+        request = AnalysisRequest(str(model), model.read_text(),
+                                  Settings(root=str(project), timeout=60))
+        analysed = await run_analysis(worker, request)
+        assert analysed is not None
+        assert [(d.code, d.span.line) for d in analysed.diagnostics] == [("FX001", 12)]
+    finally:
+        await worker.close()
+
+
+async def test_a_library_changed_on_disk_is_dropped_and_learned_again(tmp_path: Path) -> None:
+    site = make_site(tmp_path)
+    worker = await start(site)
+    try:
+        await report(worker, "countlib")
+        assert (await until_loaded(worker, "countlib"))["version"] == 1
+        replacement = site / "countlib" / "__init__.py.new"  # as pip or an editor replaces it
+        replacement.write_text(countlib_source(2, tmp_path / "imported"))
+        replacement.replace(site / "countlib" / "__init__.py")
+        after = await report(worker, "countlib")
+        assert after["loaded"] is False and after["version"] == 2
+        again = await until_loaded(worker, "countlib")
+        assert again["loaded"] is True and again["version"] == 2
+    finally:
+        await worker.close()
+
+
+async def test_a_library_that_starts_a_thread_at_import_is_left_out(tmp_path: Path) -> None:
+    site = make_site(tmp_path)
+    worker = await start(site)
+    try:
+        first = await report(worker, "countlib", also=("threadlib",))
+        assert first["also_loaded"] == {"countlib": False, "threadlib": False}
+        learned = await until_loaded(worker, "countlib", also=("threadlib",))
+        assert learned["also_loaded"] == {"countlib": True, "threadlib": False}
+        await asyncio.sleep(0.5)
+        assert worker.pid is not None
+        # the worker, its zygotes and its idle job processes: one thread each
+        for pid in [worker.pid, *children_of(worker.pid)]:
+            assert len(os.listdir(f"/proc/{pid}/task")) == 1, pid
+    finally:
+        await worker.close()
+
+
+async def test_the_client_can_name_libraries_before_any_job(tmp_path: Path) -> None:
+    site = make_site(tmp_path)
+    worker = await start(site)
+    try:
+        assert worker.pid is not None
+        before = set(children_of(worker.pid))
+        await worker.warm(["countlib", "os", "../x", "threadlib"])
+        # done when a zygote that imported it replaced the first one and forked idle processes
+        deadline = time.monotonic() + LEARNED_WITHIN_S
+        while not _replaced(before, worker.pid, tmp_path) and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+        assert (await report(worker, "countlib"))["loaded"] is True
+    finally:
+        await worker.close()
+
+
+def _replaced(before: set[int], worker_pid: int, tmp_path: Path) -> bool:
+    now = set(children_of(worker_pid))
+    return not now & before and bool(now & imported_by(tmp_path)) and len(now) > IDLE_CHILDREN
+
+
+@pytest.mark.skipif(not (ZOO / "timm").is_dir(), reason="the model zoo is not installed")
+async def test_a_real_library_is_learned(tmp_path: Path) -> None:
+    worker = await start(ZOO, warm_imports=("torch",))
+    try:
+        first = await report(worker, "timm", also=("torchvision",))
+        assert first["loaded"] is False
+        learned = await until_loaded(worker, "timm", also=("torchvision",))
+        assert learned["also_loaded"] == {"timm": True, "torchvision": True}
+    finally:
+        await worker.close()
+
+
+def stopped_children(worker_pid: int) -> list[int]:
+    found = []
+    for pid in children_of(worker_pid):
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state == "T":
+            found.append(pid)
+    return found
+
+
+async def test_a_zygote_importing_libraries_waits_while_a_job_runs(tmp_path: Path) -> None:
+    site = make_site(tmp_path)
+    (site / "slowlib").mkdir()
+    (site / "slowlib" / "__init__.py").write_text("import time\ntime.sleep(4)\n")
+    worker = await start(site)
+    try:
+        assert worker.pid is not None
+        await worker.warm(["slowlib"])
+        await asyncio.sleep(QUIET_S + 0.5)  # its zygote is importing it now
+        assert stopped_children(worker.pid) == []
+        job = asyncio.ensure_future(worker.run(f"{JOBS}:nap", {"seconds": 1.0}, timeout=30))
+        await asyncio.sleep(0.5)
+        paused = stopped_children(worker.pid)
+        assert (await job).status == "ok"
+        await asyncio.sleep(0.2)
+        assert len(paused) == 1 and stopped_children(worker.pid) == []
+        assert (await until_loaded(worker, "slowlib"))["loaded"] is True
+    finally:
+        await worker.close()
