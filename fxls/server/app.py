@@ -601,14 +601,6 @@ def on_initialized(ls: FxlsServer, params: types.InitializedParams) -> None:
     ls.spawn(ls.analysis.warm(ls._workspace_roots()))
 
 
-@server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
-@reported()
-def on_workspace_folders(ls: FxlsServer, params: types.DidChangeWorkspaceFoldersParams) -> None:
-    added = [to_fs_path(folder.uri) or "" for folder in params.event.added]
-    if added:
-        ls.spawn(ls.analysis.warm(added))
-
-
 @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
 @reported()
 def on_watched_files(ls: FxlsServer, params: types.DidChangeWatchedFilesParams) -> None:
@@ -639,6 +631,9 @@ def on_workspace_folders(ls: FxlsServer, params: types.DidChangeWorkspaceFolders
     if ls.supports_configuration():
         ls.interpreters.loading()
     ls.spawn(_reload_folder_interpreters(ls))
+    added = [to_fs_path(folder.uri) or "" for folder in params.event.added]
+    if added:  # the libraries the new folders' files import, learned in the background
+        ls.spawn(ls.analysis.warm(added))
 
 
 async def _reload_folder_interpreters(ls: FxlsServer) -> None:
