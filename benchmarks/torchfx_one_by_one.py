@@ -26,9 +26,11 @@ without keying sites by visit counts, the trace is *concrete*: every node the tr
 also gets its eager value (placeholders: the example inputs and the defaults of the
 parameters not passed; `get_attr`: the attribute; calls: the target run on the concrete
 values of its arguments, leaf modules called for real), so a refused condition gets
-`bool(value)`, an iteration the elements of `value` as `proxy[i]`, `len` / `int` / `float` /
-`__index__` the value's. Control flow, iteration and `len` are fixed in place (the trace goes
-on at once: fixing them in turn and retracing reaches exactly the same sites); `int` /
+`bool(value)`, an iteration the elements of `value` (`proxy[i]` for those holding tensors or
+numbers, e.g. sizes; the eager element itself otherwise, e.g. a dict's keys; a traced dict's
+items as `(key, d[key])`), `len` / `int` / `float` / `__index__` the value's. Control flow,
+iteration and `len` are fixed in place (the trace goes on at once: fixing them in turn and
+retracing reaches exactly the same sites); `int` /
 `float` / `__index__` are fixed by a retrace that converts at that line only (torch's C
 argument parser also asks a Proxy for `__index__` before dispatching to `__torch_function__`,
 so converting everywhere would change what torch.fx traces); any other exception raised in
@@ -394,9 +396,10 @@ class ConcreteTracer(torch.fx.Tracer):
         if view is not None:
             return iter(view)
         elements = self._eager(obj, list)
-        # the user's fix keeps tensors traced (`x[i]`) and makes the rest static ("boxes")
-        return iter([obj[i] if _has_tensor(element) else element
-                     for i, element in enumerate(elements)])
+        # the user's fix keeps tensors and sizes traced (`x[i]`, `shape[i]`) and makes the rest
+        # static (a dict's keys: "boxes")
+        return iter([obj[i] if _has_tensor(element) or isinstance(element, (int, float))
+                     else element for i, element in enumerate(elements)])
 
     def _dict_view(self, obj: Proxy) -> list[Any] | None:
         """``d.items()``/``keys()``/``values()`` of a traced dict: its eager keys, each value

@@ -34,7 +34,10 @@ the stand-in target that follows is nothing the model ever sees. The user's fix 
 ``concrete_args={"targets": None}``: when such a placeholder itself was iterated, tested or
 converted and an exception followed, the trace runs again with it ``None`` (those issues
 kept), and the search goes on from that trace (the call without that argument is what the
-model's eager run sees). The search is bounded (``max_retraces``, ``time_budget``); the
+model's eager run sees). Likewise when a trace ends at an exception no stand-in preceded
+(``if encoder_hidden_states is not None: ... raise``) while parameters defaulting to ``None``
+are placeholders: with them ``None`` (the exception kept), if that trace gets further. The
+search is bounded (``max_retraces``, ``time_budget``); the
 issues reported are those of the best trace, and the refusals (control flow, iteration,
 conversion) other traces of the search met before their first follow-on: the other side of a
 branch the best trace did not take holds sites torch.fx stops at too.
@@ -621,6 +624,7 @@ def trace_collecting_issues(
     deadline = started + max(time_budget, 4 * (time.perf_counter() - started))
     retraces = 0
     tried: set[tuple[_DecisionKey, Any]] = set()
+    ended_tried = False
     while retraces < max_retraces:
         nones = {name: issue for name, issue in tracer.none_defaults.items()
                  if name not in concrete}
@@ -632,6 +636,13 @@ def trace_collecting_issues(
             choices = {d.key: d.value for d in tracer.decisions if d.key in tracer.choices}
             best, tracer = attempt(choices)
             continue
+        if not ended_tried and time.perf_counter() <= deadline:
+            ended_tried = True
+            candidate = _past_a_none_check(root, best, concrete, carried, attempt)
+            if candidate is not None:
+                retraces += 1
+                best, tracer = candidate
+                continue
         failure = _first_follow_on(best)
         if failure is None:
             break
@@ -688,6 +699,41 @@ def trace_collecting_issues(
         have = {(issue.kind, issue.span) for issue in best.issues}
         best.issues.extend(issue for key, issue in met.items() if key not in have)
     return best
+
+
+def _past_a_none_check(
+    root: torch.nn.Module | Callable[..., Any],
+    best: CollectedTrace,
+    concrete: dict[str, Any],
+    carried: list[TraceIssue],
+    attempt: Callable[[dict[_DecisionKey, Any]], tuple[CollectedTrace, RecoveringTracer]],
+) -> tuple[CollectedTrace, RecoveringTracer] | None:
+    """A trace that ended at an exception of its own (no stand-in before it: ``if
+    encoder_hidden_states is not None: ... raise``) when parameters defaulting to ``None`` are
+    placeholders: traced again with them ``None`` (the exception kept), taken if it gets
+    further; else ``concrete`` and ``carried`` are left as they were. Not for a ``forward``
+    behind a decorator (Hugging Face's ``*args, **kwargs`` wrappers read the parameters
+    themselves)."""
+    forward = getattr(root, "forward", root)
+    if not best.issues or best.graph is None or hasattr(forward, "__wrapped__"):
+        return None
+    last = best.issues[-1]
+    if last.kind is not IssueKind.EXCEPTION or last.after_recovery:
+        return None
+    names = [str(node.target) for node in best.graph.nodes
+             if node.op == "placeholder" and node.args == (None,)
+             and str(node.target) not in concrete]
+    if not names:
+        return None
+    concrete.update(dict.fromkeys(names))
+    carried.append(last)
+    candidate = attempt({})
+    if _score(candidate[0]) < _score(best):
+        return candidate
+    for name in names:
+        del concrete[name]
+    carried.pop()
+    return None
 
 
 def _first_follow_on(trace: CollectedTrace) -> int | None:
