@@ -192,7 +192,8 @@ async def measure(name: str, source: str, saves: int) -> dict[str, Any]:
     floor = in_process_floor(source, path, runs=max(3, saves))
     return {"name": name, "cold_first": cold_first, "cold_done": cold_done,
             "save_first": statistics.median(firsts), "save_done": statistics.median(dones),
-            "floor": floor, "messages": messages}
+            "floor": floor, "messages": messages,
+            "firsts": [round(first) for first in firsts], "dones": [round(done) for done in dones]}
 
 
 def main() -> None:

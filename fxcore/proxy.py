@@ -7,10 +7,12 @@ import copy
 import dataclasses
 import dis
 import enum
+import functools
 import operator
 import sys
 from bisect import bisect_left
 from collections.abc import Callable, Iterator
+from types import CodeType
 from typing import Any
 
 import torch
@@ -264,10 +266,9 @@ class Proxy:
 
     def __iter__(self) -> Iterator[Proxy]:
         calling_frame = sys._getframe(1)
-        instructions = list(dis.get_instructions(calling_frame.f_code))
-        index = bisect_left(instructions, calling_frame.f_lasti, key=lambda i: i.offset)
-        if index < len(instructions) and instructions[index].opname == "UNPACK_SEQUENCE":
-            return (self[i] for i in range(instructions[index].argval))
+        count = _unpacked_count(calling_frame.f_code, calling_frame.f_lasti)
+        if count is not None:
+            return (self[i] for i in range(count))
         return self.tracer.iter(self)
 
     def __abs__(self) -> Proxy:
@@ -399,3 +400,15 @@ for _method in magic_methods:
     _define_magic(_method)
 for _method in reflectable_magic_methods:
     _define_reflected(_method)
+
+
+@functools.lru_cache(maxsize=4096)
+def _unpacked_count(code: CodeType, offset: int) -> int | None:
+    """How many values the instruction at ``offset`` unpacks (``a, b = proxy``), or None
+    when it is not an unpacking (a loop, ``list(proxy)``): a model's line runs once per
+    instance and per call, its bytecode is read once."""
+    instructions = list(dis.get_instructions(code))
+    index = bisect_left(instructions, offset, key=lambda i: i.offset)
+    if index < len(instructions) and instructions[index].opname == "UNPACK_SEQUENCE":
+        return int(instructions[index].argval)
+    return None

@@ -49,6 +49,7 @@ from fxls.analysis.construction import (
 from fxls.analysis.context import ModuleContext, run_rule
 from fxls.analysis.inputs import eval_pragma_args, infer_inputs, spatial_size
 from fxls.analysis.libraries import registrations
+from fxls.analysis.library_names import module_named_by_file, qualname_at
 from fxls.analysis.loading import (
     class_definitions,
     class_span,
@@ -844,10 +845,12 @@ def _opaque_target(library: str) -> str | None:
 
 def _library_name(site: SourceSpan, file: _File) -> str:
     """``timm.layers.padding.pad_same``: the module and the function enclosing ``site``."""
-    module = next((name for name, value in list(sys.modules.items())
-                   if getattr(value, "__file__", None) == site.file), Path(site.file).stem)
-    tree = file.tree_of(site.file)
-    qualname = _enclosing_function(tree, site.line) if tree is not None else None
+    found = module_named_by_file(site.file)
+    qualname = qualname_at(found[1], site.file, site.line) if found is not None else None
+    if qualname is None:
+        tree = file.tree_of(site.file)
+        qualname = _enclosing_function(tree, site.line) if tree is not None else None
+    module = found[0] if found is not None else Path(site.file).stem
     return f"{module}.{qualname or site.function}"
 
 

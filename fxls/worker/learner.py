@@ -1,9 +1,11 @@
 """The third-party libraries the worker's zygotes keep imported, learned from the jobs.
 
 A job tells the worker which modules it imported; the ones of installed libraries
-(``libraries.locate``) are *offered*. Once no job has run for a moment (``QUIET_S``: a save
-never competes with it), the offered libraries join the learned ones and the pool starts a
-zygote that imports them all (``JobProcesses.set_libraries``); it checks each import
+(``libraries.locate``) are *offered*. A moment after the last offer or job end
+(``QUIET_S``: what a job and the next offer bring is imported together), unless jobs take
+every core, the offered libraries join the learned ones and the pool starts a zygote that
+imports them all (``JobProcesses.set_libraries``; it is paused while jobs take every core,
+so a save never competes with it for one); it checks each import
 (``zygote``, ``import_check``) and replaces the current zygote once ready, so jobs go on
 meanwhile with the processes they have. A library whose import failed, or started a thread,
 a process or a socket, is left out for the worker's life, with one log line saying why.
@@ -41,8 +43,8 @@ from fxls.worker.zygote import News, Preload
 #: new sets of libraries learned in the worker's life (each one costs a zygote's imports)
 ROUNDS_LIMIT = 24
 #: the pause after a job or an offer before a new set is imported: what one job and the
-#: next offer bring is imported together, and a save's job never competes with it
-QUIET_S = 0.5
+#: next offer bring is imported together
+QUIET_S = 0.3
 
 
 @dataclass
@@ -98,10 +100,18 @@ class LibraryLearner:
             if room and (known is None or extended.modules != known.modules):
                 self.offered[top] = extended
 
-    def tick(self, jobs_running: bool) -> None:
-        """In the worker's loop: learn what was offered, once quiet."""
-        if (self.offered and not jobs_running and self.rounds < ROUNDS_LIMIT
-                and time.monotonic() - self.quiet_since >= QUIET_S):
+    def due_in(self) -> float | None:
+        """Seconds until what was offered may be learned; None: nothing to learn."""
+        if not self.offered or self.rounds >= ROUNDS_LIMIT:
+            return None
+        return max(0.0, self.quiet_since + QUIET_S - time.monotonic())
+
+    def tick(self, cores_busy: bool) -> None:
+        """In the worker's loop: learn what was offered, once quiet, unless jobs take every
+        core (under a stream of saves that take longer than their gaps, learning must not
+        wait for a moment without jobs: it would never come)."""
+        due = self.due_in()
+        if due is not None and due <= 0 and not cores_busy:
             self.rounds += 1
             self.learned.update({name: learned(lib) for name, lib in self.offered.items()})
             self.offered.clear()

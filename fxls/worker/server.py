@@ -37,6 +37,7 @@ from fxls.worker.learning import LIFETIME_LIMIT, import_plan, learnable
 from fxls.worker.limits import JobWatch
 from fxls.worker.policy import JobPolicy
 from fxls.worker.pool import (
+    CORES,
     Child,
     JobProcesses,
     kill_child,
@@ -162,7 +163,7 @@ class Worker:
                 self._poll_exits()
                 if self.to_learn:
                     self._learn_imports()
-                self.learner.tick(jobs_running=bool(self.jobs))
+                self.learner.tick(cores_busy=len(self.jobs) >= CORES)
                 if os.getppid() != self.parent_pid:
                     break
         finally:
@@ -172,6 +173,9 @@ class Worker:
         timeout = PARENT_POLL_S
         if any(job.child.pidfd is None for job in self.jobs.values()):
             timeout = 0.02  # no pidfd: exits are noticed by polling
+        learn_in = self.learner.due_in()
+        if learn_in is not None and len(self.jobs) < CORES:
+            timeout = min(timeout, learn_in + 0.01)
         now = time.monotonic()
         for job in self.jobs.values():
             if job.deadline is not None and job.killed_for is None:
@@ -277,7 +281,7 @@ class Worker:
         if child.pidfd is not None:
             self.selector.register(child.pidfd, selectors.EVENT_READ, ("exit", job))
         self.send({"op": Op.STARTED, "id": job_id})
-        self.pool.pause_coming(True)
+        self.pool.jobs_running(len(self.jobs))
         self.pool.ensure_idle()  # fork the next job's process now, off the critical path
 
     def _watch(self, child: Child, policy: JobPolicy) -> JobWatch | None:
@@ -399,8 +403,7 @@ class Worker:
         if not job.reported:
             self._report(job, self._outcome(job, status, cpu_used))
         self.pool.job_ended()
-        if not self.jobs:
-            self.pool.pause_coming(False)
+        self.pool.jobs_running(len(self.jobs))
         self.learner.after_job()
         if job.final_from_job and job.libraries is not None:
             self.learner.offer(job.libraries)

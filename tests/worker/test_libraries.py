@@ -22,7 +22,7 @@ from fxls.settings import Settings
 from fxls.worker import sandbox
 from fxls.worker.client import JobResult, WorkerClient
 from fxls.worker.learner import QUIET_S
-from fxls.worker.pool import IDLE_CHILDREN
+from fxls.worker.pool import CORES, IDLE_CHILDREN
 from tests.worker.test_worker import JOBS, children_of
 
 pytestmark = pytest.mark.skipif(not sandbox.can_fork_siblings(),
@@ -215,20 +215,28 @@ def stopped_children(worker_pid: int) -> list[int]:
     return found
 
 
-async def test_a_zygote_importing_libraries_waits_while_a_job_runs(tmp_path: Path) -> None:
+async def test_a_zygote_importing_libraries_waits_while_jobs_take_every_core(
+        tmp_path: Path) -> None:
     site = make_site(tmp_path)
     (site / "slowlib").mkdir()
-    (site / "slowlib" / "__init__.py").write_text("import time\ntime.sleep(4)\n")
+    (site / "slowlib" / "__init__.py").write_text("import time\ntime.sleep(6)\n")
     worker = await start(site)
     try:
         assert worker.pid is not None
         await worker.warm(["slowlib"])
         await asyncio.sleep(QUIET_S + 0.5)  # its zygote is importing it now
         assert stopped_children(worker.pid) == []
-        job = asyncio.ensure_future(worker.run(f"{JOBS}:nap", {"seconds": 1.0}, timeout=30))
+        if CORES > 1:  # fewer jobs than cores: the imports go on beside them
+            fewer = [asyncio.ensure_future(worker.run(f"{JOBS}:nap", {"seconds": 1.0},
+                                                      timeout=30)) for _ in range(CORES - 1)]
+            await asyncio.sleep(0.5)
+            assert stopped_children(worker.pid) == []
+            assert [result.status for result in await asyncio.gather(*fewer)] == ["ok"] * len(fewer)
+        jobs = [asyncio.ensure_future(worker.run(f"{JOBS}:nap", {"seconds": 1.0}, timeout=30))
+                for _ in range(CORES)]
         await asyncio.sleep(0.5)
         paused = stopped_children(worker.pid)
-        assert (await job).status == "ok"
+        assert [result.status for result in await asyncio.gather(*jobs)] == ["ok"] * len(jobs)
         await asyncio.sleep(0.2)
         assert len(paused) == 1 and stopped_children(worker.pid) == []
         assert (await until_loaded(worker, "slowlib"))["loaded"] is True
