@@ -11,6 +11,7 @@ from typing import Any
 
 import torch
 
+from fxls.analysis.library_names import module_named_by_file
 from fxls.analysis.network import refuse_network
 from fxls.analysis.pipeline import analyze_source
 from fxls.report import FileReport
@@ -61,6 +62,9 @@ def warm_up() -> None:
         torch.random.set_rng_state(rng)
         for name in [n for n in sys.modules if n.startswith(_WARM_UP_MODULES)]:
             del sys.modules[name]
+    # in an idle job process, touch every module now (the pages a fork copies on first touch)
+    # rather than when a problem inside a library is named
+    module_named_by_file(_WARM_UP_PATH)
 
 
 def _stop_if_job_waiting(report: FileReport) -> None:

@@ -120,12 +120,16 @@ class JobProcesses:
 
     def renew(self) -> None:
         """After the worker imported more modules: new zygotes and idle processes, which
-        have them loaded."""
+        have them loaded. A zygote still importing the current libraries goes on: started
+        again it would take as long once more, and the modules the worker learned are
+        mostly the ones those libraries import (``transformers``: ``torch._dynamo``)."""
         self.settle()
         while self.idle:
             self.retire(self.idle[0])
         for network in list(self.zygotes):
-            self.start_zygote(network)
+            coming = self.coming.get(network)
+            if coming is None or coming.preloaded != self.libraries:
+                self.start_zygote(network)
         self.ensure_idle()
 
     def set_libraries(self, preload: Preload) -> None:

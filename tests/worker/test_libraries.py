@@ -242,3 +242,25 @@ async def test_a_zygote_importing_libraries_waits_while_jobs_take_every_core(
         assert (await until_loaded(worker, "slowlib"))["loaded"] is True
     finally:
         await worker.close()
+
+
+@pytest.mark.skipif(CORES < 2, reason="one core: the imports wait for a moment without jobs")
+async def test_a_library_is_learned_under_jobs_that_never_pause(tmp_path: Path) -> None:
+    """Saves that take longer than their gaps (an editor saving while a file that imports
+    a slow library is analysed): learning must not wait for a moment without jobs."""
+    site = make_site(tmp_path)
+    worker = await start(site)
+    try:
+        first = await report(worker, "countlib")
+        assert first["loaded"] is False
+        deadline = time.monotonic() + LEARNED_WITHIN_S
+        loaded = False
+        while not loaded and time.monotonic() < deadline:
+            # each job overlaps the next: there is never a moment with no job running
+            nap = asyncio.ensure_future(worker.run(f"{JOBS}:nap", {"seconds": 0.6}, timeout=30))
+            await asyncio.sleep(0.3)
+            loaded = (await report(worker, "countlib"))["loaded"]
+            assert (await nap).status == "ok"
+        assert loaded
+    finally:
+        await worker.close()
