@@ -325,13 +325,17 @@ class JobProcesses:
 
     def _install(self, network: bool, zygote: Zygote) -> None:
         """``zygote`` forks the job processes of ``network`` from now on: the one before it
-        ends, and so do the idle processes it did not fork (they lack what it imported)."""
-        self.coming.pop(network, None)
+        ends, and so do the idle processes it did not fork (they lack what it imported).
+        It stays among the coming ones until the old one has ended: stopping a zygote ends
+        the strays of finished jobs, everything that is not the pool's own."""
         old = self.zygotes.get(network)
-        if old is not None:
+        if old is not None and old is not zygote:
             self.settle()
             self.stop_zygote(old)
+        self.coming.pop(network, None)
         self.zygotes[network] = zygote
+        # paused as a coming zygote after it sent its news: it serves from now on
+        _signal(zygote.pid, signal.SIGCONT)
         if network == self._zygote_key():
             for child in [c for c in self.idle if c.zygote != zygote.generation]:
                 self.retire(child)

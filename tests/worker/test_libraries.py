@@ -262,5 +262,10 @@ async def test_a_library_is_learned_under_jobs_that_never_pause(tmp_path: Path) 
             loaded = (await report(worker, "countlib"))["loaded"]
             assert (await nap).status == "ok"
         assert loaded
+        for _ in range(4):  # its zygote stays: installed as a job ended, it is no stray
+            nap = asyncio.ensure_future(worker.run(f"{JOBS}:nap", {"seconds": 0.6}, timeout=30))
+            await asyncio.sleep(0.3)
+            assert (await report(worker, "countlib"))["loaded"] is True
+            assert (await nap).status == "ok"
     finally:
         await worker.close()
