@@ -598,7 +598,7 @@ def on_initialized(ls: FxlsServer, params: types.InitializedParams) -> None:
     watched = workspace.did_change_watched_files if workspace is not None else None
     if watched is not None and watched.dynamic_registration:
         ls.spawn(ls.watch_files())
-    ls.spawn(ls.analysis.warm(ls._workspace_roots()))
+    ls.spawn(ls.interpreters.warm(ls._workspace_roots()))
 
 
 @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
@@ -618,6 +618,7 @@ def on_progress_cancel(ls: FxlsServer, params: types.WorkDoneProgressCancelParam
 async def on_configuration(ls: FxlsServer, params: types.DidChangeConfigurationParams) -> None:
     _apply_settings(ls, params.settings)
     await ls.analysis.set_python(ls.config.python, ls.config.learn_libraries)
+    await ls.interpreters.set_learn_libraries(ls.config.learn_libraries)
     await ls.load_folder_interpreters()
     for uri in list(ls.states):
         ls.schedule(uri)
@@ -633,7 +634,7 @@ def on_workspace_folders(ls: FxlsServer, params: types.DidChangeWorkspaceFolders
     ls.spawn(_reload_folder_interpreters(ls))
     added = [to_fs_path(folder.uri) or "" for folder in params.event.added]
     if added:  # the libraries the new folders' files import, learned in the background
-        ls.spawn(ls.analysis.warm(added))
+        ls.spawn(ls.interpreters.warm(added))
 
 
 async def _reload_folder_interpreters(ls: FxlsServer) -> None:

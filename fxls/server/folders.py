@@ -4,7 +4,8 @@
 folder's ``scopeUri``: VS Code answers with the folder's own settings, Neovim with its
 ``settings``); a file is analysed by a worker under the python of the innermost folder that
 holds it, else under the window's ``fxls.python``. One worker per distinct interpreter,
-started when a file needs it.
+started when a file needs it, or at start and when folders are added to learn the libraries
+its folders' files import (``warm``).
 """
 
 from __future__ import annotations
@@ -53,10 +54,12 @@ class FolderInterpreters:
     """Workers by interpreter, and the interpreter of each workspace folder."""
 
     def __init__(self, default: AnalysisService,
-                 make: Callable[[str], AnalysisService] = AnalysisService) -> None:
+                 make: Callable[[str], AnalysisService] | None = None) -> None:
         #: the window's worker (``fxls.python``), for files outside every folder with its own
         self.default = default
-        self._make = make
+        #: a worker for another interpreter; by default with the window's learnLibraries
+        self._make = make or (lambda python: AnalysisService(
+            python, learn_libraries=self.default.learn_libraries))
         #: folder path -> its ``fxls.python``
         self.pythons: dict[str, str] = {}
         self._others: dict[str, AnalysisService] = {}
@@ -86,6 +89,25 @@ class FolderInterpreters:
                 await asyncio.wait_for(self._ready.wait(), SETTINGS_WAIT_S)
             except TimeoutError:
                 log.warning("no answer to workspace/configuration: the window's interpreter")
+        return self._service_for(path)
+
+    async def warm(self, folders: list[str]) -> None:
+        """Each worker learns, in the background, the libraries its own folders' files
+        import (a folder with an interpreter of its own: that interpreter's worker; the
+        others: the window's), once the folders' settings are known."""
+        groups: dict[int, tuple[AnalysisService, list[str]]] = {}
+        for folder in folders:
+            service = await self.for_path(folder)
+            groups.setdefault(id(service), (service, []))[1].append(folder)
+        await asyncio.gather(*(service.warm(paths) for service, paths in groups.values()))
+
+    async def set_learn_libraries(self, learn: bool) -> None:
+        """The ``worker.learnLibraries`` setting changed: the window's worker is the
+        caller's; the folders' workers restart with it."""
+        for service in list(self._others.values()):
+            await service.set_python(service.python, learn)
+
+    def _service_for(self, path: str) -> AnalysisService:
         folder = innermost(path, self.pythons)
         python = self.pythons.get(folder) if folder is not None else None
         if python is None or _same(python, self.default.python):
