@@ -41,18 +41,33 @@ class _Fingerprint:
     attributes: list[dict[str, Any]]
 
 
+def _walk(model: torch.nn.Module) -> tuple[
+        list[tuple[str, torch.nn.Module]], list[tuple[str, torch.Tensor]],
+        list[tuple[str, torch.Tensor]]]:
+    """Modules, parameters and buffers with their names, duplicates kept, in the order of
+    ``named_modules`` / ``named_parameters`` / ``named_buffers`` — in one pass over the
+    modules (those walk them once each: three walks of a model of thousands of modules)."""
+    modules = list(model.named_modules(remove_duplicate=False))
+    parameters, buffers = [], []
+    for path, module in modules:
+        prefix = f"{path}." if path else ""
+        parameters.extend((prefix + name, p) for name, p in module._parameters.items()
+                          if p is not None)
+        buffers.extend((prefix + name, b) for name, b in module._buffers.items()
+                       if b is not None)
+    return modules, parameters, buffers
+
+
 def _fingerprint(model: torch.nn.Module) -> _Fingerprint:
+    modules, parameters, buffers = _walk(model)
     first_name: dict[int, str] = {}
     tensors = []
-    named = [*model.named_parameters(remove_duplicate=False),
-             *model.named_buffers(remove_duplicate=False)]
-    for name, tensor in named:
+    for name, tensor in (*parameters, *buffers):
         shared = first_name.setdefault(id(tensor), name)
         tensors.append((name, tuple(tensor.shape), tensor.dtype, tensor.requires_grad, shared))
-    modules = list(model.named_modules(remove_duplicate=False))
     return _Fingerprint(
         [(name, type(m)) for name, m in modules], tensors,
-        [(n, b.detach().clone()) for n, b in model.named_buffers(remove_duplicate=False)],
+        [(n, b.detach().clone()) for n, b in buffers],
         [{k: v for k, v in vars(m).items() if isinstance(v, _PLAIN) and k != "training"}
          for _, m in modules])
 
@@ -120,8 +135,8 @@ class RealWeights:
         if difference is not None:
             self.state, self.difference, self.real = State.DIFFERS, difference, real
             return self.state
-        traced = dict(self.root.named_parameters(remove_duplicate=False))
-        for name, parameter in real.named_parameters(remove_duplicate=False):
+        traced = dict(_walk(self.root)[1])
+        for name, parameter in _walk(real)[1]:
             traced[name].data = parameter.data
         self.state = State.REAL
         return self.state
