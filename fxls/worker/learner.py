@@ -1,11 +1,12 @@
 """The third-party libraries the worker's zygotes keep imported, learned from the jobs.
 
 A job tells the worker which modules it imported; the ones of installed libraries
-(``libraries.locate``) are *offered*. A moment after the last offer or job end
-(``QUIET_S``: what a job and the next offer bring is imported together), unless jobs take
-every core, the offered libraries join the learned ones and the pool starts a zygote that
-imports them all (``JobProcesses.set_libraries``; it is paused while jobs take every core,
-so a save never competes with it for one); it checks each import
+(``libraries.locate``) are *offered*. A moment after the last offer that brought something
+new (``QUIET_S``: what a job and the next offer bring is imported together; jobs ending
+meanwhile do not delay it), unless jobs take every core, the offered libraries join the
+learned ones and the pool starts a zygote that imports them all
+(``JobProcesses.set_libraries``; it is paused while jobs take every core, so a save never
+competes with it for one); it checks each import
 (``zygote``, ``import_check``) and replaces the current zygote once ready, so jobs go on
 meanwhile with the processes they have. A library whose import failed, or started a thread,
 a process or a socket, is left out for the worker's life, with one log line saying why.
@@ -42,8 +43,8 @@ from fxls.worker.zygote import News, Preload
 
 #: new sets of libraries learned in the worker's life (each one costs a zygote's imports)
 ROUNDS_LIMIT = 24
-#: the pause after a job or an offer before a new set is imported: what one job and the
-#: next offer bring is imported together
+#: the pause after an offer that brought something new before a new set is imported: what
+#: one job and the next offer bring is imported together
 QUIET_S = 0.3
 
 
@@ -82,7 +83,6 @@ class LibraryLearner:
         Untrusted: each name is checked here."""
         if not self.enabled or not isinstance(modules, list):
             return
-        self.quiet_since = time.monotonic()
         by_top: dict[str, list[str]] = {}
         for name in modules[:NAMES_LIMIT]:
             if isinstance(name, str) and len(name) < 1000:
@@ -99,6 +99,7 @@ class LibraryLearner:
             room = known is not None or len(self.learned) + len(self.offered) < LIBRARIES_LIMIT
             if room and (known is None or extended.modules != known.modules):
                 self.offered[top] = extended
+                self.quiet_since = time.monotonic()
 
     def due_in(self) -> float | None:
         """Seconds until what was offered may be learned; None: nothing to learn."""
@@ -134,7 +135,6 @@ class LibraryLearner:
 
     def after_job(self) -> None:
         """Between jobs: the thorough check, every file of each learned library's modules."""
-        self.quiet_since = time.monotonic()
         self._drop([name for name, item in self.learned.items()
                     if full_fingerprint(item.files) != item.full])
 

@@ -256,7 +256,8 @@ async def test_a_library_is_learned_under_jobs_that_never_pause(tmp_path: Path) 
         deadline = time.monotonic() + LEARNED_WITHIN_S
         loaded = False
         while not loaded and time.monotonic() < deadline:
-            # each job overlaps the next: there is never a moment with no job running
+            # each job overlaps the next: there is never a moment with no job running, and
+            # one ends every few tenths of a second
             nap = asyncio.ensure_future(worker.run(f"{JOBS}:nap", {"seconds": 0.6}, timeout=30))
             await asyncio.sleep(0.3)
             loaded = (await report(worker, "countlib"))["loaded"]
