@@ -7,10 +7,11 @@ their defaults and ``pretrained=False``/``weights=None``; one representative, th
 literal-argument constructions written in the file (``Block(dim=64)``); and instances
 found inside the models built so far (``traced via ResNet (resnet18())``).
 
-Models are built within a memory budget, their weight initialisers skipped (``shape_build``:
-tracing needs no parameter values; ``Built.weights`` builds the real ones when the complete
-report needs them); one that exceeds the budget (or that a meta-device census of factories
-found too big) is traced from a meta-device instance (no example-input runs).
+Models are built within a memory budget, their expensive weight initialisers skipped
+(``shape_build``: tracing needs no parameter values; ``Built.weights`` builds the real ones
+when the complete report needs them); one that exceeds the budget (or that a meta-device
+census of factories found too big) is traced from a meta-device instance (no example-input
+runs).
 """
 
 from __future__ import annotations
@@ -32,10 +33,10 @@ import torch
 
 from fxcore.source import is_internal_file
 from fxls.analysis import arguments, configs
-from fxls.analysis.meta_build import memory_budget, on_meta
+from fxls.analysis.meta_build import is_out_of_memory, memory_budget, on_meta
 from fxls.analysis.pragmas import ClassPragmas, FilePragmas
 from fxls.analysis.real_weights import RealWeights
-from fxls.analysis.shape_build import initialisers_skipped
+from fxls.analysis.shape_build import Budget, initialisers_skipped
 
 #: how an instance built from inferred arguments says so (its entry)
 INFERRED = "arguments inferred from their use"
@@ -586,14 +587,14 @@ def _sized_build(
         torch.manual_seed(0)  # the same parameters in every run, so outputs can be compared
         skipped = 0
         try:
-            with memory_budget(BUILD_BUDGET_MB), (
-                    initialisers_skipped() if skipping else nullcontext(lambda: 0)) as count:
+            skips = initialisers_skipped(Budget()) if skipping else nullcontext(lambda: 0)
+            with memory_budget(BUILD_BUDGET_MB), skips as count:
                 try:
                     instance = make()
                 finally:
                     skipped = count()
         except Exception as error:
-            if _is_out_of_memory(error):
+            if is_out_of_memory(error):
                 break
             if skipped:
                 continue
@@ -611,10 +612,6 @@ def _real_build(make: Callable[[], Any]) -> Any:
     torch.manual_seed(0)
     with memory_budget(BUILD_BUDGET_MB):
         return make()
-
-
-def _is_out_of_memory(error: BaseException) -> bool:
-    return isinstance(error, MemoryError) or any(m in str(error) for m in _OUT_OF_MEMORY)
 
 
 def _first_line(error: BaseException) -> str:
@@ -640,7 +637,6 @@ def _raised_by_the_call(error: TypeError) -> bool:
         tb = tb.tb_next
     return tb.tb_frame.f_code.co_filename == __file__
 
-_OUT_OF_MEMORY = ("can't allocate memory", "DefaultCPUAllocator: not enough memory")
 
 
 def construction_failed(cls: type, error: BaseException) -> NotBuilt:
@@ -649,7 +645,7 @@ def construction_failed(cls: type, error: BaseException) -> NotBuilt:
 
 
 def _raised(cls: type, error: BaseException) -> NotBuilt:
-    if _is_out_of_memory(error):
+    if is_out_of_memory(error):
         message = (f"constructing `{cls.__name__}` ran out of memory ({type(error).__name__}: "
                    f"{_first_line(error)}): raise `memory_limit_mb` in [tool.fxls], or give "
                    "smaller sizes with `# fxls: init`")

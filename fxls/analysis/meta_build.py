@@ -59,6 +59,14 @@ def _initialisers_skipped() -> Iterator[None]:
             setattr(torch.Tensor, name, method)
 
 
+_OUT_OF_MEMORY = ("can't allocate memory", "DefaultCPUAllocator: not enough memory")
+
+
+def is_out_of_memory(error: BaseException) -> bool:
+    """Whether ``error`` is an allocation refused (by ``memory_budget`` or the machine)."""
+    return isinstance(error, MemoryError) or any(m in str(error) for m in _OUT_OF_MEMORY)
+
+
 @contextmanager
 def memory_budget(megabytes: int) -> Iterator[None]:
     """Allocations beyond ``megabytes`` more address space than now fail (MemoryError) while

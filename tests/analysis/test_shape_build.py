@@ -1,5 +1,6 @@
-"""The tracing phase builds models without running their weight initialisers; the complete
-report builds them for real when it runs them (issue 23)."""
+"""The tracing phase builds models without running their expensive weight initialisers; the
+complete report builds them for real when it runs them (issue 23). Initialisers that cost
+little next to the rest of the build run in the tracing phase: such a model is built once."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import torch
 from torch import nn
 
 from fxls.analysis.pipeline import analyze_source
-from fxls.analysis.shape_build import initialisers_skipped
+from fxls.analysis.shape_build import Budget, initialisers_skipped
 from fxls.report import FileReport, ModuleReport
 from fxls.settings import Settings
 
@@ -57,11 +58,11 @@ from torch import nn
 MARK = {mark!r}
 
 
-# fxls: args (torch.ones(1, 4),)
+# fxls: args (torch.ones(1, {width}),)
 class Constant(nn.Module):
     def __init__(self):
         super().__init__()
-        self.lin = nn.Linear(4, 3)
+        self.lin = nn.Linear({width}, 3)
         self.apply(self._init_weights)
 
     def _init_weights(self, module):
@@ -103,6 +104,7 @@ from torch import nn
 class ReadsWeights(nn.Module):
     def __init__(self):
         super().__init__()
+        self.big = nn.Linear(2048, 2048)  # expensive to initialise: skipped from here on
         self.lin = nn.Linear(4, 4)
         nn.init.constant_(self.lin.weight, 0.25)
         nn.init.zeros_(self.lin.bias)
@@ -122,6 +124,7 @@ class Switched(nn.Module):
         super().__init__()
         self.register_buffer("on", torch.zeros(()))
         self.lin = nn.Linear(4, 4)
+        self.big = nn.Parameter(torch.empty(4_000_000))  # expensive: initialisers skipped
         self.reset_parameters()
 
     def reset_parameters(self):
@@ -163,19 +166,20 @@ def _codes(report: FileReport) -> list[tuple[str, int, int, int, str | None]]:
 
 def test_a_model_whose_initialiser_raises_gets_its_tracing_diagnostics(tmp_path: Path) -> None:
     mark = tmp_path / "initialisers.txt"
-    marks_at_first: list[bool] = []
+    marks_at_first: list[list[str]] = []
     path = tmp_path / f"raising_{tmp_path.name}.py"
     source = RAISING.format(mark=str(mark))
     path.write_text(source, encoding="utf-8")
     sent: list[FileReport] = []
 
     def first(report: FileReport) -> None:
-        marks_at_first.append(mark.exists())
+        marks_at_first.append(mark.read_text().split())
         sent.append(FileReport.from_dict(report.to_dict()))
 
     final = analyze_source(str(path), source, Settings(root=str(tmp_path)), first)
 
-    assert marks_at_first == [False]  # no initialiser ran before the first diagnostics
+    # cheap: they ran in the tracing build, raised, and were skipped from there on
+    assert marks_at_first == [["initialised", "custom"]]
     assert _codes(sent[0]) == [
         ("FX001", *_at(source, "x.sum() > 0"), "Model"),
         # the `for` statement, to the end of its body
@@ -195,11 +199,11 @@ def test_a_model_whose_initialiser_raises_gets_its_tracing_diagnostics(tmp_path:
     assert _module(final, "Model").reason == "its constructor raised RuntimeError"
 
 
-def test_initialisers_run_only_for_the_complete_report(tmp_path: Path) -> None:
+def test_expensive_initialisers_run_only_for_the_complete_report(tmp_path: Path) -> None:
     mark = tmp_path / "initialisers.txt"
     marks_at_first: list[bool] = []
     path = tmp_path / f"initialised_{tmp_path.name}.py"
-    source = INITIALISED.format(mark=str(mark))
+    source = INITIALISED.format(mark=str(mark), width=1 << 20)  # 3 M weights: ~30 ms
     path.write_text(source, encoding="utf-8")
     final = analyze_source(str(path), source, Settings(root=str(tmp_path)),
                            lambda report: marks_at_first.append(mark.exists()))
@@ -208,10 +212,25 @@ def test_initialisers_run_only_for_the_complete_report(tmp_path: Path) -> None:
     assert mark.read_text().split() == ["Linear", "Constant"]  # one real build, after
     constant = _module(final, "Constant")
     shapes = {n.name: n.shape for n in constant.nodes}
-    assert shapes == {"x": [1, 4], "lin": [1, 3], "output": [1, 3]}
-    # ones(1, 4) @ 0.5 + 0: 2.0 in each of the 3 outputs (sum, sum of absolute values)
-    assert constant.output_signature == [6.0, 6.0]
+    assert shapes == {"x": [1, 1 << 20], "lin": [1, 3], "output": [1, 3]}
+    # ones @ 0.5 + 0: 2 ** 19 in each of the 3 outputs (sum, sum of absolute values)
+    assert constant.output_signature == [3.0 * (1 << 19)] * 2
     assert not final.diagnostics
+
+
+def test_cheap_initialisers_run_in_the_one_build(tmp_path: Path) -> None:
+    mark = tmp_path / "initialisers.txt"
+    marks_at_first: list[list[str]] = []
+    path = tmp_path / f"cheap_{tmp_path.name}.py"
+    source = INITIALISED.format(mark=str(mark), width=4)
+    path.write_text(source, encoding="utf-8")
+    final = analyze_source(str(path), source, Settings(root=str(tmp_path)),
+                           lambda report: marks_at_first.append(mark.read_text().split()))
+
+    assert marks_at_first == [["Linear", "Constant"]]  # before the first diagnostics
+    assert mark.read_text().split() == ["Linear", "Constant"]  # and no second build
+    assert _module(final, "Constant").output_signature == [6.0, 6.0]  # 4 * 0.5 in 3 outputs
+    assert "real_weights" in final.timings_ms and not final.diagnostics
 
 
 def test_buffer_values_are_built_as_for_real(tmp_path: Path) -> None:
@@ -272,3 +291,43 @@ def test_initialisers_are_skipped_on_parameters_only() -> None:
     Model()
     assert calls == ["reset"]  # everything is put back after the block
     assert Model().weight.tolist() == [5.0, 5.0]
+
+
+def _layers(width: int, count: int) -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(*(nn.Linear(width, width) for _ in range(count)))
+
+
+def test_a_budget_runs_cheap_initialisers_and_skips_from_the_first_expensive_one() -> None:
+    with initialisers_skipped(Budget()) as skipped:
+        small = _layers(8, 50)
+    assert skipped() == 0
+    assert torch.equal(small[3].weight, _layers(8, 50)[3].weight)  # a real build
+
+    with initialisers_skipped(Budget()) as skipped:
+        model = nn.Sequential(nn.Linear(8, 8), nn.Linear(4096, 1024), nn.Linear(8, 8))
+    assert skipped() == 2  # the big layer's reset_parameters, then the last one's
+    assert model[0].bias.abs().max() > 0 and model[2].weight is not None
+
+    with initialisers_skipped(Budget(allowance_s=0.0, share=0.0)) as skipped:
+        _layers(8, 2)
+    assert skipped() == 2  # no budget: every initialiser skipped
+
+
+def test_initialisers_inside_a_running_one_run_too() -> None:
+    calls: list[str] = []
+
+    class Model(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = nn.Linear(2, 2)
+            self.init_weights()
+
+        def init_weights(self) -> None:
+            calls.append("init_weights")
+            nn.init.constant_(self.lin.weight, 3.0)  # inside: not a call of its own
+
+    with initialisers_skipped(Budget()) as skipped:
+        model = Model()
+    assert skipped() == 0 and calls == ["init_weights"]
+    assert model.lin.weight.tolist() == [[3.0, 3.0], [3.0, 3.0]]
