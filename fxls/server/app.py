@@ -71,6 +71,9 @@ CHECK_PROJECT = "fxls.checkProject"
 #: sent after the complete report of a version is in place (hover, inlay hints, code lens
 #: and code actions answer from it); diagnostics may have been published before it
 ANALYSIS_DONE = "fxls/analysisDone"
+#: quick fixes are verified once a document's analyses have paused this long (or at once
+#: when a request asks for them): saves in a row never share the cores with verifications
+VERIFY_QUIET_S = 1.0
 #: debounce before re-analysing the open documents that depend on a saved file
 DEPENDENTS_DELAY_S = 0.3
 #: how much longer than the trace timeout a request waits for an analysis in flight
@@ -230,6 +233,10 @@ class FxlsServer(LanguageServer):
             return  # closed (or never opened) since it was scheduled
         state.generation += 1
         generation = state.generation
+        if state.verify_task is not None:
+            # the fixes of the text analysed before: their jobs would take cores from this
+            # analysis, and their verdicts are replaced when it ends
+            state.verify_task.cancel()
         try:
             await self._analyze(uri, state, generation, track)
         except Exception as error:
@@ -423,7 +430,7 @@ class FxlsServer(LanguageServer):
             return await service.analyze(f"verify:{state.uri}:{lane}", variant_request)
 
         state.verify_task = asyncio.ensure_future(
-            state.fixes.verify_all(text, report, analyze_variant)
+            state.fixes.verify_all(text, report, analyze_variant, VERIFY_QUIET_S)
         )
 
     def _refresh_views(self) -> None:

@@ -16,6 +16,7 @@ needs no re-trace.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import io
 import logging
@@ -79,6 +80,8 @@ class FixCache:
     #: candidates a lane has taken (being re-traced or decided)
     _taken: set[int] = field(default_factory=set)
     _changed: asyncio.Event | None = None
+    #: set when a request wants a fix of this round (its verification starts at once)
+    _asked: asyncio.Event = field(default_factory=asyncio.Event)
 
     def reset(self, text: str, report: FileReport) -> None:
         """Propose the fixes of ``report`` for ``text``; none is verified yet. Starts a new
@@ -89,6 +92,7 @@ class FixCache:
             Candidate(d, f) for d in report.diagnostics for f in fixes_for(text, d)
         ][:MAX_VERIFIED_PER_REPORT]
         self.fix_all, self.finished, self.wanted, self._taken = None, False, set(), set()
+        self._asked = asyncio.Event()
         self._notify()
 
     @property
@@ -99,11 +103,19 @@ class FixCache:
     def matches(self, text: str) -> bool:
         return self.text_hash == _digest(text)
 
-    async def verify_all(self, text: str, report: FileReport, analyze: Analyze) -> None:
+    async def verify_all(
+        self, text: str, report: FileReport, analyze: Analyze, quiet_s: float = 0.0
+    ) -> None:
         """Re-trace each candidate (wanted ones first, two at a time), then the safe ones
-        together. Call :meth:`reset` with the same text and report first."""
+        together. Call :meth:`reset` with the same text and report first. Background work:
+        it starts after ``quiet_s`` seconds (a newer analysis of the document cancels it
+        meanwhile: saves in a row do not wait for the jobs of the texts before them), or as
+        soon as a request wants a fix."""
         current = self.round
         try:
+            if quiet_s > 0 and self.candidates:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._asked.wait(), quiet_s)
             lanes = [self._lane(lane, text, report, analyze, current)
                      for lane in range(VERIFY_CONCURRENCY)]
             await asyncio.gather(*lanes)
@@ -201,8 +213,9 @@ class FixCache:
         return True
 
     def want(self, indices: Iterable[int]) -> None:
-        """Verify these candidates next."""
+        """Verify these candidates next (and start verifying now, if it waits)."""
         self.wanted.update(i for i in indices if self._open(i))
+        self._asked.set()
 
     def decided(self, indices: Iterable[int]) -> bool:
         return all(i >= len(self.candidates) or self.candidates[i].decided for i in indices)

@@ -112,6 +112,42 @@ async def test_the_fixes_a_request_waits_for_are_verified_first(monkeypatch):
     assert cache.finished and cache.fixes == []  # nothing verified: nothing offered
 
 
+async def test_verification_waits_for_a_quiet_moment_unless_a_request_asks(monkeypatch):
+    def fixes_for(text: str, diagnostic: Diagnostic) -> list[Fix]:
+        line = diagnostic.span.line
+        return [Fix(f"fix {line}", "FX013", [TextEdit(line, 0, line, 5, "")])]
+
+    monkeypatch.setattr("fxls.server.code_actions.fixes_for", fixes_for)
+    started: list[int] = []
+
+    async def analyze(variant: str, lane: int) -> Any:
+        started.append(variant.split("\n").index(""))
+        return None
+
+    text = "\n".join(f"line{i}" for i in range(1, 4)) + "\n"
+    cache, report = FixCache(), _report(3)
+    cache.reset(text, report)
+    task = asyncio.ensure_future(cache.verify_all(text, report, analyze, quiet_s=60.0))
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert started == []  # background work: not while saves may follow
+    cache.want([2])
+    assert await cache.wait(lambda: cache.decided([2]), 5.0)
+    await task
+    assert started[0] == 2 and sorted(started) == [0, 1, 2]
+
+    # a newer analysis cancels it while it waits: the round ends, nothing offered, and a
+    # request waiting on it is answered at once
+    cache.reset(text, report)
+    started.clear()
+    task = asyncio.ensure_future(cache.verify_all(text, report, analyze, quiet_s=60.0))
+    await asyncio.sleep(0)
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    assert started == [] and cache.finished and cache.decided([0, 1, 2])
+    assert not await cache.wait(lambda: cache.decided([0]) and bool(cache.fixes), 5.0)
+
+
 def test_traces_at_once_share_one_progress_whose_percentage_never_goes_back():
     sent: list[tuple[str, Any]] = []
 
