@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,31 @@ _SEVERITIES = {
     "information": types.DiagnosticSeverity.Information,
     "hint": types.DiagnosticSeverity.Hint,
 }
+
+
+#: texts of files on disk that spans point into (libraries' files: every publish converts
+#: the related spans of a problem inside ``modeling_bert.py``), by path
+_ON_DISK: OrderedDict[str, tuple[tuple[int, int, int], SourceText]] = OrderedDict()
+ON_DISK_KEPT = 64
+
+
+def on_disk(path: str) -> SourceText:
+    """The indexed text of the file at ``path`` (a real path), read again when its
+    modification time, size or inode changed."""
+    try:
+        info = os.stat(path)
+        key = (info.st_mtime_ns, info.st_size, info.st_ino)
+    except OSError:
+        return SourceText(read_python_source_or_replace(path))
+    kept = _ON_DISK.get(path)
+    if kept is not None and kept[0] == key:
+        _ON_DISK.move_to_end(path)
+        return kept[1]
+    index = _ON_DISK[path] = (key, SourceText(read_python_source_or_replace(path)))
+    _ON_DISK.move_to_end(path)
+    while len(_ON_DISK) > ON_DISK_KEPT:
+        _ON_DISK.popitem(last=False)
+    return index[1]
 
 
 class RangeConverter:
@@ -49,7 +75,7 @@ class RangeConverter:
             return self.index
         index = self._others.get(resolved)
         if index is None:
-            index = self._others[resolved] = SourceText(read_python_source_or_replace(resolved))
+            index = self._others[resolved] = on_disk(resolved)
         return index
 
     def range(self, span: Span) -> types.Range:

@@ -3,12 +3,14 @@ characters that str.splitlines would break at: Python and LSP break only at \\n,
 
 from __future__ import annotations
 
+import os
+
 from lsprotocol import types
 
 from fxls.fixes.base import TextEdit
 from fxls.report import Span
 from fxls.server.code_actions import _workspace_edit
-from fxls.server.lsp_convert import RangeConverter
+from fxls.server.lsp_convert import RangeConverter, on_disk
 
 TEXT = "a = '\u2028'\x0c\nb = '😀'\r\nc = 1\rd = 2\n"
 
@@ -37,3 +39,21 @@ def test_quick_fix_edits_land_on_the_python_line(tmp_path):
     edit = _workspace_edit("file:///m.py", [TextEdit(3, 0, 4, 0, "")], converter)
     (text_edit,) = edit.changes["file:///m.py"]
     assert _tuple(text_edit.range) == (2, 0, 3, 0)  # deletes the line `c = 1`
+
+
+def test_a_file_on_disk_is_read_once_until_it_changes(tmp_path):
+    library = tmp_path / "library.py"
+    library.write_text("x = 1\né = 2\n", encoding="utf-8")
+    span = Span(str(library), 2, 2, 0, 2)  # `é` is two bytes
+
+    def converted() -> tuple[int, int, int, int]:
+        document = tmp_path / "model.py"
+        return _tuple(RangeConverter(str(document), "", "utf-16").range(span))
+
+    assert converted() == (1, 0, 1, 1)
+    first = on_disk(str(library.resolve()))
+    assert on_disk(str(library.resolve())) is first  # kept between publishes
+    library.write_text("x = 1\nab = 2\n", encoding="utf-8")  # same size, new contents
+    os.utime(library, ns=(1, 1))
+    assert converted() == (1, 0, 1, 2)  # read again: the change is seen
+    assert on_disk(str(library.resolve())) is not first
