@@ -166,8 +166,6 @@ class _Initialisers:
         skips, budget = self.skips, self.budget
         if skips.count:  # once one is skipped, the real build runs them all again anyway
             return False
-        if budget.allowance_s <= 0 and budget.share <= 0:
-            return False
         building = perf_counter() - self.started - skips.spent
         left = budget.allowance_s + budget.share * building - skips.spent
         return left > 0 and _elements(args) * budget.seconds_per_element <= left
@@ -221,12 +219,13 @@ def initialisers_skipped(budget: Budget = NOTHING) -> Iterator[Callable[[], int]
                     patch(owner, name, budgeted(method))
 
     def apply(self: torch.nn.Module, fn: Callable[[torch.nn.Module], None]) -> Any:
-        if not _is_initialiser(fn) or skips.running:
+        if not _is_initialiser(fn):
             return module_apply(self, fn)
         return initialisers.call(module_apply, self, self, fn)
 
     def unless_parameter(original: Callable[..., Any]) -> Callable[..., Any]:
         def skipped_on_parameters(tensor: Any, *args: Any, **kwargs: Any) -> Any:
+            # inside a running initialiser ``call`` would run it anyway: no storage lookup
             if not skips.running and skips.is_parameter(tensor):
                 return initialisers.call(original, tensor, tensor, *args, **kwargs)
             return original(tensor, *args, **kwargs)

@@ -415,8 +415,7 @@ class FxlsServer(LanguageServer):
         return [*folders, self.workspace.root_path or ""]
 
     def _start_fix_verification(self, state: DocumentState, request: AnalysisRequest) -> None:
-        if state.verify_task is not None:
-            state.verify_task.cancel()
+        # the verification of the text before was cancelled when this analysis started
         if state.fixes is None:
             state.fixes = FixCache()
         report, text = state.report, state.analysed_text

@@ -83,12 +83,17 @@ def _report(n: int) -> FileReport:
     return FileReport(path="/m.py", diagnostics=diagnostics)
 
 
-async def test_the_fixes_a_request_waits_for_are_verified_first(monkeypatch):
+def _one_fix_per_line(monkeypatch: Any) -> None:
+    """Each diagnostic gets one fix, which empties its line."""
     def fixes_for(text: str, diagnostic: Diagnostic) -> list[Fix]:
         line = diagnostic.span.line
         return [Fix(f"fix {line}", "FX013", [TextEdit(line, 0, line, 5, "")])]
 
     monkeypatch.setattr("fxls.server.code_actions.fixes_for", fixes_for)
+
+
+async def test_the_fixes_a_request_waits_for_are_verified_first(monkeypatch):
+    _one_fix_per_line(monkeypatch)
     order: list[int] = []
     gate = asyncio.Event()
 
@@ -113,11 +118,7 @@ async def test_the_fixes_a_request_waits_for_are_verified_first(monkeypatch):
 
 
 async def test_verification_waits_for_a_quiet_moment_unless_a_request_asks(monkeypatch):
-    def fixes_for(text: str, diagnostic: Diagnostic) -> list[Fix]:
-        line = diagnostic.span.line
-        return [Fix(f"fix {line}", "FX013", [TextEdit(line, 0, line, 5, "")])]
-
-    monkeypatch.setattr("fxls.server.code_actions.fixes_for", fixes_for)
+    _one_fix_per_line(monkeypatch)
     started: list[int] = []
 
     async def analyze(variant: str, lane: int) -> Any:
