@@ -7,7 +7,9 @@ functions' code objects costs no parse of the library's (often long) source.
 
 from __future__ import annotations
 
+import functools
 import sys
+from bisect import bisect_right
 from types import CodeType, FunctionType, ModuleType
 from typing import Any
 
@@ -15,26 +17,34 @@ from typing import Any
 _WRAP_LIMIT = 8
 
 
-#: ``__file__`` -> module name, as of ``sys.modules`` of this size
+#: ``__file__`` -> module name
 _by_file: dict[str, str] = {}
-_by_file_size = -1
-#: (module name, file) -> (first line, last line, qualified name) of its functions
-_spans: dict[tuple[str, str], list[tuple[int, int, str]]] = {}
+#: module name -> id of the module object ``_by_file`` has taken in under that name
+_taken: dict[str, int] = {}
+#: (module name, file) -> the code objects of its module-level functions and of its
+#: module-level classes' methods defined in that file, by first line
+_codes: dict[tuple[str, str], tuple[list[int], list[CodeType]]] = {}
 
 
 def module_named_by_file(file: str) -> tuple[str, ModuleType] | None:
     """The loaded module whose ``__file__`` is ``file``."""
-    global _by_file_size
     found = _lookup(file)
-    if len(sys.modules) != _by_file_size or (file in _by_file and found is None):
-        _by_file.clear()
-        _by_file_size = len(sys.modules)
-        for name, module in list(sys.modules.items()):
-            path = _file_of(module)
-            if path is not None:
-                _by_file.setdefault(path, name)
+    if found is None:
+        _take_new_modules()
         found = _lookup(file)
     return found
+
+
+def _take_new_modules() -> None:
+    """Add the modules ``sys.modules`` got since the last call (or put back under a name):
+    a job imports one file into thousands of modules the idle process has taken in."""
+    for name, module in list(sys.modules.items()):
+        if _taken.get(name) == id(module):
+            continue
+        _taken[name] = id(module)
+        path = _file_of(module)
+        if path is not None and (path not in _by_file or _lookup(path) is None):
+            _by_file[path] = name
 
 
 def _lookup(file: str) -> tuple[str, ModuleType] | None:
@@ -58,30 +68,37 @@ def qualname_at(module: ModuleType, file: str, line: int) -> str | None:
     whose code spans ``line`` (``BertSelfAttention.forward``); None when no module-level
     function or method of a module-level class does (a closure: the caller parses)."""
     key = (module.__name__, file)
-    if key not in _spans:
-        _spans[key] = _function_spans(module, file)
-    best: tuple[int, str] | None = None
-    for first, last, qualname in _spans[key]:
-        if first <= line <= last and (best is None or first >= best[0]):
-            best = (first, qualname)
-    if best is None or "<locals>" in best[1]:
-        return None
-    return best[1]
+    if key not in _codes:
+        _codes[key] = _codes_by_first_line(module, file)
+    firsts, codes = _codes[key]
+    # the latest to start first: it is the one around ``line`` unless ``line`` is outside
+    # every function (or the code is a closure's, inside an earlier function)
+    for code in reversed(codes[:bisect_right(firsts, line)]):
+        best: tuple[int, str] | None = None
+        for inner in _nested_codes(code):
+            if inner.co_firstlineno <= line <= _last_line(inner) and (
+                    best is None or inner.co_firstlineno >= best[0]):
+                best = (inner.co_firstlineno, inner.co_qualname)
+        if best is not None:
+            return None if "<locals>" in best[1] else best[1]
+    return None
 
 
-def _function_spans(module: ModuleType, file: str) -> list[tuple[int, int, str]]:
-    spans = []
+def _codes_by_first_line(module: ModuleType, file: str) -> tuple[list[int], list[CodeType]]:
+    codes: dict[int, CodeType] = {}
     for value in list(vars(module).values()):
         members = list(vars(value).values()) if isinstance(value, type) else [value]
         for member in members:
             code = _code_of(member)
-            if code is None or code.co_filename != file:
-                continue
-            for inner in _nested_codes(code):
-                lines = [n for _, _, n in inner.co_lines() if n is not None]
-                if lines:
-                    spans.append((inner.co_firstlineno, max(lines), inner.co_qualname))
-    return spans
+            if code is not None and code.co_filename == file:
+                codes[id(code)] = code
+    ordered = sorted(codes.values(), key=lambda c: c.co_firstlineno)
+    return [c.co_firstlineno for c in ordered], ordered
+
+
+@functools.cache
+def _last_line(code: CodeType) -> int:
+    return max((n for _, _, n in code.co_lines() if n is not None), default=-1)
 
 
 def _code_of(value: Any) -> CodeType | None:

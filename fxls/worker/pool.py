@@ -2,7 +2,10 @@
 them (``zygote``).
 
 A job is handed to the oldest idle job process of its network policy (``hand_over``), so
-that no job waits for a fork; the pool keeps ``IDLE_CHILDREN`` of them ready. They come from
+that no job waits for a fork; the pool keeps ``IDLE_CHILDREN`` of them ready (the worker
+asks for a job's replacement once that job has sent its first result, unless no idle one is
+left: a new process warms up by running an analysis, which would take a core from the job
+on two). They come from
 a zygote where one can be used (one for jobs without network; a second one, started when
 the first job allowed the network comes, where the first one's network namespace has
 none), else the worker forks them itself (``sandbox.fork_job_process``). The pool shares

@@ -105,6 +105,8 @@ class Job:
     watch: JobWatch | None = None
     #: the limit it exceeded, in words: it is being ended for it
     over_limit: str | None = None
+    #: the pool is to fork this job's replacement once the job has sent its first result
+    refill_due: bool = False
 
 
 class Worker:
@@ -282,7 +284,12 @@ class Worker:
             self.selector.register(child.pidfd, selectors.EVENT_READ, ("exit", job))
         self.send({"op": Op.STARTED, "id": job_id})
         self.pool.jobs_running(len(self.jobs))
-        self.pool.ensure_idle()  # fork the next job's process now, off the critical path
+        # the next job's process: its fork is quick, but its warm-up (an analysis) would take
+        # a core from this job until its first result; forked at once if none is left
+        if self.pool.idle:
+            job.refill_due = True
+        else:
+            self.pool.ensure_idle()
 
     def _watch(self, child: Child, policy: JobPolicy) -> JobWatch | None:
         """The job's limits, sampled by the worker (``limits``): the policy's, else the
@@ -330,6 +337,7 @@ class Worker:
                     self.send(attach({"op": Op.PARTIAL, "id": job.id}, body))
                 else:
                     job.held_partial = body
+                self._refill(job)
                 continue
             if status == IMPORTS:  # comes right before the final frame
                 names = _names(body)
@@ -404,9 +412,16 @@ class Worker:
             self._report(job, self._outcome(job, status, cpu_used))
         self.pool.job_ended()
         self.pool.jobs_running(len(self.jobs))
+        self._refill(job)
         self.learner.after_job()
         if job.final_from_job and job.libraries is not None:
             self.learner.offer(job.libraries)
+
+    def _refill(self, job: Job) -> None:
+        """Fork the idle process that replaces ``job``'s, if that was left for later."""
+        if job.refill_due:
+            job.refill_due = False
+            self.pool.ensure_idle()
 
     def _report(self, job: Job, body: bytes) -> None:
         """Send the job's result: ``body`` (``encode_status``) after the worker's envelope,

@@ -8,6 +8,7 @@ are compared; fxcore's own additions (source spans, the note on errors) are chec
 import collections
 import copy
 import dataclasses
+import dis
 import io
 import os
 import pickle
@@ -806,3 +807,32 @@ def test_scripted_graph_module_raises_script_errors() -> None:
     scripted = torch.jit.script(fxcore.symbolic_trace(HasConstant()))
     with pytest.raises(torch.jit.Error, match="assert_foobar"):
         scripted(torch.rand(3, 3))
+
+
+def _unpacks(targets: int) -> Any:
+    """``forward`` unpacking a traced value into ``targets`` names (``EXTENDED_ARG`` past 255),
+    then iterating over one in a loop (not an unpacking: torch.fx refuses it)."""
+    names = [f"v{i}" for i in range(targets)]
+    namespace: dict[str, Any] = {}
+    exec(f"def unpack(x):\n    {', '.join(names)}, = x\n    return {names[-1]}\n"
+         "def loop(x):\n    return [v for v in x]\n", namespace)
+    return namespace
+
+
+@pytest.mark.parametrize("targets", [1, 2, 255, 256, 300])
+def test_unpacking_a_proxy_makes_one_getitem_per_target_as_torch_fx_does(targets: int) -> None:
+    functions = _unpacks(targets)
+    graphs = [fx.symbolic_trace(functions["unpack"]) for fx in BOTH]
+    assert graph_rows(graphs[1].graph) == graph_rows(graphs[0].graph)
+    getitems = [n for n in graphs[1].graph.nodes if n.op == "call_function"]
+    assert len(getitems) == targets
+    for fx in BOTH:
+        with pytest.raises(fx.proxy.TraceError, match="iterated"):
+            fx.symbolic_trace(functions["loop"])
+
+
+def test_the_unpacked_count_is_read_past_two_extended_arg_prefixes() -> None:
+    unpack = _unpacks(70_000)["unpack"].__code__
+    at = next(i.offset for i in dis.get_instructions(unpack) if i.opname == "UNPACK_SEQUENCE")
+    assert fxcore.proxy._unpacked_count(unpack, at) == 70_000
+    assert fxcore.proxy._unpacked_count(unpack, at - 2) is None  # its EXTENDED_ARG

@@ -119,6 +119,18 @@ def partials(params: dict[str, Any]) -> str:
     return "final"
 
 
+def partial_after_a_nap(params: dict[str, Any]) -> float:
+    """Sleep, send a partial result, sleep again; returns when the partial went out (on the
+    machine's monotonic clock)."""
+    from fxls.worker.api import send_partial
+
+    time.sleep(float(params["seconds"]))
+    sent = time.monotonic()
+    assert send_partial({"sent": sent})
+    time.sleep(float(params["seconds"]))
+    return sent
+
+
 def warm_up() -> None:
     """A warm-up that leaves traces a job must (STATE) or must not (the rest) see; it puts
     torch's random generator back itself, as the job API asks."""

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -71,6 +73,35 @@ async def test_the_worker_keeps_two_job_processes_ready() -> None:
         await asyncio.sleep(0.3)
         replaced = [pid for pid in children_of(worker.pid) if pid != worker.zygote_pid]
         assert len(replaced) == IDLE_CHILDREN and not set(replaced) & set(ready)
+    finally:
+        await worker.close()
+
+
+def _started_at(pid: int) -> float:
+    """When process ``pid`` started, on the monotonic clock (10 ms steps)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    since_boot = int(fields[19]) / os.sysconf("SC_CLK_TCK")
+    return since_boot - (time.clock_gettime(time.CLOCK_BOOTTIME) - time.monotonic())
+
+
+async def test_a_jobs_replacement_is_forked_once_the_job_sent_its_first_result() -> None:
+    """A new idle process warms up by running an analysis: on two cores, forked with the
+    job it would slow the job down until its first diagnostics."""
+    worker = WorkerClient(sys.executable)
+    await worker.start()
+    try:
+        assert worker.pid is not None
+        ready = set(children_of(worker.pid)) - {worker.zygote_pid}
+        result = await worker.run(f"{JOBS}:partial_after_a_nap", {"seconds": 0.4}, timeout=10)
+        assert result.status == "ok", result
+        sent = result.value
+        for _ in range(100):  # until the job's process is gone: the idle ones are left
+            idle = set(children_of(worker.pid)) - {worker.zygote_pid}
+            if len(idle) == IDLE_CHILDREN:
+                break
+            await asyncio.sleep(0.05)
+        (replacement,) = idle - ready
+        assert _started_at(replacement) >= sent - 0.02  # not at the job's start, 0.4 s before
     finally:
         await worker.close()
 
