@@ -26,10 +26,20 @@ def snapshot(root: Any) -> State:
     if not isinstance(root, torch.nn.Module):
         return []
     state: State = []
-    for module in root.modules():
-        tables = {name: dict(getattr(module, name)) for name in _TABLES
-                  if isinstance(module.__dict__.get(name), dict)}
-        state.append((module, dict(module.__dict__), tables))
+    seen: set[int] = set()
+    pending = [root]
+    while pending:  # ``modules()`` without the qualified names it builds along the way
+        module = pending.pop()
+        if id(module) in seen:
+            continue
+        seen.add(id(module))
+        attributes = module.__dict__
+        tables = {name: dict(table) for name in _TABLES
+                  if isinstance(table := attributes.get(name), dict)}
+        state.append((module, dict(attributes), tables))
+        children = attributes.get("_modules")
+        if isinstance(children, dict):
+            pending.extend(m for m in reversed(children.values()) if isinstance(m, torch.nn.Module))
     return state
 
 

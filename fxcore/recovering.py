@@ -248,18 +248,6 @@ def has_forward(module: torch.nn.Module | type[torch.nn.Module]) -> bool:
 
 
 class _RecoveringProxy(Proxy):
-    @property  # type: ignore[misc]
-    def __class__(self) -> type:
-        marked = getattr(self.tracer, "tensor_lines", None)
-        if marked:
-            frame = sys._getframe(1)
-            file = frame.f_code.co_filename
-            for (marked_file, lines), issue in marked.items():
-                if file == marked_file and frame.f_lineno in lines and not is_size(self.node):
-                    self.tracer.tensor_check_answered(issue)  # type: ignore[attr-defined]
-                    return torch.Tensor
-        return type(self)
-
     def __int__(self) -> int:
         _refuse_torch_probe(self, sys._getframe(1), "int")
         return self.tracer.python_value(self, "int", 1)  # type: ignore[attr-defined]
@@ -295,6 +283,26 @@ def _refuse_torch_probe(proxy: Proxy, caller: types.FrameType, conversion: str) 
 # Python names a type in its own errors ("'Proxy' object does not support item assignment"):
 # say what torch.fx says.
 _RecoveringProxy.__name__ = "Proxy"
+
+
+class _TensorLinesProxy(_RecoveringProxy):
+    """The proxies of a trace with ``tensor_lines``: on those lines the model's isinstance
+    sees a tensor. Its own class because every isinstance of a proxy that fails the type
+    check reads ``__class__``: a Python property there costs every other trace too."""
+
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:
+        marked = self.tracer.tensor_lines  # type: ignore[attr-defined]
+        frame = sys._getframe(1)
+        file = frame.f_code.co_filename
+        for (marked_file, lines), issue in marked.items():
+            if file == marked_file and frame.f_lineno in lines and not is_size(self.node):
+                self.tracer.tensor_check_answered(issue)  # type: ignore[attr-defined]
+                return torch.Tensor
+        return type(self)
+
+
+_TensorLinesProxy.__name__ = "Proxy"
 
 
 @dataclass
@@ -367,6 +375,8 @@ class RecoveringTracer(Tracer):
         return super().is_leaf_module(m, module_qualified_name)
 
     def proxy(self, node: Node) -> Proxy:
+        if self.tensor_lines:
+            return _TensorLinesProxy(node, self)
         return _RecoveringProxy(node, self)
 
     def _decide(self, kind: str, frame: types.FrameType | None, default: Any) -> Any:
@@ -606,9 +616,13 @@ def trace_collecting_issues(
     # a trace's Proxies there: every trace starts from the module as it was; the last one's
     # writes stay, as one torch.fx trace's would (`self.calls += 1`)
     pristine = snapshot(root)
+    traced_once = False
 
     def attempt(choices: dict[_DecisionKey, Any]) -> tuple[CollectedTrace, RecoveringTracer]:
-        restore(pristine)
+        nonlocal traced_once
+        if traced_once:
+            restore(pristine)
+        traced_once = True
         trace, tracer = _trace_once(root, concrete or None, leaf_modules, autowrap_functions,
                                     max_issues, choices, static, carried, tensor)
         first = _first_follow_on(trace)

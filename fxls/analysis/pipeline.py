@@ -640,7 +640,7 @@ def _module_types(gm: GraphModule) -> dict[str, str]:
     found: dict[str, str] = {}
     for node in gm.graph.nodes:
         for path, cls in (node.meta.get("nn_module_stack") or {}).values():
-            if isinstance(cls, type) and path not in found:
+            if path not in found and isinstance(cls, type):
                 found[path] = f"{cls.__module__}.{cls.__qualname__}"
     return found
 
