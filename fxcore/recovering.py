@@ -280,11 +280,6 @@ def _refuse_torch_probe(proxy: Proxy, caller: types.FrameType, conversion: str) 
         raise TypeError(_NO_CONVERSION[conversion].format(type(proxy).__name__))
 
 
-# Python names a type in its own errors ("'Proxy' object does not support item assignment"):
-# say what torch.fx says.
-_RecoveringProxy.__name__ = "Proxy"
-
-
 class _TensorLinesProxy(_RecoveringProxy):
     """The proxies of a trace with ``tensor_lines``: on those lines the model's isinstance
     sees a tensor. Its own class because every isinstance of a proxy that fails the type
@@ -302,7 +297,9 @@ class _TensorLinesProxy(_RecoveringProxy):
         return type(self)
 
 
-_TensorLinesProxy.__name__ = "Proxy"
+# Python names a type in its own errors ("'Proxy' object does not support item assignment"):
+# say what torch.fx says.
+_RecoveringProxy.__name__ = _TensorLinesProxy.__name__ = "Proxy"
 
 
 @dataclass
