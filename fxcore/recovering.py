@@ -132,6 +132,9 @@ class CollectedTrace:
     partial: bool = False
     #: node names of submodules that failed and were kept as opaque call_module nodes
     opaque_modules: list[str] = field(default_factory=list)
+    #: why the graph has no GraphModule: its generated code failed to build (e.g. the
+    #: SyntaxError of a submodule named ``'a"b'``, which torch.fx's symbolic_trace raises)
+    codegen_error: Exception | None = None
 
 
 class _TooManyIssues(Exception):
@@ -820,16 +823,18 @@ def _trace_once(
         except Exception:
             graph = None
     graph_module = None
+    codegen_error = None
     if graph is not None:
         name = type(root).__name__ if isinstance(root, torch.nn.Module) else root.__name__
         try:
             graph_module = GraphModule(tracer.root, graph, name)
-        except Exception:
-            graph_module = None
+        except Exception as error:
+            codegen_error = error
     return CollectedTrace(
         graph,
         graph_module,
         tracer.issues,
         partial=not complete or bool(tracer.issues),
         opaque_modules=tracer.opaque_modules,
+        codegen_error=codegen_error,
     ), tracer

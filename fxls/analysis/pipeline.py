@@ -37,6 +37,7 @@ from fxcore.recovering import (
 from fxcore.source import SourceSpan
 from fxls.analysis import rewrites, rules
 from fxls.analysis.calls import submodule_calls
+from fxls.analysis.codegen_failure import codegen_failure
 from fxls.analysis.construction import (
     INFERRED,
     Built,
@@ -487,6 +488,15 @@ def _analyze_class(
     gm = trace.graph_module
     if gm is None:
         module_report.status = TraceStatus.FAILED
+        if trace.codegen_error is not None:
+            failure, module_report.reason = codegen_failure(
+                trace.codegen_error, trace.graph, instance, name, span, file.tree,
+                file.filename)
+            found.append(failure)
+        elif not found:  # never a silent "failed"
+            module_report.reason = "the trace ended without a graph or a recorded cause"
+            found.append(diagnostic("FX004", f"`{name}` could not be traced: the trace "
+                                    "ended without a graph or a recorded cause", span, name))
         return module_report, found, None
     module_report.status = TraceStatus.PARTIAL if trace.issues else TraceStatus.TRACED
     module_report.node_count = len(gm.graph.nodes)
