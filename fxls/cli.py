@@ -16,6 +16,7 @@ from fxls.files import collect_python_files
 from fxls.output.json_format import format_json
 from fxls.output.located import SourceCache
 from fxls.output.sarif import format_sarif
+from fxls.output.setting_problems import problem_lines, unique_problems
 from fxls.output.statistics import collect_statistics, why_not_traced
 from fxls.output.text import format_text
 from fxls.python_source import UndecodableSource, read_python_source
@@ -53,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--timeout", type=float, help="seconds per file (default 30)")
     check.add_argument("--python", help="interpreter that runs the user code")
     check.add_argument("--jobs", type=int, default=0, help="files analysed at once")
+    _add_policy_flags(check)
     check.add_argument("--no-progress", action="store_true", help="no progress bar")
     check.add_argument(
         "--statistics", action="store_true",
@@ -67,6 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
                        default="code")
     graph.add_argument("--timeout", type=float)
     graph.add_argument("--python")
+    _add_policy_flags(graph)
 
     serve = commands.add_parser("serve", help="run the language server")
     serve.add_argument("--stdio", action="store_true", help="speak LSP on stdio (default)")
@@ -76,14 +79,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _add_policy_flags(parser: argparse.ArgumentParser) -> None:
+    """What analysed code may do beyond the sandbox: the user's to allow, never the
+    repository's (its pyproject.toml cannot widen these)."""
+    parser.add_argument("--allow-write", action="append", metavar="DIR",
+                        help="a folder analysed code may write to (repeatable; any folder)")
+    parser.add_argument("--allow-network", action="store_true",
+                        help="let analysed code open network connections")
+
+
 def _overrides(args: argparse.Namespace) -> dict[str, object]:
     overrides: dict[str, object] = {}
     if getattr(args, "select", None):
         overrides["select"] = args.select
     if getattr(args, "ignore", None):
         overrides["ignore"] = args.ignore
-    if getattr(args, "timeout", None):
+    if getattr(args, "timeout", None) is not None:  # 0 or nan too: said, not ignored
         overrides["timeout"] = args.timeout
+    if getattr(args, "allow_write", None):
+        overrides["allow_write"] = [os.path.abspath(folder) for folder in args.allow_write]
+    if getattr(args, "allow_network", False):
+        overrides["allow_network"] = True
     return overrides
 
 
@@ -162,6 +178,8 @@ def run_check(args: argparse.Namespace) -> int:
     if missing:
         raise UsageError(f"no such file or folder: {', '.join(missing)}")
     requests = _read_requests(collect_python_files(args.paths), _overrides(args))
+    setting_problems = unique_problems(p for r in requests for p in r.settings.problems)
+    sys.stderr.write(problem_lines(setting_problems))
     progress = _Progress(len(requests), not args.no_progress)
     try:
         reports = asyncio.run(_analyze_all(
@@ -174,7 +192,7 @@ def run_check(args: argparse.Namespace) -> int:
     sources.claim(reports)
     formatter = {"text": format_text, "json": format_json, "sarif": format_sarif}[args.format]
     statistics = collect_statistics(reports) if args.statistics else None
-    sys.stdout.write(formatter(reports, sources, statistics))
+    sys.stdout.write(formatter(reports, sources, statistics, setting_problems))
     return EXIT_ERRORS if _has_errors(reports) else EXIT_OK
 
 
@@ -192,6 +210,7 @@ def run_graph(args: argparse.Namespace) -> int:
     if not os.path.isfile(path):
         raise UsageError(f"no such file: {path}")
     (request,) = _read_requests([path], _overrides(args))
+    sys.stderr.write(problem_lines(request.settings.problems))
     if isinstance(request, _Undecodable):
         raise UsageError(f"cannot read {path}: {request.error.message}")
     (report,) = asyncio.run(

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from fxls.output.located import SourceCache, locate, pass_origin
+from fxls.output.setting_problems import problem_entries
 from fxls.output.statistics import Statistics
 from fxls.report import FileReport, ModuleReport, PassReport
+from fxls.settings import SettingProblem
 
 
 def report_to_json(report: FileReport, sources: SourceCache) -> dict[str, Any]:
@@ -64,11 +67,14 @@ def _diagnostic(item: Any, own_path: str) -> dict[str, Any]:
 
 
 def format_json(
-    reports: list[FileReport], sources: SourceCache, statistics: Statistics | None = None
+    reports: list[FileReport], sources: SourceCache, statistics: Statistics | None = None,
+    setting_problems: Sequence[SettingProblem] = (),
 ) -> str:
     document: dict[str, Any] = {
         "version": 1, "files": [report_to_json(r, sources) for r in reports]
     }
+    if setting_problems:  # additive key, only when a setting was bad or refused
+        document["settings_problems"] = problem_entries(setting_problems)
     if statistics is not None:  # additive key, only when asked for (--statistics)
         document["statistics"] = statistics.to_dict()
     return json.dumps(document, indent=2) + "\n"

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from fxls import __version__
 from fxls.codes import CODES, doc_url
 from fxls.output.located import SourceCache, locate, pass_origin
+from fxls.output.setting_problems import sarif_notifications
 from fxls.output.statistics import Statistics
 from fxls.report import FileReport
+from fxls.settings import SettingProblem
 
 _LEVELS = {"error": "error", "warning": "warning", "information": "note", "hint": "note"}
 
@@ -29,7 +32,8 @@ def _rules() -> list[dict[str, Any]]:
 
 
 def format_sarif(
-    reports: list[FileReport], sources: SourceCache, statistics: Statistics | None = None
+    reports: list[FileReport], sources: SourceCache, statistics: Statistics | None = None,
+    setting_problems: Sequence[SettingProblem] = (),
 ) -> str:
     rule_index = {code: i for i, code in enumerate(CODES)}
     results = []
@@ -74,6 +78,11 @@ def format_sarif(
             }
         ],
     }
+    if setting_problems:  # bad or refused settings, at their line of pyproject.toml
+        document["runs"][0]["invocations"] = [{
+            "executionSuccessful": True,
+            "toolConfigurationNotifications": sarif_notifications(setting_problems),
+        }]
     if statistics is not None:  # a SARIF property bag: readers ignore what they don't know
         document["runs"][0]["properties"] = {"statistics": statistics.to_dict()}
     return json.dumps(document, indent=2) + "\n"

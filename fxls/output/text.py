@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from fxls.output.located import SourceCache, locate
 from fxls.output.statistics import Statistics, format_statistics_text
 from fxls.report import FileReport
+from fxls.settings import SettingProblem
 from fxls.source_text import UTF32
 
 
 def format_text(
-    reports: list[FileReport], sources: SourceCache, statistics: Statistics | None = None
+    reports: list[FileReport], sources: SourceCache, statistics: Statistics | None = None,
+    setting_problems: Sequence[SettingProblem] = (),
 ) -> str:
-    """The diagnostics; then, when given, the statistics after a blank line."""
+    """The diagnostics; then, when given, the statistics after a blank line. (Setting
+    problems go to stderr, before the run: ``setting_problems.problem_lines``.)"""
     lines = []
     for report in reports:
         for item in locate(report, sources, UTF32, once=True):

@@ -60,7 +60,12 @@ from fxls.server.lsp_convert import RangeConverter, place_diagnostics
 from fxls.server.progress import TaskProgress, TraceProgress
 from fxls.server.protocol import FxlsProtocol, serve_stdio
 from fxls.server.reporting import reported, tell
-from fxls.settings import load_settings
+from fxls.server.settings_diagnostics import (
+    SOURCE_PREFIX,
+    pyproject_uri,
+    settings_diagnostics,
+)
+from fxls.settings import Settings, load_settings
 
 log = logging.getLogger("fxls.server")
 
@@ -113,6 +118,8 @@ class FxlsServer(LanguageServer):
         self._pushed: set[str] = set()
         #: messages already shown (a bad setting or a broken interpreter is said once)
         self._said: set[str] = set()
+        #: pyproject.toml uri -> the settings diagnostics it shows
+        self._settings_shown: dict[str, list[types.Diagnostic]] = {}
 
     def supports_configuration(self) -> bool:
         workspace = self.client_capabilities.workspace
@@ -189,6 +196,18 @@ class FxlsServer(LanguageServer):
             self._said.add(message)
             tell(self, message, show=True, kind=kind)
 
+    def publish_settings(self, settings: Settings) -> None:
+        """Each bad or refused setting is said once, and shown on the project's
+        pyproject.toml at its line (replaced on every load: gone once fixed)."""
+        for problem in settings.problems:
+            self.say_once(f"fxls: [tool.fxls] in {settings.root}: {problem}")
+        uri = pyproject_uri(settings.root)
+        diagnostics = settings_diagnostics(settings.problems, settings.root)
+        if diagnostics == self._settings_shown.get(uri, []):
+            return
+        self._settings_shown[uri] = diagnostics
+        self.republish(self.board.set_contributions(SOURCE_PREFIX + uri, {uri: diagnostics}))
+
     def converter(self, state: DocumentState) -> RangeConverter:
         return RangeConverter(state.path, state.analysed_text, self.encoding)
 
@@ -251,15 +270,8 @@ class FxlsServer(LanguageServer):
     ) -> None:
         document = self.workspace.get_text_document(uri)
         text, version = document.source, document.version
-        overrides = {
-            "timeout": self.config.trace_timeout,
-            "select": self.config.select or None,
-            "ignore": self.config.ignore or None,
-            "trace_mode": self.config.trace_mode or None,
-        }
-        settings = load_settings(state.path, overrides)
-        for problem in settings.problems:
-            self.say_once(f"fxls: [tool.fxls] in {settings.root}: {problem}")
+        settings = load_settings(state.path, self.config.overrides())
+        self.publish_settings(settings)
         request = AnalysisRequest(state.path, text, settings)
 
         def current() -> bool:
@@ -504,10 +516,8 @@ class FxlsServer(LanguageServer):
             await self.analyze(uri, track=False)
             return
         text = read_python_source_or_replace(str(path))
-        overrides = {"timeout": self.config.trace_timeout, "select": self.config.select or None,
-                     "ignore": self.config.ignore or None,
-                     "trace_mode": self.config.trace_mode or None}
-        settings = load_settings(str(path), overrides)
+        settings = load_settings(str(path), self.config.overrides())
+        self.publish_settings(settings)
         request = AnalysisRequest(str(path), text, settings)
         try:
             service = await self.interpreters.for_path(str(path))

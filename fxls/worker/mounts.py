@@ -102,20 +102,43 @@ def hide_listening_sockets(table_fd: int | None, keep: Iterable[str] = ()) -> li
 def read_only_except(writable: Iterable[str]) -> None:
     """Every mount read-only, except the folders (or files) ``writable`` and /proc.
     Raises OSError if the kernel refused."""
+    folders = [path for path in dict.fromkeys(writable) if os.path.exists(path)]
+    if any(os.path.realpath(path) == "/" for path in folders):
+        # everything stays as writable as it is outside the job (a bind onto "/" would not
+        # even be seen: a process's root stays the mount below it)
+        return
     if not _set_attr("/", _MOUNT_ATTR_RDONLY, 0, recursive=True):
         _remount_each_read_only()
     _set_attr("/proc", 0, _MOUNT_ATTR_RDONLY, recursive=False)  # the job's own /proc
     libc = _libc()
-    for path in dict.fromkeys(writable):
-        if not os.path.exists(path):
-            continue
+    for path in folders:
         target = os.fsencode(path)
         if libc.mount(target, target, None, _MS_BIND | _MS_REC, None) != 0:
             raise _error(f"mount --rbind {path}")
-        if not _set_attr(path, 0, _MOUNT_ATTR_RDONLY, recursive=True):
+        if not _make_writable(path):
             flags = _mount_flags(path)
             if libc.mount(None, target, None, _MS_REMOUNT | _MS_BIND | flags, None) != 0:
                 raise _error(f"mount -o remount,rw {path}")
+
+
+def _make_writable(path: str) -> bool:
+    """Clear read-only on the mounts at and below ``path``; False where the kernel lacks
+    ``mount_setattr``. A mount below that was read-only before the job (its flag locked,
+    e.g. a read-only /sys under an allowed "/sys/..."'s parent) stays read-only."""
+    try:
+        return _set_attr(path, 0, _MOUNT_ATTR_RDONLY, recursive=True)
+    except PermissionError:
+        pass
+    if not _set_attr(path, 0, _MOUNT_ATTR_RDONLY, recursive=False):
+        return False
+    below = path.rstrip("/") + "/"
+    for point, _flags in _mounts():
+        if point.startswith(below):
+            try:
+                _set_attr(point, 0, _MOUNT_ATTR_RDONLY, recursive=False)
+            except PermissionError:
+                pass  # locked read-only: it was read-only for the user too
+    return True
 
 
 def _set_attr(path: str, set_: int, clear: int, *, recursive: bool) -> bool:
