@@ -6,13 +6,12 @@ import argparse
 import asyncio
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from fxls.codes import CODES, Severity, code_selected, parse_code_list, unknown_codes
 from fxls.environment import VersionAction
-from fxls.files import collect_python_files
+from fxls.files import Skipped, SkippedFile, find_python_files, skip_reason
 from fxls.output.json_format import format_json
 from fxls.output.located import SourceCache
 from fxls.output.sarif import format_sarif
@@ -104,37 +103,51 @@ def _overrides(args: argparse.Namespace) -> dict[str, object]:
 
 
 def _read_requests(
-    paths: list[str], overrides: dict[str, object]
-) -> list[AnalysisRequest | _Undecodable]:
-    """A request per file; a file Python could not decode is a request whose report is
-    already known (:func:`_undecodable_report`)."""
-    requests: list[AnalysisRequest | _Undecodable] = []
+    paths: list[str], overrides: dict[str, object],
+    on_skipped: Callable[[Skipped], None] | None = None,
+) -> list[AnalysisRequest | _Unread]:
+    """A request per file; a file that could not be read or decoded is a request whose report
+    is already known (:meth:`_Unread.report`); a path that is not a regular file is left out
+    and given to ``on_skipped`` (default: a line on stderr)."""
+    requests: list[AnalysisRequest | _Unread] = []
     for path in paths:
         try:
             source = read_python_source(path)
         except UndecodableSource as error:
-            requests.append(_Undecodable(path, error.text, load_settings(path, overrides),
-                                         error))
+            requests.append(_Unread(path, error.text, load_settings(path, overrides),
+                                    error.message, error.line, error.col, error.end_col))
             continue
-        except OSError as error:
-            raise UsageError(f"cannot read {path}: {error}") from error
+        except SkippedFile as error:
+            (on_skipped or _say_skipped)(Skipped(path, error.reason))
+            continue
+        except OSError as error:  # too large, unreadable: one FX100, the others are checked
+            reason = getattr(error, "reason", None) or f"cannot read the file: {error.strerror}"
+            requests.append(_Unread(path, "", load_settings(path, overrides), reason, 1, 0, 0))
+            continue
         requests.append(AnalysisRequest(path, source, load_settings(path, overrides)))
     return requests
 
 
+def _say_skipped(skipped: Skipped) -> None:
+    sys.stderr.write(f"fxls: {skipped.path}: skipped: {skipped.reason}\n")
+
+
 @dataclass(slots=True)
-class _Undecodable:
-    """A file that cannot be decoded: its report is one FX100, made without running it."""
+class _Unread:
+    """A file that cannot be read or decoded: its report is one FX100, made without running
+    it."""
 
     path: str
     source: str  # decoded with replacement characters, to show positions in
     settings: Settings
-    error: UndecodableSource
+    message: str
+    line: int
+    col: int
+    end_col: int
 
     def report(self) -> FileReport:
-        span = Span(str(Path(self.path).resolve()), self.error.line, self.error.line,
-                    self.error.col, self.error.end_col)
-        diagnostic = Diagnostic("FX100", CODES["FX100"].severity, self.error.message, span)
+        span = Span(os.path.realpath(self.path), self.line, self.line, self.col, self.end_col)
+        diagnostic = Diagnostic("FX100", CODES["FX100"].severity, self.message, span)
         report = FileReport(self.path, [], [diagnostic])
         selected = code_selected("FX100", parse_code_list(self.settings.select),
                                  parse_code_list(self.settings.ignore))
@@ -142,13 +155,13 @@ class _Undecodable:
 
 
 async def _analyze_all(
-    requests: list[AnalysisRequest | _Undecodable], python: str, jobs: int, progress: _Progress
+    requests: list[AnalysisRequest | _Unread], python: str, jobs: int, progress: _Progress
 ) -> list[FileReport]:
-    """Reports in request order; undecodable files are reported without the worker."""
+    """Reports in request order; unread files are reported without the worker."""
     readable = [r for r in requests if isinstance(r, AnalysisRequest)]
     analysed = iter(await analyze_many(readable, python=python, jobs=jobs,
                                        on_done=lambda report: progress.advance(report.path)))
-    return [r.report() if isinstance(r, _Undecodable) else next(analysed) for r in requests]
+    return [r.report() if isinstance(r, _Unread) else next(analysed) for r in requests]
 
 
 class _Progress:
@@ -174,10 +187,14 @@ class _Progress:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    missing = [p for p in args.paths if not os.path.exists(p)]
+    # lexists: a named symbolic-link loop or broken link exists, and is said to be skipped
+    missing = [p for p in args.paths if not os.path.lexists(p)]
     if missing:
         raise UsageError(f"no such file or folder: {', '.join(missing)}")
-    requests = _read_requests(collect_python_files(args.paths), _overrides(args))
+    found = find_python_files(args.paths)
+    for skipped in found.skipped:
+        _say_skipped(skipped)
+    requests = _read_requests(found.files, _overrides(args))
     setting_problems = unique_problems(p for r in requests for p in r.settings.problems)
     sys.stderr.write(problem_lines(setting_problems))
     progress = _Progress(len(requests), not args.no_progress)
@@ -207,12 +224,15 @@ def run_graph(args: argparse.Namespace) -> int:
     path, sep, class_name = args.target.rpartition("::")
     if not sep or not path or not class_name:
         raise UsageError("expected FILE::Class or FILE::pass, e.g. model.py::Encoder")
-    if not os.path.isfile(path):
+    if not os.path.lexists(path):
         raise UsageError(f"no such file: {path}")
+    reason = skip_reason(path)
+    if reason is not None:
+        raise UsageError(f"cannot read {path}: {reason}")
     (request,) = _read_requests([path], _overrides(args))
     sys.stderr.write(problem_lines(request.settings.problems))
-    if isinstance(request, _Undecodable):
-        raise UsageError(f"cannot read {path}: {request.error.message}")
+    if isinstance(request, _Unread):
+        raise UsageError(f"cannot read {path}: {request.message}")
     (report,) = asyncio.run(
         analyze_many([request], python=args.python or sys.executable, jobs=1)
     )

@@ -10,6 +10,7 @@ import io
 import tokenize
 from pathlib import Path
 
+from fxls.files import read_regular_file
 from fxls.source_text import source_text
 
 
@@ -28,13 +29,15 @@ class UndecodableSource(Exception):
 
 
 def read_python_source(path: str | Path) -> str:
-    """The text of the file at ``path``; raises OSError or :class:`UndecodableSource`."""
-    return decode_python_source(Path(path).read_bytes())
+    """The text of the regular file at ``path``, read with a bounded read that cannot block
+    (:func:`fxls.files.read_regular_file`); raises OSError (``SkippedFile``, ``FileTooLarge``
+    among them) or :class:`UndecodableSource`."""
+    return decode_python_source(read_regular_file(path))
 
 
 def read_python_source_or_replace(path: str | Path) -> str:
     """The text of ``path`` for showing positions: undecodable bytes replaced, "" when the
-    file cannot be read."""
+    file cannot be read (not a regular file, too large, unreadable)."""
     try:
         return read_python_source(path)
     except UndecodableSource as error:

@@ -1,0 +1,113 @@
+"""`fxls check` reads files as files: a FIFO, a link to a device, a symbolic-link loop or a
+broken link named `*.py` is skipped with a line on stderr, a file over 8 MB is one FX100, and
+every other file is still reported (real worker). A hostile repository can commit the links."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+GOOD = ("import torch\nfrom torch import nn\n\n\nclass Gate(nn.Module):\n"
+        "    def forward(self, x):\n        if x.sum() > 0:\n            return x\n"
+        "        return -x\n")
+#: the FX001 of GOOD: (code, line, character) in LSP positions
+GATE = [("FX001", 6, 11)]
+#: the old reader took all of /dev/zero: keep a regression from taking the machine
+ADDRESS_LIMIT = 3 << 30
+
+
+def _limit_memory() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_LIMIT, ADDRESS_LIMIT))
+
+
+def _check(folder: Path, *paths: str) -> tuple[subprocess.CompletedProcess[str], dict]:
+    command = [sys.executable, "-m", "fxls", "check", "--format", "json", *paths]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=90, cwd=folder,
+                          preexec_fn=_limit_memory)
+    assert "Traceback" not in done.stderr, done.stderr
+    found = {entry["path"]: [(d["code"], d["range"]["start"]["line"],
+                              d["range"]["start"]["character"]) for d in entry["diagnostics"]]
+             for entry in json.loads(done.stdout)["files"]}
+    return done, found
+
+
+def _good_files(folder: Path) -> None:
+    (folder / "pyproject.toml").write_text("[tool.fxls]\ntimeout = 20\n", encoding="utf-8")
+    (folder / "a_good.py").write_text(GOOD, encoding="utf-8")
+    (folder / "z_good.py").write_text(GOOD, encoding="utf-8")
+
+
+def test_a_fifo_is_skipped(tmp_path: Path):
+    _good_files(tmp_path)
+    os.mkfifo(tmp_path / "b.py")
+    done, found = _check(tmp_path, ".")
+    assert done.returncode == 1
+    assert found == {"./a_good.py": GATE, "./z_good.py": GATE}
+    assert done.stderr.splitlines() == ["fxls: ./b.py: skipped: a FIFO, not a regular file"]
+
+
+@pytest.mark.parametrize("device", ["/dev/zero", "/dev/urandom"])
+def test_a_link_to_a_device_is_skipped(tmp_path: Path, device: str):
+    _good_files(tmp_path)
+    (tmp_path / "c.py").symlink_to(device)
+    done, found = _check(tmp_path, ".")
+    assert done.returncode == 1
+    assert found == {"./a_good.py": GATE, "./z_good.py": GATE}
+    assert done.stderr.splitlines() == [
+        f"fxls: ./c.py: skipped: a character device ({device}), not a regular file"]
+
+
+def test_a_symbolic_link_loop_is_skipped(tmp_path: Path):
+    _good_files(tmp_path)
+    (tmp_path / "l1.py").symlink_to("l2.py")
+    (tmp_path / "l2.py").symlink_to("l1.py")
+    (tmp_path / "m.py").symlink_to("missing.py")
+    done, found = _check(tmp_path, ".")
+    assert done.returncode == 1
+    assert found == {"./a_good.py": GATE, "./z_good.py": GATE}
+    assert done.stderr.splitlines() == [
+        "fxls: ./l1.py: skipped: a symbolic link loop",
+        "fxls: ./l2.py: skipped: a symbolic link loop",
+        "fxls: ./m.py: skipped: a broken symbolic link (to missing.py)",
+    ]
+
+
+def test_a_file_over_the_size_limit_is_one_fx100(tmp_path: Path):
+    _good_files(tmp_path)
+    (tmp_path / "big.py").write_bytes(b"x = 1\n" + b"#" * (9 << 20) + b"\n")
+    done, found = _check(tmp_path, ".")
+    assert done.returncode == 1
+    assert found == {"./a_good.py": GATE, "./big.py": [("FX100", 0, 0)], "./z_good.py": GATE}
+    (entry,) = [f for f in json.loads(done.stdout)["files"] if f["path"] == "./big.py"]
+    assert entry["diagnostics"][0]["message"] == (
+        "the file is 9.0 MB, over the 8 MB fxls reads: it was not checked")
+
+
+def test_odd_files_named_on_the_command_line(tmp_path: Path):
+    """Each named odd file is one line on stderr, not a usage error: the others are
+    checked and the exit code is theirs."""
+    _good_files(tmp_path)
+    os.mkfifo(tmp_path / "b.py")
+    (tmp_path / "c.py").symlink_to("/dev/zero")
+    (tmp_path / "l1.py").symlink_to("l2.py")
+    (tmp_path / "l2.py").symlink_to("l1.py")
+    done, found = _check(tmp_path, "b.py", "c.py", "l1.py", "a_good.py")
+    assert done.returncode == 1
+    assert found == {"a_good.py": GATE}
+    assert done.stderr.splitlines() == [
+        "fxls: b.py: skipped: a FIFO, not a regular file",
+        "fxls: c.py: skipped: a character device (/dev/zero), not a regular file",
+        "fxls: l1.py: skipped: a symbolic link loop",
+    ]
+    only_odd = subprocess.run([sys.executable, "-m", "fxls", "check", "b.py"], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=60)
+    assert (only_odd.returncode, only_odd.stdout) == (0, "")
+    missing = subprocess.run([sys.executable, "-m", "fxls", "check", "nothing.py"],
+                             cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert missing.returncode == 2 and "no such file or folder: nothing.py" in missing.stderr
