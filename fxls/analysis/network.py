@@ -46,16 +46,16 @@ def refusal_diagnostics(path: str, root: str) -> list[Diagnostic]:
 def _message(kind: str, target: str, detail: str = "") -> str:
     if kind == "network":
         return (f"network access ({target}) was refused: analysed code has no network "
-                "(set `allow_network = true` in [tool.fxls] to allow it)")
+                "(allow it with `fxls check --allow-network` or the editor setting "
+                "`fxls.allowNetwork`)")
     if kind == "metadata":
         return (f"changing the {detail} of {target!r} was refused: analysed code changes files "
-                "only in a temporary folder (add the folder to `allow_write` in [tool.fxls] to "
-                "allow it)")
+                f"only in a temporary folder ({guard.HOW_TO_ALLOW_WRITE})")
     if kind == "socket":
         return (f"connecting to the Unix socket {target!r} was refused: analysed code cannot "
                 "ask services outside its sandbox to act for it")
     return (f"writing {target!r} was refused: analysed code writes only to a temporary folder "
-            "(add the folder to `allow_write` in [tool.fxls] to allow it)")
+            f"({guard.HOW_TO_ALLOW_WRITE})")
 
 
 def _user_span(frames: list[tuple[str, int, int, int, int]], analysed: str,

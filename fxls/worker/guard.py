@@ -21,12 +21,15 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any
 
-NETWORK_MESSAGE = ("fxls refuses network access while analysing (set `allow_network = true` "
-                   "in [tool.fxls] to allow it)")
+NETWORK_MESSAGE = ("fxls refuses network access while analysing (allow it with "
+                   "`fxls check --allow-network` or the editor setting `fxls.allowNetwork`)")
+#: how to allow a folder: a repository's pyproject.toml only inside its root (fxls.settings)
+HOW_TO_ALLOW_WRITE = ("add the folder to `allow_write` in [tool.fxls] if it is inside the project, "
+                      "else `fxls check --allow-write DIR` or the editor setting `fxls.allowWrite`")
 WRITE_MESSAGE = ("fxls refuses writes outside the job's temporary folder while analysing "
-                 "(add the folder to `allow_write` in [tool.fxls] to allow it)")
+                 f"({HOW_TO_ALLOW_WRITE})")
 METADATA_MESSAGE = ("fxls refuses changes to files outside the job's temporary folder while "
-                    "analysing (add the folder to `allow_write` in [tool.fxls] to allow it)")
+                    f"analysing ({HOW_TO_ALLOW_WRITE})")
 SOCKET_MESSAGE = ("fxls refuses connections to Unix sockets outside the job's temporary folder "
                   "while analysing: services there would act outside the sandbox")
 #: writable for every job: discarding output must work
