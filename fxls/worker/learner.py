@@ -17,15 +17,26 @@ the files of every module it imports. A changed library is dropped at once (its 
 its zygote end) and learned again when a job imports it. A job whose own code is a learned
 library or sits where its own package would be shadowed by one runs without it
 (``libraries.conflicts``).
+
+Nothing a repository holds or a job could have written is learned: the learner keeps the
+workspace roots the client names (``note_roots``), every job's project root and the folders
+jobs were allowed to write to (``refuse_for``); a library found under one (``locate``) is
+not learned, and one learned before is dropped. The zygotes it starts import only from the
+interpreter's installation and the installed-library folders outside those
+(``import_origin.Origins``). A job allowed to write somewhere runs without learned
+libraries: a preloading zygote's mounts are read-only where it would write.
 """
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from fxls.worker.import_origin import Origins, interpreter_folders, loaded_places
 from fxls.worker.libraries import (
     LIBRARIES_LIMIT,
     NAMES_LIMIT,
@@ -36,16 +47,19 @@ from fxls.worker.libraries import (
     locate,
     module_files,
     quick_fingerprint,
+    target_folders,
     with_modules,
 )
 from fxls.worker.pool import JobProcesses
-from fxls.worker.zygote import News, Preload
+from fxls.worker.zygote import News, Preload, set_origins
 
 #: new sets of libraries learned in the worker's life (each one costs a zygote's imports)
 ROUNDS_LIMIT = 24
 #: the pause after an offer that brought something new before a new set is imported: what
 #: one job and the next offer bring is imported together
 QUIET_S = 0.3
+#: workspace and project roots, and job-writable folders, remembered (beyond: learning stops)
+FOLDERS_LIMIT = 256
 
 
 @dataclass
@@ -76,6 +90,10 @@ class LibraryLearner:
         self.rejected: dict[str, str] = {}
         self.rounds = 0
         self.quiet_since = time.monotonic()
+        #: workspace and project roots (absolute, as given), and folders jobs may write to
+        self.roots: set[str] = set()
+        self.writable: set[str] = set()
+        set_origins(self.origins())
 
     # ------------------------------------------------------------ offers
     def offer(self, modules: Any) -> None:
@@ -92,7 +110,7 @@ class LibraryLearner:
                 continue
             known = self.offered.get(top) or (
                 self.learned[top].library if top in self.learned else None)
-            library = known or locate(top)
+            library = known or self.locate(top)
             if library is None:
                 continue
             extended = with_modules(library, names)
@@ -100,6 +118,41 @@ class LibraryLearner:
             if room and (known is None or extended.modules != known.modules):
                 self.offered[top] = extended
                 self.quiet_since = time.monotonic()
+
+    def locate(self, name: str) -> Library | None:
+        if len(self.roots) + len(self.writable) >= FOLDERS_LIMIT:
+            return None  # too many folders to tell: learn nothing more
+        return locate(name, self.roots, self.writable)
+
+    def note_roots(self, roots: Any, writable: Any = ()) -> None:
+        """Folders whose code is the user's (workspace, project roots) or that a job may
+        write to: nothing is learned from there, and what was is dropped."""
+        new_roots = _absolute(roots) - self.roots
+        new_writable = _absolute(writable) - self.writable
+        if not new_roots and not new_writable:
+            return
+        self.roots |= new_roots
+        self.writable |= new_writable
+        set_origins(self.origins())
+        for name in [n for n, lib in self.offered.items() if self.locate(lib.name) is None]:
+            del self.offered[name]
+        untrusted = [name for name in self.learned if self.locate(name) is None]
+        if untrusted:
+            for name in untrusted:
+                del self.learned[name]
+                self.log(f"{name} lies in a workspace or a folder jobs may write to: job "
+                         f"processes import it themselves")
+            self.pool.set_libraries(self.preload())
+
+    def origins(self) -> Origins:
+        """Where a preloading zygote's imports may come from now."""
+        roots = tuple(sorted({*self.roots, *map(os.path.realpath, self.roots)}))
+        writable = tuple(sorted({*self.writable, *map(os.path.realpath, self.writable)}))
+        loaded = [place for place in loaded_places(
+            module for name, module in list(sys.modules.items()) if "." not in name)
+            if not any(place == r or place.startswith(r + os.sep) for r in roots)]
+        return Origins(tuple(interpreter_folders() + loaded), tuple(sorted(target_folders())),
+                       roots, writable)
 
     def due_in(self) -> float | None:
         """Seconds until what was offered may be learned; None: nothing to learn."""
@@ -122,11 +175,16 @@ class LibraryLearner:
         return tuple(tuple(self.learned[top].library.names()) for top in sorted(self.learned))
 
     # ------------------------------------------------------------ jobs
-    def refuse_for(self, sources: Any) -> frozenset[str]:
-        """The learned libraries a job with ``sources`` (its document, project root) must
-        run without; first, libraries changed on disk are dropped."""
+    def refuse_for(self, sources: Any, writable: Any = ()) -> frozenset[str]:
+        """The learned libraries a job with ``sources`` (its document, project root) and
+        allowed to write to ``writable`` must run without; first, the job's project root
+        and ``writable`` are noted (``note_roots``) and libraries changed on disk dropped."""
+        project = sources[1:2] if isinstance(sources, list) else []
+        self.note_roots(project, writable)
         if not self.learned:
             return frozenset()
+        if writable:
+            return frozenset(self.learned)
         self._drop([name for name, item in self.learned.items()
                     if quick_fingerprint(item.library) != item.quick])
         if not isinstance(sources, list):
@@ -157,7 +215,7 @@ class LibraryLearner:
         why = dict(news.left_out)
         if news.ready:
             for name in news.loaded:
-                library = None if name in self.learned or name in why else locate(name)
+                library = None if name in self.learned or name in why else self.locate(name)
                 if library is not None and len(self.learned) < LIBRARIES_LIMIT:
                     self.learned[name] = learned(library)
             kept = sorted(libraries - set(why))
@@ -175,3 +233,10 @@ class LibraryLearner:
             return self.preload()
         self.pool.set_libraries(self.preload())
         return ()
+
+
+def _absolute(paths: Any) -> set[str]:
+    if not isinstance(paths, (list, tuple)):
+        return set()
+    return {os.path.abspath(p) for p in list(paths)[:FOLDERS_LIMIT]
+            if isinstance(p, str) and os.path.isabs(p) and "\0" not in p}

@@ -6,11 +6,15 @@ name only if it checks out here, against the worker's own view of the interprete
 top-level name that is not the standard library, not fxls, fxcore or torch, not loaded by the
 worker already, found by the path finder (never an editable install's finder, which points
 into a project) as a regular package or a module file directly in an *installed-library
-folder* of the worker's ``sys.path`` (a site folder, or a PYTHONPATH folder holding
-``*.dist-info``: a ``pip install --target``). Such a folder may sit inside the workspace
-(a project's ``.venv``): whether a job's own code is, or would be shadowed by, a library is
-decided per job (``conflicts``). A submodule is kept only if it is a file of that package.
-Libraries are imported by a zygote, never by the worker (``fxls.worker.learner``).
+folder*. That is a site folder of the running interpreter's own installation
+(``site_folders``, by real path: a project's ``.venv`` when the user chose to run it), or a
+folder of ``sys.path`` outside it that holds ``*.dist-info`` (``pip install --target`` on
+PYTHONPATH) and lies, as written and resolved, outside every workspace and project root the
+worker was told of (``roots``). Neither may overlap a folder a job was allowed to write to
+(``writable``): learned code runs outside any job (``fxls.worker.learner``), so nothing a
+repository holds or a job could have written is learned. Whether a job's own code is, or
+would be shadowed by, a library is decided per job (``conflicts``). A submodule is kept only
+if it is a file of that package.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import os
 import re
 import site
 import sys
+import sysconfig
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache
@@ -69,8 +74,9 @@ class Library:
         return [self.name, *self.modules]
 
 
-def locate(name: str) -> Library | None:
-    """The library ``name`` names, if it qualifies (see the module doc)."""
+def locate(name: str, roots: Iterable[str] = (), writable: Iterable[str] = ()) -> Library | None:
+    """The library ``name`` names, if it qualifies (see the module doc); ``roots`` and
+    ``writable`` are absolute paths (both their written and resolved forms count)."""
     if (not isinstance(name, str) or not _TOP.match(name) or name in _NEVER
             or name in sys.stdlib_module_names or name in sys.builtin_module_names
             or name in sys.modules):
@@ -81,6 +87,7 @@ def locate(name: str) -> Library | None:
         return None
     if spec is None or not spec.has_location or not spec.origin:
         return None  # a namespace package spans folders: not learned
+    found_at = os.path.abspath(spec.origin)
     origin = os.path.realpath(spec.origin)
     if spec.submodule_search_locations:
         place = os.path.dirname(origin)
@@ -89,9 +96,15 @@ def locate(name: str) -> Library | None:
     else:
         place = origin
     folder = os.path.dirname(place)
-    if folder not in library_folders():
+    writable = _both_forms(writable)
+    if folder in site_folders():
+        refused = _overlaps(place, writable)
+    elif folder in target_folders():
+        roots = _both_forms(roots)
+        refused = _overlaps(place, [*roots, *writable]) or _overlaps(found_at, roots)
+    else:
         return None
-    return Library(name, place, folder)
+    return None if refused else Library(name, place, folder)
 
 
 def with_modules(library: Library, names: Iterable[str]) -> Library:
@@ -128,18 +141,50 @@ def _is_submodule_file(library: Library, name: str) -> bool:
 
 
 @cache
-def library_folders() -> frozenset[str]:
-    """The folders of the worker's ``sys.path`` that hold installed libraries: its site
-    folders, and PYTHONPATH folders with ``*.dist-info`` in them (``pip install --target``).
-    ``sys.path`` does not change in the worker."""
-    sites = {*site.getsitepackages(), site.getusersitepackages()}
+def site_folders() -> frozenset[str]:
+    """The site folders of the running interpreter's own installation (real paths): those
+    ``site`` set up and sysconfig's purelib and platlib; the user's site folder only where the
+    interpreter puts it on ``sys.path`` itself (``pip install --user``: what a plain
+    ``python`` of this user imports). Not PYTHONPATH, not ``.pth`` entries."""
+    paths = [*site.getsitepackages(), sysconfig.get_path("purelib"),
+             sysconfig.get_path("platlib")]
+    if site.ENABLE_USER_SITE:
+        paths.append(site.getusersitepackages())
+    return frozenset(os.path.realpath(p) for p in paths if p and os.path.isdir(p))
+
+
+@cache
+def target_folders() -> frozenset[str]:
+    """The other folders of the worker's ``sys.path`` with ``*.dist-info`` in them (``pip
+    install --target`` put on PYTHONPATH), real paths; trusted only outside the roots
+    (``locate``). ``sys.path`` does not change in the worker."""
     found = set()
     for entry in sys.path:
-        if not entry or not os.path.isdir(entry):
-            continue
-        if entry in sites or _holds_distributions(entry):
+        if entry and os.path.isdir(entry) and _holds_distributions(entry):
             found.add(os.path.realpath(entry))
-    return frozenset(found)
+    return frozenset(found - site_folders())
+
+
+def library_folders() -> frozenset[str]:
+    """Every folder a library may be learned from (some only outside the roots)."""
+    return site_folders() | target_folders()
+
+
+def _both_forms(paths: Iterable[str]) -> list[str]:
+    found = []
+    for path in paths:
+        if isinstance(path, str) and os.path.isabs(path):
+            found += [os.path.abspath(path), os.path.realpath(path)]
+    return list(dict.fromkeys(found))
+
+
+def _overlaps(place: str, folders: Iterable[str]) -> bool:
+    """``place`` is inside one of ``folders``, or holds one."""
+    return any(_inside(place, f) or _inside(f, place) for f in folders)
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
 def _holds_distributions(folder: str) -> bool:

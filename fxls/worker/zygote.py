@@ -18,16 +18,22 @@ forks it, and passes the worker's ends back with the new pid over a Unix socket
 
 A zygote may *preload* third-party libraries that jobs import (``fxls.worker.learner``):
 it imports them before its loop (after moving into its empty network namespace), so the
-worker never runs their code. It checks each import (``import_check``): a library whose
-import started a thread, a process or a socket is named in its news and the zygote exits
-(it could not fork job processes safely); else it announces that it is ready (``News``),
-and the worker lets it replace the zygote before it.
+worker never runs their code. First it gives up writing anywhere but the jobs' folder,
+where its own temporary folder (its ``HOME`` and ``TMPDIR`` while it imports) lies: with
+namespaces, every mount read-only and locked as in a job (Landlock would forbid the mounts
+its job processes make), else Landlock and the metadata filter, as a job has them. Each
+module it imports must come from the interpreter's installation (``import_origin``). It
+checks each import (``import_check``): a library whose import started a thread, a process
+or a socket is named in its news and the zygote exits (it could not fork job processes
+safely); else it announces that it is ready (``News``), and the worker lets it replace the
+zygote before it.
 """
 
 from __future__ import annotations
 
 import array
 import contextlib
+import ctypes
 import gc
 import importlib
 import json
@@ -37,14 +43,16 @@ import signal
 import socket
 import struct
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
-from fxls.worker import import_check, sandbox
+from fxls.worker import guard, import_check, landlock, metadata_filter, mounts, sandbox
 from fxls.worker.child import flush_output, set_parent_death_signal
 from fxls.worker.hugepages import collapse_anonymous_memory
+from fxls.worker.import_origin import Origins, interpreter_folders, only_from
 
 #: a request: one byte, whether the job process may use the network
 _WITH_NETWORK, _WITHOUT_NETWORK = b"N", b"n"
@@ -53,6 +61,7 @@ _ANNOUNCEMENT = struct.Struct("=iI?")
 _FDS = 3
 #: how long the worker waits for an announcement it needs now (a fork takes ~1 ms)
 _WAIT_S = 5.0
+_MS_REC, _MS_PRIVATE = 1 << 14, 1 << 18
 
 #: in the new job process: ``(job_r, result_w, out_w, fds to close, job_dir)``
 ServeJob = Callable[[int, int, int, list[int], str], NoReturn]
@@ -63,6 +72,14 @@ _NEWS_LIMIT = 64 * 1024
 _LOADED_LIMIT = 500
 #: libraries to import: each a top-level name, then submodules
 Preload = tuple[tuple[str, ...], ...]
+#: where a preloading zygote's imports may come from (set by the learner before it starts
+#: one; the zygote is forked with it)
+_origins: Origins | None = None
+
+
+def set_origins(origins: Origins) -> None:
+    global _origins
+    _origins = origins
 
 
 @dataclass
@@ -211,7 +228,8 @@ def _preload(libraries: Preload, announce: socket.socket) -> None:
     sys.dont_write_bytecode = True  # nothing of ours writes into the user's environment
     left_out: dict[str, str] = {}
     tops_before = {name.partition(".")[0] for name in list(sys.modules)}
-    with _output_to_devnull():
+    origins = _origins or Origins(tuple(interpreter_folders()))
+    with _output_to_devnull(), only_from(origins):
         for names in libraries:
             since = import_check.before()
             try:
@@ -232,6 +250,48 @@ def _preload(libraries: Preload, announce: socket.socket) -> None:
     loaded = sorted({name.partition(".")[0] for name in list(sys.modules)} - tops_before - asked)
     _send_news(announce, {"left_out": left_out, "ready": True,
                           "loaded": loaded[:_LOADED_LIMIT]})
+
+
+def _confine() -> bool:
+    """Before a library's code runs here: nothing writable but the jobs' folder (the job
+    processes this zygote forks make their folders there), the zygote's own temporary
+    folder inside it. False if that failed; True without the sandbox (jobs have none)."""
+    folder = sandbox.job_folder("")
+    if folder is None:
+        return True
+    jobs = folder.rstrip(os.sep)
+    own = os.path.join(jobs, f"zygote-{os.getpid()}")
+    try:
+        os.mkdir(own, 0o700)
+    except OSError:
+        return False
+    for name in ("HOME", "TMPDIR", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME"):
+        os.environ[name] = own
+    tempfile.tempdir = own
+    facts = sandbox.support()
+    uid, gid = os.getuid(), os.getgid()
+    try:
+        if facts.namespaces:
+            # a user + mount namespace of its own, its mounts read-only, then locked in a
+            # nested one: the job processes' mount namespaces are copies of it
+            if not mounts.lock(uid, gid) or not _private_mounts():
+                return False
+            mounts.read_only_except([jobs])
+            return mounts.lock(uid, gid)
+        if facts.landlock_abi:
+            landlock.restrict((jobs, *guard.ALWAYS_WRITABLE), network=True,
+                              abi=facts.landlock_abi)
+        if facts.seccomp:
+            metadata_filter.refuse_metadata_changes()
+    except OSError:
+        return False
+    return True
+
+
+def _private_mounts() -> bool:
+    """This mount namespace's mounts no longer propagate to the worker's."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    return libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None) == 0
 
 
 def _import_or_get(name: str) -> None:
@@ -296,6 +356,10 @@ def _serve(channel: int, worker_pid: int, generation: int, serve_job: ServeJob,
         os._exit(0)  # the worker forks the job processes itself
     announce = socket.socket(fileno=channel)
     if preload:
+        if not _confine():
+            _send_news(announce, {"left_out": {names[0]: "the zygote could not limit its "
+                                               "writes" for names in preload}, "ready": False})
+            os._exit(0)
         _preload(preload, announce)
     serial = 0
     while True:

@@ -23,6 +23,7 @@ from fxls.worker import sandbox
 from fxls.worker.client import JobResult, WorkerClient
 from fxls.worker.learner import QUIET_S
 from fxls.worker.pool import CORES, IDLE_CHILDREN
+from tests.worker import probes
 from tests.worker.test_worker import JOBS, children_of
 
 pytestmark = pytest.mark.skipif(not sandbox.can_fork_siblings(),
@@ -33,10 +34,13 @@ LEARNED_WITHIN_S = 60.0
 
 
 def countlib_source(version: int, marker: Path) -> str:
-    return (f"import os\nVERSION = {version}\n"
+    """It keeps its own file open (the processes that imported it, and their forks, can be
+    told from outside), and tries to write its pid to ``marker``, outside the folders of
+    the processes that import it: a job, or a zygote learning it, cannot."""
+    return (f"import os\nVERSION = {version}\nKEPT_OPEN = open(__file__, 'rb')\n"
             f"try:\n    with open({str(marker)!r}, 'a') as f:\n"
             f"        f.write(f'{{os.getpid()}}\\n')\n"
-            "except OSError:\n    pass  # a job cannot write there\n")
+            "except OSError:\n    pass  # refused\n")
 
 
 def make_site(tmp_path: Path) -> Path:
@@ -52,8 +56,9 @@ def make_site(tmp_path: Path) -> Path:
     return site
 
 
-async def start(site: Path, **options: Any) -> WorkerClient:
-    env = {**os.environ, "PYTHONPATH": str(site)}
+async def start(site: Path, env: dict[str, str] | None = None,
+                **options: Any) -> WorkerClient:
+    env = {**os.environ, "PYTHONPATH": str(site), **(env or {})}
     worker = WorkerClient(sys.executable, sandbox=True, learn_libraries=True, env=env,
                           **options)
     await worker.start()
@@ -80,9 +85,24 @@ async def until_loaded(worker: WorkerClient, name: str, **options: Any) -> dict[
         await asyncio.sleep(QUIET_S + 0.3)  # trials wait for a quiet moment
 
 
-def imported_by(tmp_path: Path) -> set[int]:
-    marker = tmp_path / "imported"
-    return {int(p) for p in marker.read_text().split()} if marker.exists() else set()
+def imported_by(worker_pid: int, tmp_path: Path) -> set[int]:
+    """The worker and those of its children that imported countlib or were forked from one
+    that had (they have its file open)."""
+    library = str(tmp_path / "site" / "countlib" / "__init__.py")
+    found = set()
+    for pid in [worker_pid, *children_of(worker_pid)]:
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(f"/proc/{pid}/fd/{fd}") == library:
+                    found.add(pid)
+                    break
+            except OSError:
+                pass
+    return found
 
 
 async def test_a_learned_library_is_not_imported_again_by_later_jobs(tmp_path: Path) -> None:
@@ -95,9 +115,9 @@ async def test_a_learned_library_is_not_imported_again_by_later_jobs(tmp_path: P
         assert learned["loaded"] is True and learned["also_loaded"]["countlib.extra"] is True
         for _ in range(3):  # and it stays so: no job imports it again
             assert (await report(worker, "countlib"))["loaded"] is True
-        # a zygote imported it, once; the worker never did
-        assert worker.pid is not None and worker.pid not in imported_by(tmp_path)
-        assert len(imported_by(tmp_path)) == 1
+        # a zygote imported it (its idle processes have it); the worker never did
+        assert worker.pid is not None and imported_by(worker.pid, tmp_path)
+        assert worker.pid not in imported_by(worker.pid, tmp_path)
     finally:
         await worker.close()
 
@@ -122,10 +142,12 @@ async def test_the_documents_own_package_and_a_library_analysed_in_place_run_fre
         assert (await until_loaded(worker, "countlib"))["loaded"] is True
         own_package = (str(model), str(project))
         assert (await report(worker, "countlib", sources=own_package))["loaded"] is False
-        in_place = (str(site / "countlib" / "extra.py"), str(site))
-        assert (await report(worker, "countlib", sources=in_place))["loaded"] is False
         elsewhere = (str(tmp_path / "other" / "model.py"), str(tmp_path / "other"))
         assert (await report(worker, "countlib", sources=elsewhere))["loaded"] is True
+        in_place = (str(site / "countlib" / "extra.py"), str(site))
+        assert (await report(worker, "countlib", sources=in_place))["loaded"] is False
+        # its folder is a project now: it is no longer imported outside a job
+        assert (await report(worker, "countlib", sources=elsewhere))["loaded"] is False
         # the analysis of the document imports its own package's helper, not the library's
         request = AnalysisRequest(str(model), model.read_text(),
                                   Settings(root=str(project), timeout=60))
@@ -188,7 +210,8 @@ async def test_the_client_can_name_libraries_before_any_job(tmp_path: Path) -> N
 
 def _replaced(before: set[int], worker_pid: int, tmp_path: Path) -> bool:
     now = set(children_of(worker_pid))
-    return not now & before and bool(now & imported_by(tmp_path)) and len(now) > IDLE_CHILDREN
+    return (not now & before and bool(now & imported_by(worker_pid, tmp_path))
+            and len(now) > IDLE_CHILDREN)
 
 
 @pytest.mark.skipif(not (ZOO / "timm").is_dir(), reason="the model zoo is not installed")
@@ -268,5 +291,26 @@ async def test_a_library_is_learned_under_jobs_that_never_pause(tmp_path: Path) 
             await asyncio.sleep(0.3)
             assert (await report(worker, "countlib"))["loaded"] is True
             assert (await nap).status == "ok"
+    finally:
+        await worker.close()
+
+
+@pytest.mark.parametrize("mode", ["namespaces", "landlock"])
+async def test_a_learned_librarys_import_writes_nothing_outside_the_zygotes_folder(
+        tmp_path: Path, mode: str) -> None:
+    """The zygote that imports a library runs its import-time code under the jobs' write
+    limits: with namespaces, read-only mounts; without, Landlock. Whether the kernel can is
+    the probe's answer, not fxls's."""
+    enforced = probes.NAMESPACES if mode == "namespaces" else probes.LANDLOCK_ABI >= 1
+    if not enforced:
+        pytest.skip(f"the kernel cannot limit writes by {mode} here")
+    site = make_site(tmp_path)
+    worker = await start(site, env={} if mode == "namespaces" else {
+        "FXLS_SANDBOX_NAMESPACES": "0"})
+    try:
+        await report(worker, "countlib")
+        assert (await until_loaded(worker, "countlib"))["loaded"] is True
+        assert worker.pid is not None and imported_by(worker.pid, tmp_path)
+        assert not (tmp_path / "imported").exists()
     finally:
         await worker.close()

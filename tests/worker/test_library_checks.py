@@ -3,19 +3,23 @@ which jobs must run without a learned library; what the server reads of a worksp
 
 from __future__ import annotations
 
+import importlib
 import os
+import sys
 from pathlib import Path
 
 import pytest
 
 from fxls.server.workspace_imports import workspace_imports
+from fxls.worker.import_origin import Origins, interpreter_folders, only_from
 from fxls.worker.libraries import (
     Library,
     conflicts,
-    library_folders,
     locate,
     module_files,
     quick_fingerprint,
+    site_folders,
+    target_folders,
     with_modules,
 )
 
@@ -35,9 +39,9 @@ def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (loose / "mine" / "__init__.py").write_text("")
     monkeypatch.syspath_prepend(str(loose))
     monkeypatch.syspath_prepend(str(site))
-    library_folders.cache_clear()
+    target_folders.cache_clear()
     yield site
-    library_folders.cache_clear()
+    target_folders.cache_clear()
 
 
 def test_only_installed_top_level_libraries_are_accepted(site: Path) -> None:
@@ -47,6 +51,65 @@ def test_only_installed_top_level_libraries_are_accepted(site: Path) -> None:
     for name in ("spaced", "mine", "os", "json", "torch", "fxls", "sys", "lib.core", "../lib",
                  "", "x" * 200, "tests", "not_there"):
         assert locate(name) is None, name
+
+
+def test_a_library_in_a_workspace_or_a_writable_folder_is_never_learned(
+    site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A PYTHONPATH folder holding ``*.dist-info`` is no site folder: it is trusted only
+    outside every root, as written and resolved, and no folder a job may write to touches
+    the library."""
+    assert str(site) not in site_folders()
+    assert site_folders() and all(not p.startswith(str(tmp_path)) for p in site_folders())
+    expected = Library("lib", str(site / "lib"), str(site))
+    elsewhere = str(tmp_path / "elsewhere")
+    assert locate("lib", roots=[elsewhere], writable=[elsewhere]) == expected
+    link = tmp_path / "link"
+    link.symlink_to(site)
+    for roots, writable in (([str(site)], []), ([str(tmp_path)], []),
+                            ([str(site / "lib")], []), ([str(link)], []),
+                            ([], [str(site)]), ([], [str(site / "lib" / "sub")]),
+                            ([], [str(tmp_path)])):
+        assert locate("lib", roots=roots, writable=writable) is None, (roots, writable)
+    # a PYTHONPATH entry that is a link inside the workspace to a folder outside it
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    outside = tmp_path / "outside"
+    (outside / "linked").mkdir(parents=True)
+    (outside / "linked" / "__init__.py").write_text("")
+    (outside / "linked-1.0.dist-info").mkdir()
+    (workspace / "libs").symlink_to(outside)
+    monkeypatch.syspath_prepend(str(workspace / "libs"))
+    target_folders.cache_clear()
+    assert locate("linked", roots=[str(tmp_path / "other")]) is not None
+    assert locate("linked", roots=[str(workspace)]) is None
+
+
+def test_code_imported_outside_a_job_comes_from_the_interpreters_installation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """While a zygote imports libraries, a module found anywhere else (a workspace folder
+    on PYTHONPATH shadowing a library's dependency) is refused before its code runs."""
+    workspace, target = tmp_path / "workspace" / "src", tmp_path / "target"
+    for folder, name in ((workspace, "shadowing_dep"), (target, "fine_dep")):
+        (folder / name).mkdir(parents=True)
+        (folder / name / "__init__.py").write_text(
+            f"open({str(tmp_path / name)!r}, 'w').close()\n")
+    monkeypatch.syspath_prepend(str(target))
+    monkeypatch.syspath_prepend(str(workspace))
+    origins = Origins(tuple(interpreter_folders()), (str(target),), (str(tmp_path / "workspace"),))
+    try:
+        with only_from(origins):
+            with pytest.raises(ImportError, match="shadowing_dep is not imported outside a job"):
+                importlib.import_module("shadowing_dep")
+            importlib.import_module("fine_dep")
+            importlib.import_module("json.decoder")  # the standard library
+        assert not (tmp_path / "shadowing_dep").exists()
+        assert (tmp_path / "fine_dep").exists()
+        importlib.import_module("shadowing_dep")  # outside: imports as before
+    finally:
+        for name in ("shadowing_dep", "fine_dep"):
+            sys.modules.pop(name, None)
 
 
 def test_submodules_must_be_files_of_the_library(site: Path) -> None:
