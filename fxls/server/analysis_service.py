@@ -33,6 +33,8 @@ class AnalysisService:
         self.learn_libraries = learn_libraries
         #: what the workspace's files import: every new worker learns it
         self._warm: list[str] = []
+        #: the workspace folders warmed: the worker learns nothing from inside them
+        self._roots: list[str] = []
         self._client: Any = None
         self._lock = asyncio.Lock()
 
@@ -47,7 +49,7 @@ class AnalysisService:
                 try:
                     await client.start()
                     if self._warm and self.learn_libraries:
-                        await client.warm(self._warm)
+                        await client.warm(self._warm, self._roots)
                 except Exception as error:
                     with contextlib.suppress(Exception):
                         await client.close()
@@ -77,13 +79,12 @@ class AnalysisService:
         folders = list(dict.fromkeys(f for f in folders if f))
         if not self.learn_libraries or not folders:
             return
+        self._roots = sorted({*self._roots, *folders})
         modules = await asyncio.to_thread(workspace_imports, folders)
-        if not modules:
-            return
         self._warm = sorted({*self._warm, *modules})
         try:
             client = await self._ensure_client()
-            await client.warm(modules)
+            await client.warm(modules, self._roots)
         except WorkerStartError as error:
             log.warning("%s", error)
 

@@ -484,14 +484,16 @@ class WorkerClient:
             await asyncio.shield(self._cancel(key))
             raise
 
-    async def warm(self, modules: list[str]) -> None:
+    async def warm(self, modules: list[str], roots: list[str] | None = None) -> None:
         """Ask the worker to learn the libraries of ``modules`` (e.g. a workspace's imports)
-        in the background. Starts the worker if it is not running."""
+        in the background, none from inside ``roots`` (the workspace folders). Starts the
+        worker if it is not running."""
         await self.start()
         proc = self._proc
         if proc is not None:
             with contextlib.suppress(ConnectionError, RuntimeError, OSError):
-                await self._send_to(proc, {"op": Op.WARM, "modules": list(modules)})
+                await self._send_to(proc, {"op": Op.WARM, "modules": list(modules),
+                                           "roots": list(roots or [])})
 
     def _cancel_job_id(self, job_id: str) -> None:
         """Cancel the run still holding ``job_id``: it returns "cancelled" at once."""

@@ -240,7 +240,9 @@ class Worker:
 
     def _warm(self, message: dict[str, Any]) -> None:
         """Libraries the client expects jobs to import (a workspace's imports): tried and
-        learned in the background, as if a job had imported them."""
+        learned in the background, as if a job had imported them; ``roots``: the workspace
+        folders (nothing is learned from inside them)."""
+        self.learner.note_roots(message.get("roots"))
         self.learner.offer(message["modules"])
 
     def _stop(self, message: dict[str, Any]) -> None:
@@ -259,7 +261,7 @@ class Worker:
         policy = JobPolicy.from_dict(message.get("policy"))
         payload = json.dumps({"target": message["target"], "params": message.get("params"),
                               "policy": policy.to_dict()})
-        refuse = self.learner.refuse_for(message.get("sources"))
+        refuse = self.learner.refuse_for(message.get("sources"), policy.write)
         child = self.pool.hand_over(payload.encode("utf-8"), policy.network, refuse)
         if child is None:
             self.send(attach({"op": Op.RESULT, "id": job_id, "status": JobStatus.CRASHED,
