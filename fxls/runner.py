@@ -22,6 +22,7 @@ from fxls.report_validation import InvalidReport, SentAhead, check_report, suspe
 from fxls.settings import Settings
 from fxls.source_text import source_text
 from fxls.worker.protocol import JobStatus
+from fxls.worker.where import line_in
 
 log = logging.getLogger(__name__)
 
@@ -85,13 +86,17 @@ def running_line(output: str, path: str) -> int | None:
 
 
 def failure_report(
-    request: AnalysisRequest, status: str, detail: str, output: str = ""
+    request: AnalysisRequest, status: str, detail: str, output: str = "", where: Any = None
 ) -> FileReport:
-    """An FX102 report for a job that did not produce a report."""
+    """An FX102 report for a job that did not produce a report. Its line: the job's stack
+    dump in ``output``, else its watchdog's last sample (``where``: the job ignored the
+    signal that asks for the dump)."""
     template = _FAILURE_MESSAGES.get(status, "the analysis failed ({detail})")
     path = str(Path(request.path).resolve())
     text = source_text(request.source)
     line = running_line(output, path) if output else None
+    if line is None:
+        line = line_in(where, path)
     where = f" while running line {line}" if line is not None else ""
     if line is None or not 0 < line <= text.line_count:
         line = 1
@@ -150,7 +155,8 @@ class ReportReader:
             checked.report.path = self.request.path
             return checked.report
         return _failed(self.request, result.status, _last_line(_failure_detail(result)),
-                       getattr(result, "output", "") or "", self.early)
+                       getattr(result, "output", "") or "", self.early,
+                       getattr(result, "where", None))
 
 
 def report_from_result(
@@ -167,9 +173,9 @@ def report_from_result(
 
 def _failed(
     request: AnalysisRequest, status: str, detail: str, output: str,
-    early: FileReport | None,
+    early: FileReport | None, where: Any = None,
 ) -> FileReport:
-    report = failure_report(request, status, detail, output)
+    report = failure_report(request, status, detail, output, where)
     if early is not None:
         report.modules = early.modules
         report.diagnostics = sorted(

@@ -38,6 +38,17 @@ _getpid = os.getpid
 _result_fd: int | None = None
 #: set once this process's job has arrived (while the warm-up may still be running)
 _job_arrived = threading.Event()
+#: one frame at a time on the result pipe: the job's own threads send too (``send_aside``),
+#: and a large frame's write is not atomic
+_frame_lock = threading.Lock()
+
+
+def _new_frame_lock() -> None:
+    global _frame_lock
+    _frame_lock = threading.Lock()  # a fork's copy may have been taken by another thread
+
+
+os.register_at_fork(after_in_child=_new_frame_lock)
 
 
 def send_partial(value: Any) -> bool:
@@ -96,9 +107,28 @@ def encode_frame(status: str, **members: Any) -> bytes:
 
 def write_frame(fd: int, data: bytes) -> None:
     """``protocol.write_all`` with the functions taken before any user code ran."""
+    with _frame_lock:
+        _write_all(fd, data)
+
+
+def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[_write(fd, view):]
+
+
+def send_aside(status: str, value: Any) -> bool | None:
+    """For a thread of the job's own (``fxls.worker.where``): send a frame unless another
+    is being written (False); None once the job's result is being sent (``end_job``)."""
+    if not _frame_lock.acquire(blocking=False):
+        return False
+    try:
+        if _result_fd is None:
+            return None
+        _write_all(_result_fd, encode_frame(status, value=value))
+        return True
+    finally:
+        _frame_lock.release()
 
 
 def job_waiting() -> bool:
@@ -110,6 +140,13 @@ def begin_job(result_fd: int) -> None:
     """The worker's side: from now on this process runs a job answering on ``result_fd``."""
     global _result_fd
     _result_fd = result_fd
+
+
+def end_job() -> None:
+    """The worker's side: the job's result follows; nothing else may be sent."""
+    global _result_fd
+    with _frame_lock:
+        _result_fd = None
 
 
 def job_arrived() -> None:

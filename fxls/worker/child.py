@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
-from fxls.worker import api, sandbox
+from fxls.worker import api, sandbox, where
 from fxls.worker.api import encode_frame, write_frame
 from fxls.worker.learning import in_packages
 from fxls.worker.libraries import NAMES_LIMIT
@@ -84,8 +84,11 @@ def serve_job(
         # that locks its read-only mounts
         threading.Thread(target=_take_signals, name="fxls-signals", daemon=True).start()
         api.begin_job(fds.result_w)
+        threading.Thread(target=where.watch, args=(threading.get_ident(),),
+                         name="fxls-watchdog", daemon=True).start()
         loaded = set(sys.modules)
         payload = run_target(job["target"], job["params"])
+        api.end_job()
         flush_output()
         _send_imports(fds.result_w, loaded, learn_imports)
         write_frame(fds.result_w, payload)
@@ -273,7 +276,8 @@ def _report_where_on_fault() -> None:
     running. The dump lists every thread, the main one last (``runner.running_line`` reads
     the last); a thread of its own that never blocks a signal takes the worker's when the
     job's code blocked it in the main thread (``pthread_sigmask``), started once the job is
-    confined."""
+    confined. Code that ignores the signal is located by the watchdog's samples instead
+    (``fxls.worker.where``)."""
     faulthandler.enable(file=sys.stderr, all_threads=False)
     faulthandler.register(DUMP_SIGNAL, file=sys.stderr, all_threads=True, chain=False)
 

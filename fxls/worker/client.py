@@ -63,6 +63,9 @@ class JobResult:
     #: the newest partial result that was coalesced, not given to ``on_partial`` (a job sent
     #: more than ``FORWARDED_PARTIALS``); the final result may refer to it
     last_partial: Any = None
+    #: a job that did not end on its own: [file, line] of the innermost frame of each file
+    #: its main thread was last seen in (``fxls.worker.where``; untrusted)
+    where: Any = None
 
 
 @dataclass
@@ -612,6 +615,7 @@ def _job_result(message: dict[str, Any]) -> JobResult:
         output=message.get("output") or "",
         duration_ms=float(message.get("duration_ms") or 0.0),
         last_partial=message.get("last_partial"),
+        where=message.get("where"),
     )
 
 

@@ -64,6 +64,7 @@ from fxls.worker.protocol import (
     status_body,
     write_all,
 )
+from fxls.worker.where import WHERE, read_where
 
 #: time a timed-out job gets to print its stack before it is killed
 _DUMP_GRACE_S = 0.3
@@ -107,6 +108,8 @@ class Job:
     over_limit: str | None = None
     #: the pool is to fork this job's replacement once the job has sent its first result
     refill_due: bool = False
+    #: where its main thread was last seen by its watchdog (``where``; untrusted, checked)
+    where: list[tuple[str, int]] | None = None
 
 
 class Worker:
@@ -341,6 +344,9 @@ class Worker:
                     job.held_partial = body
                 self._refill(job)
                 continue
+            if status == WHERE:
+                job.where = read_where(body) or job.where
+                continue
             if status == IMPORTS:  # comes right before the final frame
                 names = _names(body)
                 if isinstance(names, dict):
@@ -431,11 +437,15 @@ class Worker:
         if job.held_partial is not None and job.killed_for is not JobStatus.CANCELLED:
             self.send(attach({"op": Op.PARTIAL, "id": job.id}, job.held_partial))
         job.held_partial = None
-        self.send(attach({
+        own = body is job.final and job.final_from_job
+        envelope = {
             "op": Op.RESULT, "id": job.id, "status": peek_status(body) or JobStatus.INVALID,
-            "own": body is job.final and job.final_from_job, "output": _output_text(job),
+            "own": own, "output": _output_text(job),
             "duration_ms": (time.monotonic() - job.started) * 1000.0,
-        }, body))
+        }
+        if job.where and not own:  # it did not end on its own: the line it was running
+            envelope["where"] = job.where
+        self.send(attach(envelope, body))
 
     def _outcome(self, job: Job, status: int | None, cpu_used: float = 0.0) -> bytes:
         if job.killed_for is JobStatus.TIMEOUT:
