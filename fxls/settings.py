@@ -75,7 +75,7 @@ class SettingProblem:
     def located(self, shown_path: str | None = None) -> str:
         """One line for a terminal: ``pyproject.toml:7: [tool.fxls] `key` = value: ...``."""
         if not self.path:
-            return f"fxls setting {self}"
+            return f"your setting {self}"
         return f"{shown_path or self.path}:{self.line}: [tool.fxls] {self}"
 
     def to_dict(self) -> dict[str, Any]:

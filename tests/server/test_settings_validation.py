@@ -146,3 +146,12 @@ def test_unknown_editor_settings_are_said() -> None:
     assert config.problems == ["fxls.trace.timout = 3: not a setting of fxls; ignored"]
     overrides = config.overrides()
     assert (overrides["allow_write"], overrides["allow_network"]) == (["/data"], True)
+
+
+def test_a_bad_value_of_the_user_is_said_too(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("[tool.fxls]\ntimeout = 12\n", encoding="utf-8")
+    settings = load_settings(tmp_path / "m.py", {"timeout": 0.0})
+    (problem,) = settings.problems
+    assert (problem.source, problem.path, settings.timeout) == (USER, "", 12.0)
+    assert problem.located() == (
+        "your setting `timeout` = 0.0: must be between 1 and 3600; using 12.0")
