@@ -19,12 +19,18 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from fxls import __version__
+from fxls.codes import CODES
+from fxls.files import Skipped, SkippedFile, walk_python_files
 from fxls.graph_render import RENDERERS, render_module
 from fxls.output.pass_graph import graphs_of
 from fxls.output.pass_page import pass_document, render_pass_page
 from fxls.pass_view import PASS_FORMAT, find_pass, lens_title, pass_view
-from fxls.python_source import read_python_source_or_replace
-from fxls.report import FileReport
+from fxls.python_source import (
+    UndecodableSource,
+    read_python_source,
+    read_python_source_or_replace,
+)
+from fxls.report import Diagnostic, FileReport, Span
 from fxls.runner import AnalysisRequest, failure_report
 from fxls.server import one_line_logs
 from fxls.server.analysis_service import AnalysisService, WorkerStartError
@@ -325,7 +331,7 @@ class FxlsServer(LanguageServer):
         """Publish ``report`` of ``text``: to the document, and each problem located in
         another project file to that file (replacing what this document put there before)."""
         other_texts = {
-            str(Path(other.path).resolve()): (
+            os.path.realpath(other.path): (
                 other.analysed_text if other.report is not None else self.open_text(key, other)
             )
             for key, other in self.states.items()
@@ -418,7 +424,7 @@ class FxlsServer(LanguageServer):
     def _uri_of(self, path: str) -> str:
         """The URI the client knows an open document by, else the file's own URI."""
         for uri, state in self.states.items():
-            if str(Path(state.path).resolve()) == path:
+            if os.path.realpath(state.path) == path:
                 return uri
         return Path(path).as_uri()
 
@@ -470,22 +476,29 @@ class FxlsServer(LanguageServer):
     def files_changed(self, changes: list[types.FileEvent]) -> None:
         """Files changed on disk (not through this editor's buffers): re-analyse the open
         documents that depend on them; a changed pyproject.toml re-analyses them all."""
-        open_paths = {str(Path(state.path).resolve()) for state in self.states.values()}
+        open_paths = {os.path.realpath(state.path) for state in self.states.values()}
         dependents: set[str] = set()
         for change in changes:
             path = to_fs_path(change.uri) or change.uri
             if Path(path).name == "pyproject.toml":
                 dependents.update(self.states)
                 continue
-            if str(Path(path).resolve()) in open_paths:
+            if os.path.realpath(path) in open_paths:
                 continue  # the editor's text is what counts; its save re-analyses
             dependents.update(self.dependents_of(change.uri))
         for uri in sorted(dependents):
             self.schedule(uri, DEPENDENTS_DELAY_S)
 
     async def check_project(self) -> dict[str, Any]:
-        """Analyse every Python file of the workspace and publish what each shows."""
-        files = project_files([root for root in self._workspace_roots() if root])
+        """Analyse every Python file of the workspace and publish what each shows; names
+        that are not regular files (a FIFO, a link to a device, a link loop) are skipped and
+        listed in the answer's ``skipped``."""
+        skipped: list[Skipped] = []
+        roots = [root for root in self._workspace_roots() if root]
+        files = await asyncio.to_thread(project_files, roots, skipped)
+        for item in skipped:
+            tell(self, f"fxls: {item.path}: skipped: {item.reason}",
+                 kind=types.MessageType.Info)
         truncated = len(files) > MAX_PROJECT_FILES
         files = files[:MAX_PROJECT_FILES]
         checked = problems = 0
@@ -496,7 +509,7 @@ class FxlsServer(LanguageServer):
                         break
                     progress.report(f"{path.name} ({index + 1}/{len(files)})", index, len(files))
                     uri = self._uri_of(str(path))
-                    one = asyncio.ensure_future(self._check_file(uri, path))
+                    one = asyncio.ensure_future(self._check_file(uri, path, skipped))
                     self.task_progress[progress.token] = (progress, one)
                     try:
                         await one
@@ -509,16 +522,35 @@ class FxlsServer(LanguageServer):
             finally:
                 self.task_progress.pop(progress.token, None)
         return {"files": len(files), "checked": checked, "diagnostics": problems,
-                "cancelled": progress.cancelled.is_set(), "truncated": truncated}
+                "cancelled": progress.cancelled.is_set(), "truncated": truncated,
+                "skipped": [{"path": item.path, "reason": item.reason} for item in skipped]}
 
-    async def _check_file(self, uri: str, path: Path) -> None:
+    async def _check_file(self, uri: str, path: Path, skipped: list[Skipped]) -> None:
         if uri in self.states:
             await self.analyze(uri, track=False)
             return
-        text = read_python_source_or_replace(str(path))
+        unread = None
+        try:
+            # off the event loop: bounded and non-blocking, but up to 8 MB to decode
+            text = await asyncio.to_thread(read_python_source, path)
+        except UndecodableSource as error:
+            text = error.text  # the analysis reports it
+        except SkippedFile as error:  # it became one since the walk
+            skipped.append(Skipped(str(path), error.reason))
+            return
+        except OSError as error:
+            text = ""
+            unread = getattr(error, "reason", None) or f"cannot read the file: {error.strerror}"
         settings = load_settings(str(path), self.config.overrides())
         self.publish_settings(settings)
         request = AnalysisRequest(str(path), text, settings)
+        if unread is not None:
+            span = Span(str(path), 1, 1, 0, 0)
+            report = FileReport(str(path), [], [
+                Diagnostic("FX100", CODES["FX100"].severity, unread, span)])
+            self.publish_report(uri, DocumentState(uri, str(path)), report, text, None,
+                                settings.root)
+            return
         try:
             service = await self.interpreters.for_path(str(path))
             report = await service.analyze(f"check:{path}", request)
@@ -543,21 +575,15 @@ def _digest(text: str) -> str:
     return hashlib.sha1(text.encode("utf-8")).hexdigest()
 
 
-def project_files(roots: list[str]) -> list[Path]:
-    """The Python files under ``roots``, sorted, outside hidden folders, virtual
-    environments and installed libraries."""
+def project_files(roots: list[str], skipped: list[Skipped] | None = None) -> list[Path]:
+    """The regular Python files under ``roots``, resolved and sorted, outside hidden
+    folders, virtual environments and installed libraries; names that are not regular files
+    are appended to ``skipped``."""
     found: dict[str, Path] = {}
     for root in roots:
-        for folder, subfolders, names in os.walk(root):
-            subfolders[:] = sorted(
-                name for name in subfolders
-                if not name.startswith(".") and name not in SKIPPED_FOLDERS
-                and not (Path(folder) / name / "pyvenv.cfg").exists()
-            )
-            for name in sorted(names):
-                if name.endswith(".py"):
-                    path = (Path(folder) / name).resolve()
-                    found.setdefault(str(path), path)
+        for name in walk_python_files(root, SKIPPED_FOLDERS, skipped):
+            path = os.path.realpath(name)
+            found.setdefault(path, Path(path))
     return sorted(found.values())
 
 
@@ -793,7 +819,7 @@ async def on_code_lens(ls: FxlsServer, params: types.CodeLensParams) -> list[typ
         )
         lenses.append(types.CodeLens(range=converter.range(module.span), command=command))
     for found in state.report.passes:
-        if found.span is None or str(Path(found.span.file).resolve()) != converter.path:
+        if found.span is None or os.path.realpath(found.span.file) != converter.path:
             continue
         command = types.Command(
             title=lens_title(found), command=SHOW_GRAPH,

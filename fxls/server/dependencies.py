@@ -13,6 +13,7 @@ False
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -107,4 +108,5 @@ def is_project_file(path: str, roots: Iterable[str]) -> bool:
 
 
 def _resolved(file: str) -> str:
-    return str(Path(file).resolve())
+    # realpath, not Path.resolve: a symbolic-link loop is a path, not a RuntimeError
+    return os.path.realpath(file)

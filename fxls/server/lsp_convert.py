@@ -31,7 +31,8 @@ ON_DISK_KEPT = 64
 
 def on_disk(path: str) -> SourceText:
     """The indexed text of the file at ``path`` (a real path), read again when its
-    modification time, size or inode changed."""
+    modification time, size or inode changed; empty for anything but a regular file of at
+    most 8 MB (a span may point anywhere: a FIFO, ``/dev/zero``), never blocking."""
     try:
         info = os.stat(path)
         key = (info.st_mtime_ns, info.st_size, info.st_ino)
@@ -62,7 +63,7 @@ class RangeConverter:
         encoding: str,
         other_texts: Mapping[str, str] | None = None,
     ) -> None:
-        self.path = str(Path(path).resolve())
+        self.path = os.path.realpath(path)
         self.encoding = encoding
         self.index = source_text(text)
         self._others: dict[str, SourceText] = {
@@ -70,7 +71,7 @@ class RangeConverter:
         }
 
     def _index_for(self, file: str) -> SourceText:
-        resolved = str(Path(file).resolve())
+        resolved = os.path.realpath(file)
         if resolved == self.path:
             return self.index
         index = self._others.get(resolved)
@@ -90,7 +91,7 @@ class RangeConverter:
         return types.Position(position.line, position.character)
 
     def location(self, span: Span) -> types.Location:
-        return types.Location(Path(span.file).resolve().as_uri(), self.range(span))
+        return types.Location(Path(os.path.realpath(span.file)).as_uri(), self.range(span))
 
     def to_python(self, position: types.Position) -> tuple[int, int]:
         """Client position -> (1-based line, UTF-8 byte column) in this document."""
@@ -210,4 +211,6 @@ def _short_name(file: str, document: str) -> str:
 
 
 def _resolved(file: str) -> str:
-    return str(Path(file).resolve())
+    # realpath, not Path.resolve: a span into a symbolic-link loop (a report is untrusted)
+    # is a path like any other, not a RuntimeError
+    return os.path.realpath(file)

@@ -13,6 +13,8 @@ import os
 import time
 from collections.abc import Iterable
 
+from fxls.files import read_regular_file, walk_python_files
+
 FILES_LIMIT = 2000
 FILE_BYTES_LIMIT = 1 << 20
 TIME_LIMIT_S = 2.0
@@ -35,24 +37,17 @@ def workspace_imports(folders: Iterable[str]) -> list[str]:
 
 def _python_files(folders: Iterable[str]) -> Iterable[str]:
     for folder in folders:
-        if not folder or not os.path.isdir(folder):
-            continue
-        for root, dirs, filenames in os.walk(folder):
-            dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIPPED
-                             and not os.path.exists(os.path.join(root, d, "pyvenv.cfg")))
-            for name in sorted(filenames):
-                if name.endswith(".py"):
-                    yield os.path.join(root, name)
+        if folder and os.path.isdir(folder):
+            yield from walk_python_files(folder, _SKIPPED)
 
 
 def _imports_of(path: str) -> set[str]:
     try:
-        if os.path.getsize(path) > FILE_BYTES_LIMIT:
-            return set()
-        with open(path, "rb") as f:
-            tree = ast.parse(f.read(), path)
-    except (OSError, SyntaxError, ValueError):
-        return set()
+        # a regular file only, never blocking (a FIFO named *.py would hold this thread,
+        # and the server's exit waits for it)
+        tree = ast.parse(read_regular_file(path, FILE_BYTES_LIMIT), path)
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        return set()  # deep nesting makes the parser give up with the last two
     found = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):

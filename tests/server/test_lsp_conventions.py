@@ -409,7 +409,7 @@ async def test_the_project_check_reports_each_file_and_publishes_closed_files(
     result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
         command="fxls.checkProject"))
     assert result == {"files": 2, "checked": 2, "diagnostics": 3, "cancelled": False,
-                      "truncated": False}
+                      "truncated": False, "skipped": []}
     assert sorted(d.range.start.line for d in _shown(client, tmp_path / "b.py", "FX013")) == [
         10, 11, 12]
     await _until(lambda: [v[-1].kind for v in _progress(client, "fxls-task-").values()]
