@@ -7,6 +7,9 @@ export interface ServerSettings {
   diagnostics: { select: string[]; ignore: string[] };
   inlayHints: { shapes: boolean };
   worker: { learnLibraries: boolean };
+  /** user settings only (declared `"scope": "machine"`): a repository cannot widen the sandbox */
+  allowWrite: string[];
+  allowNetwork: boolean;
 }
 
 export const DEFAULTS: ServerSettings = {
@@ -14,6 +17,8 @@ export const DEFAULTS: ServerSettings = {
   diagnostics: { select: [], ignore: [] },
   inlayHints: { shapes: true },
   worker: { learnLibraries: true },
+  allowWrite: [],
+  allowNetwork: false,
 };
 
 /** Reads one setting below the `fxls` section (e.g. "trace.onSave"); undefined when unset. */
@@ -42,6 +47,8 @@ export function serverSettings(read: SettingReader, resolvePath: (p: string) => 
     diagnostics: { select: codes(read("diagnostics.select")), ignore: codes(read("diagnostics.ignore")) },
     inlayHints: { shapes: bool(read("inlayHints.shapes"), DEFAULTS.inlayHints.shapes) },
     worker: { learnLibraries: bool(read("worker.learnLibraries"), DEFAULTS.worker.learnLibraries) },
+    allowWrite: codes(read("allowWrite")).map(resolvePath),
+    allowNetwork: bool(read("allowNetwork"), DEFAULTS.allowNetwork),
   };
   const mode = read("trace.mode");
   if (mode === "eval" || mode === "train" || mode === "both") settings.trace.mode = mode;

@@ -22,6 +22,8 @@ test("activation, entry point and workspace trust", () => {
 
 test("every setting is contributed with the server's defaults", () => {
   assert.deepEqual(Object.keys(properties).sort(), [
+    "fxls.allowNetwork",
+    "fxls.allowWrite",
     "fxls.diagnostics.ignore",
     "fxls.diagnostics.select",
     "fxls.inlayHints.shapes",
@@ -43,6 +45,13 @@ test("every setting is contributed with the server's defaults", () => {
   assert.deepEqual(properties["fxls.diagnostics.ignore"].default, []);
   assert.equal(properties["fxls.python"].type, "string");
   assert.equal(properties["fxls.interpreter"].type, "string");
+});
+
+test("settings that widen the sandbox are the user's only: a repository's .vscode/settings.json cannot set them", () => {
+  assert.equal(properties["fxls.allowWrite"].scope, "machine");
+  assert.equal(properties["fxls.allowNetwork"].scope, "machine");
+  assert.deepEqual(properties["fxls.allowWrite"].default, DEFAULTS.allowWrite);
+  assert.equal(properties["fxls.allowNetwork"].default, DEFAULTS.allowNetwork);
 });
 
 test("the four commands are contributed (fxls.checkProject is the server's, registered by the client)", () => {

@@ -19,6 +19,8 @@ test("defaults when nothing is set", () => {
     diagnostics: { select: [], ignore: [] },
     inlayHints: { shapes: true },
     worker: { learnLibraries: true },
+    allowWrite: [],
+    allowNetwork: false,
   });
 });
 
@@ -33,7 +35,10 @@ test("every setting maps to the server's nested form", () => {
       "diagnostics.ignore": ["FX013", " FX010 "],
       "inlayHints.shapes": false,
       "worker.learnLibraries": false,
+      allowWrite: ["${workspaceFolder}/../cache", " /data/out "],
+      allowNetwork: true,
     }),
+    (p) => p.replace("${workspaceFolder}", "/ws"),
   );
   assert.deepEqual(initializationOptions(settings), {
     fxls: {
@@ -42,6 +47,8 @@ test("every setting maps to the server's nested form", () => {
       diagnostics: { select: ["FX0"], ignore: ["FX013", "FX010"] },
       inlayHints: { shapes: false },
       worker: { learnLibraries: false },
+      allowWrite: ["/ws/../cache", "/data/out"],
+      allowNetwork: true,
     },
   });
   assert.deepEqual(didChangeConfigurationParams(settings), { settings: initializationOptions(settings) });
