@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import keyword
+import warnings
 from collections.abc import Iterator
 
 import torch
@@ -57,6 +58,47 @@ def codegen_failure(
                f"identifier (letters, digits and `_`, not a keyword)")
     return (diagnostic("FX004", message, where, class_name),
             f"the {kind} name {name!r} {_why(name)}")
+
+
+def misread_names(
+    graph: Graph, root: torch.nn.Module, class_name: str, tree: ast.AST | None,
+    reportable: str,
+) -> list[Diagnostic]:
+    """FX004 for a name whose generated code compiles but reads another attribute: torch.fx
+    pastes ``'a\\b'`` into ``getattr(self, "a\\b")``, a backspace, so calling the traced
+    module fails (symbolic_trace does not notice, and fxls runs graphs node by node)."""
+    found: list[Diagnostic] = []
+    seen: set[str] = set()
+    for node in graph.nodes:
+        for name in _attribute_names(node):
+            if name in seen or name.isidentifier() or not _reads_another(name):
+                continue
+            seen.add(name)
+            kind = _kind_of(root, node.target) if node.op != "call_function" else "attribute"
+            where = _registration(tree, name, reportable) or _span_of(node, reportable)
+            message = (f"the {kind} name {name!r} {_why(name)}: the code torch.fx generates "
+                       f"for the graph of `{class_name}`, `{format_target('self', name)}`, "
+                       f"reads the attribute {_as_read(name)!r} instead, so calling the "
+                       f"traced module raises AttributeError (symbolic_trace does not "
+                       f"notice). Name the {kind} with a Python identifier (letters, digits "
+                       f"and `_`, not a keyword)")
+            found.append(diagnostic("FX004", message, where, class_name))
+    return found
+
+
+def _reads_another(name: str) -> bool:
+    return "\\" in name and _breaks_code(name) and _as_read(name) != name
+
+
+def _as_read(name: str) -> str | None:
+    """The string the generated literal ``"name"`` stands for (None: not a literal)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "invalid escape sequence"
+            value = ast.literal_eval(f'"{name}"')
+    except (SyntaxError, ValueError):
+        return None
+    return value if isinstance(value, str) else None
 
 
 def _failing_node(error: BaseException, graph: Graph | None) -> Node | None:

@@ -37,7 +37,7 @@ from fxcore.recovering import (
 from fxcore.source import SourceSpan
 from fxls.analysis import rewrites, rules
 from fxls.analysis.calls import submodule_calls
-from fxls.analysis.codegen_failure import codegen_failure
+from fxls.analysis.codegen_failure import codegen_failure, misread_names
 from fxls.analysis.construction import (
     INFERRED,
     Built,
@@ -500,6 +500,7 @@ def _analyze_class(
         return module_report, found, None
     module_report.status = TraceStatus.PARTIAL if trace.issues else TraceStatus.TRACED
     module_report.node_count = len(gm.graph.nodes)
+    found += misread_names(gm.graph, instance, name, file.tree, file.filename)
     if file.settings.trace_mode == "both" and not trace.issues:
         found += _mode_difference(instance, concrete, gm, name, span, file)
     torch.manual_seed(1)

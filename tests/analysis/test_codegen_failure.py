@@ -54,6 +54,16 @@ class InADict(nn.Module):
         return self.layers['x"y'](self.layers["ok"](x))
 
 
+class Backslash(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.add_module("a\\\\b", nn.Linear(4, 4))
+        self.add_module("a\\\\q", nn.Linear(4, 4))
+
+    def forward(self, x):
+        return getattr(self, "a\\\\q")(getattr(self, "a\\\\b")(x))
+
+
 class Fine(nn.Module):
     def __init__(self):
         super().__init__()
@@ -115,3 +125,14 @@ def test_every_failed_class_has_a_diagnostic(report: FileReport) -> None:
     assert failed == {"Quote", "Keyword", "LineBreak", "InADict"}
     assert failed <= {d.module for d in report.diagnostics}
 
+
+
+def test_a_name_whose_code_reads_another_attribute_is_reported(report: FileReport) -> None:
+    """``'a\\b'`` compiles to ``getattr(self, "a\\b")``: a backspace; ``'a\\q'`` is read
+    as written. The class traces (as with torch.fx) but its code would fail when called."""
+    (module,) = [m for m in report.modules if m.name == "Backslash"]
+    assert module.status.value == "traced"
+    (found,) = [d for d in report.diagnostics if d.module == "Backslash"]
+    assert found.code == "FX004" and found.span.line == _line('self.add_module("a\\\\b"')
+    assert "submodule name 'a\\\\b' contains a backslash" in found.message, found.message
+    assert "reads the attribute 'a\\x08' instead" in found.message

@@ -4,7 +4,8 @@ torch.fx writes an attribute path as ``self.name`` when ``name.isidentifier()``,
 ``getattr(self, "name")`` with the name pasted between double quotes, unescaped. So a
 keyword (``class``), a double quote or a line break makes the generated code a SyntaxError,
 raised by ``symbolic_trace`` itself; a space, a leading digit, a single quote or non-ASCII
-letters work. fxcore must do the same: same code when it compiles, same error when not.
+letters work; a backslash compiles but may read another attribute (``"a\\b"`` holds a
+backspace). fxcore must do the same: same code when it compiles, same error when not.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ NAMES = {
     "a'b": True,
     "ünï": True,
     "plain": True,
+    "a\\b": True,  # compiles to "a\b", a backspace: another attribute (below)
+    "a\\q": True,
 }
 
 
@@ -74,3 +77,11 @@ def test_a_broken_name_fails_when_the_graph_module_is_built(fx: Any) -> None:
     assert [n.target for n in graph.nodes if n.op == "call_module"] == ['a"b']
     with pytest.raises(SyntaxError, match="unterminated string literal"):
         fx.GraphModule(module, graph)
+
+
+@pytest.mark.parametrize("fx", [torch.fx, fxcore], ids=["torch.fx", "fxcore"])
+def test_a_backslash_name_compiles_to_code_that_reads_another_attribute(fx: Any) -> None:
+    traced = fx.symbolic_trace(_module("a\\b", "module"))
+    assert 'getattr(self, "a\\b")' in traced.code
+    with pytest.raises(AttributeError, match="no attribute 'a\x08'"):
+        traced(torch.ones(2, 4))
