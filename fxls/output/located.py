@@ -7,8 +7,8 @@ columns in text.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
-from pathlib import Path
 
 from fxls.python_source import read_python_source_or_replace
 from fxls.report import Diagnostic, FileReport
@@ -35,7 +35,7 @@ class SourceCache:
         self._own: set[tuple[str, str, int, int]] = set()
 
     def add(self, path: str, text: str) -> None:
-        key = str(Path(path).resolve())
+        key = _resolved(path)
         self._indexes[key] = SourceText(text)
         self._given.setdefault(key, path)
 
@@ -44,24 +44,30 @@ class SourceCache:
         report leaves them out (a sibling's problem reached from here is shown once, under
         the sibling's path as given)."""
         for report in reports:
-            own = str(Path(report.path).resolve())
+            own = _resolved(report.path)
             for d in report.diagnostics:
-                if str(Path(d.span.file).resolve()) == own:
+                if _resolved(d.span.file) == own:
                     self._own.add((own, d.code, d.span.line, d.span.col))
 
     def shown_path(self, file: str) -> str:
         """A checked file as the user named it; any other file as it is."""
-        return self._given.get(str(Path(file).resolve()), file)
+        return self._given.get(_resolved(file), file)
 
     def reported_by_its_file(self, file: str, code: str, line: int, col: int) -> bool:
-        return (str(Path(file).resolve()), code, line, col) in self._own
+        return (_resolved(file), code, line, col) in self._own
 
     def index(self, path: str) -> SourceText:
-        key = str(Path(path).resolve())
+        key = _resolved(path)
         index = self._indexes.get(key)
         if index is None:
             index = self._indexes[key] = SourceText(read_python_source_or_replace(key))
         return index
+
+
+def _resolved(path: str) -> str:
+    # realpath, not Path.resolve: a span (reports are untrusted) into a symbolic-link loop
+    # is a path like any other, not a RuntimeError that loses every file's output
+    return os.path.realpath(path)
 
 
 def locate(
@@ -70,10 +76,10 @@ def locate(
     """The report's diagnostics with positions; ``once``: for flat outputs (text, SARIF),
     without those located in another checked file whose own report has them."""
     located = []
-    own_file = str(Path(report.path).resolve())
+    own_file = _resolved(report.path)
     for diagnostic in report.diagnostics:
         span = diagnostic.span
-        mine = str(Path(span.file).resolve()) == own_file
+        mine = _resolved(span.file) == own_file
         if once and not mine and sources.reported_by_its_file(span.file, diagnostic.code, span.line,
                                                      span.col):
             continue

@@ -111,3 +111,44 @@ def test_odd_files_named_on_the_command_line(tmp_path: Path):
     missing = subprocess.run([sys.executable, "-m", "fxls", "check", "nothing.py"],
                              cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert missing.returncode == 2 and "no such file or folder: nothing.py" in missing.stderr
+
+
+#: a model whose report (the analysed code can forge it) points into the odd files
+FORGED_SPANS = """import os
+import fxls.report
+import torch
+from torch import nn
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _into_odd_files(self, partial=None):
+    return {"path": self.path, "diagnostics": [
+        {"code": "FX004", "severity": "error", "message": f"in {name}",
+         "span": {"file": os.path.join(HERE, name), "line": 3, "end_line": 3, "col": 0,
+                  "end_col": 4}}
+        for name in ("b.py", "c.py", "l1.py")]}
+
+
+fxls.report.FileReport.to_dict = _into_odd_files
+"""
+
+
+@pytest.mark.parametrize("output", ["text", "json", "sarif"])
+def test_a_report_pointing_into_odd_files_loses_nothing(tmp_path: Path, output: str):
+    """Placing a span reads the file it points into: a FIFO blocked that read, /dev/zero
+    never ended it, a link loop was a RuntimeError; now each is placed at its line 1."""
+    _good_files(tmp_path)
+    os.mkfifo(tmp_path / "b.py")
+    (tmp_path / "c.py").symlink_to("/dev/zero")
+    (tmp_path / "l1.py").symlink_to("l2.py")
+    (tmp_path / "l2.py").symlink_to("l1.py")
+    (tmp_path / "forged.py").write_text(FORGED_SPANS, encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "fxls", "check", "--format", output, "."],
+                          capture_output=True, text=True, timeout=90, cwd=tmp_path,
+                          preexec_fn=_limit_memory)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    for name in ("a_good.py", "z_good.py"):
+        assert name in done.stdout
+    for name in ("b.py", "c.py", "l1.py"):
+        assert f"in {name}" in done.stdout
