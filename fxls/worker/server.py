@@ -32,6 +32,7 @@ from fxls.worker.child import (
     serve_job,
 )
 from fxls.worker.hugepages import collapse_anonymous_memory
+from fxls.worker.import_origin import add_roots
 from fxls.worker.learner import LibraryLearner
 from fxls.worker.learning import LIFETIME_LIMIT, import_plan, learnable
 from fxls.worker.limits import JobWatch
@@ -64,6 +65,7 @@ from fxls.worker.protocol import (
     status_body,
     write_all,
 )
+from fxls.worker.where import BODY_LIMIT as WHERE_LIMIT
 from fxls.worker.where import WHERE, read_where
 
 #: time a timed-out job gets to print its stack before it is killed
@@ -108,8 +110,9 @@ class Job:
     over_limit: str | None = None
     #: the pool is to fork this job's replacement once the job has sent its first result
     refill_due: bool = False
-    #: where its main thread was last seen by its watchdog (``where``; untrusted, checked)
-    where: list[tuple[str, int]] | None = None
+    #: the last frame of its watchdog (``where``; untrusted): decoded only if the job is
+    #: ended, so a flood of them costs the worker no decoding
+    where: bytes | None = None
 
 
 class Worker:
@@ -245,6 +248,7 @@ class Worker:
         """Libraries the client expects jobs to import (a workspace's imports): tried and
         learned in the background, as if a job had imported them; ``roots``: the workspace
         folders (nothing is learned from inside them)."""
+        add_roots(message.get("roots"))
         self.learner.note_roots(message.get("roots"))
         self.learner.offer(message["modules"])
 
@@ -345,7 +349,7 @@ class Worker:
                 self._refill(job)
                 continue
             if status == WHERE:
-                job.where = read_where(body) or job.where
+                job.where = body if len(body) <= WHERE_LIMIT else None
                 continue
             if status == IMPORTS:  # comes right before the final frame
                 names = _names(body)
@@ -443,8 +447,9 @@ class Worker:
             "own": own, "output": _output_text(job),
             "duration_ms": (time.monotonic() - job.started) * 1000.0,
         }
-        if job.where and not own:  # it did not end on its own: the line it was running
-            envelope["where"] = job.where
+        where = read_where(job.where) if job.where is not None and not own else None
+        if where:  # it did not end on its own: the line it was running
+            envelope["where"] = where
         self.send(attach(envelope, body))
 
     def _outcome(self, job: Job, status: int | None, cpu_used: float = 0.0) -> bytes:

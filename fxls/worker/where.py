@@ -9,9 +9,10 @@ small frame on the result pipe (``WHERE``): the innermost line of each file on t
 The frames are in the worker before any kill, so a SIGKILL loses nothing but the last
 interval.
 
-The frames come from the job's process, which runs hostile code: the worker keeps only a
-bounded list of (file, line) pairs (``read_where``) and the caller uses them only to choose
-a line of the job's own document.
+The frames come from the job's process, which runs hostile code: the worker keeps the last
+one undecoded (at most ``BODY_LIMIT`` bytes), and, if the job is ended, reads from it only
+a bounded list of (file, line) pairs (``read_where``); the caller uses them only to choose a
+line of the job's own document.
 """
 
 from __future__ import annotations
