@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import fxls.startup_path  # noqa: F401  first: the workspace leaves sys.path
+
+# isort: split
 import argparse
 import asyncio
 import os

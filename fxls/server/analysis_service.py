@@ -45,7 +45,8 @@ class AnalysisService:
 
                 client = WorkerClient(self.python, warm_imports=WARM_IMPORTS, warm_up=WARM_UP,
                                       learn_imports=LEARN_IMPORTS, sandbox=True,
-                                      learn_libraries=self.learn_libraries)
+                                      learn_libraries=self.learn_libraries,
+                                      roots=tuple(self._roots))
                 try:
                     await client.start()
                     if self._warm and self.learn_libraries:
@@ -77,9 +78,9 @@ class AnalysisService:
         loaded. Read off the event loop; a worker that cannot start is logged only (the
         first analysis reports it)."""
         folders = list(dict.fromkeys(f for f in folders if f))
+        self._roots = sorted({*self._roots, *folders})  # the next worker never imports there
         if not self.learn_libraries or not folders:
             return
-        self._roots = sorted({*self._roots, *folders})
         modules = await asyncio.to_thread(workspace_imports, folders)
         self._warm = sorted({*self._warm, *modules})
         try:

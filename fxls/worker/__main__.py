@@ -79,6 +79,26 @@ def own_environment_only() -> None:
     sys.path[:] = [p for p in sys.path if p and os.path.isabs(p)]
 
 
+def outside_the_workspace(config: dict[str, Any]) -> None:
+    """The worker imports nothing from inside a workspace or project root (``roots``, more
+    come with ``warm``) but fxls itself and the interpreter's installation: a workspace
+    folder on PYTHONPATH is not even on ``sys.path`` while the interpreter starts (the
+    client passes the user's entries in ``python_path``), and once they are put back, for
+    the jobs, ``import_origin.outside_roots`` keeps the worker's own imports (torch and its
+    dependencies, the warm and learned modules) from finding anything in them."""
+    from fxls.worker.import_origin import interpreter_folders, outside_roots
+
+    home = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
+    outside_roots([*interpreter_folders(), home], config.get("roots") or ())
+    ours = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    entries = [p for p in config.get("python_path") or () if isinstance(p, str)
+               and os.path.isabs(p) and p not in sys.path]
+    at = len([p for p in sys.path[:len(ours)] if p in ours])
+    sys.path[at:at] = entries
+    # what the jobs' environment says (``jobenv``): the PYTHONPATH sys.path now reflects
+    os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys([*ours, *entries]))
+
+
 def _start_sandbox(config: dict[str, Any]) -> dict[str, Any] | None:
     """Probe the kernel and turn the job sandbox on (before torch: the probe forks)."""
     if not config.get("sandbox"):
@@ -109,6 +129,7 @@ def main() -> None:
     config: dict[str, Any] = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
     _check_protocol(config, channel_out)
     own_environment_only()
+    outside_the_workspace(config)
     single_threaded_libraries()
     facts = _start_sandbox(config)
 

@@ -103,6 +103,7 @@ class WorkerClient:
         sandbox: bool = False,
         unresponsive_after_s: float = 10.0,
         learn_libraries: bool = False,
+        roots: tuple[str, ...] = (),
     ) -> None:
         """``warm_up`` (``module:function``, no arguments; see ``fxls.worker.api``) runs in
         each pre-forked job process before its job arrives, ``prime`` (the same kind of
@@ -115,11 +116,14 @@ class WorkerClient:
         the job processes, for later jobs (``fxls.worker.learner``; ``warm`` names some
         ahead of any job). With ``sandbox``, jobs run
         confined (``fxls.worker.sandbox``; ``run(policy=...)`` widens it per job). A worker
-        that answers nothing for ``unresponsive_after_s`` is replaced (``heartbeat``)."""
+        that answers nothing for ``unresponsive_after_s`` is replaced (``heartbeat``).
+        ``roots`` (workspace and project roots; the working directory is one) are where
+        the worker never imports from outside a job, even with them on PYTHONPATH."""
         self.python = python
         self.warm_imports = tuple(warm_imports)
         self.learn_imports = tuple(learn_imports)
         self.learn_libraries = learn_libraries
+        self.roots = [os.getcwd(), *roots]
         self.warm_up = warm_up
         #: the worker's zygote, which forks the job processes (None: the worker forks them)
         self.zygote_pid: int | None = None
@@ -210,6 +214,8 @@ class WorkerClient:
             "prime": self.prime,
             "learn_imports": list(self.learn_imports),
             "learn_libraries": self.learn_libraries,
+            "roots": self.roots,
+            "python_path": self._user_python_path(),
             **self._sandbox_config(),
         }
         proc = await asyncio.create_subprocess_exec(
@@ -261,12 +267,19 @@ class WorkerClient:
             summary = facts.get("summary", "")
             (log.warning if "NOT enforced" in summary else log.info)("%s", summary)
 
+    def _user_python_path(self) -> list[str]:
+        """The caller's absolute PYTHONPATH entries (relative ones would resolve against the
+        working directory, the workspace): the worker puts them on ``sys.path`` once the
+        interpreter started, for the jobs (``fxls.worker.__main__.outside_the_workspace``)."""
+        env = os.environ if self.env is None else self.env
+        return [p for p in dict.fromkeys(env.get("PYTHONPATH", "").split(os.pathsep))
+                if os.path.isabs(p) and p != REPO_ROOT]
+
     def _worker_env(self) -> dict[str, str]:
         env = dict(os.environ if self.env is None else self.env)
-        # relative entries would resolve against the working directory (the workspace)
-        paths = [REPO_ROOT, *(p for p in env.get("PYTHONPATH", "").split(os.pathsep)
-                              if os.path.isabs(p))]
-        env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+        # a workspace folder on PYTHONPATH would shadow the standard library and run its
+        # sitecustomize while the interpreter starts, before any fxls code could stop it
+        env["PYTHONPATH"] = REPO_ROOT
         # torch warns at import when numpy is absent; user code's own warnings are captured
         env.setdefault("PYTHONWARNINGS", "ignore::UserWarning:torch._subclasses.functional_tensor")
         return env
@@ -491,6 +504,7 @@ class WorkerClient:
         """Ask the worker to learn the libraries of ``modules`` (e.g. a workspace's imports)
         in the background, none from inside ``roots`` (the workspace folders). Starts the
         worker if it is not running."""
+        self.roots = list(dict.fromkeys([*self.roots, *(roots or [])]))
         await self.start()
         proc = self._proc
         if proc is not None:

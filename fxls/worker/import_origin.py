@@ -8,6 +8,11 @@ module a library imports (``yaml``, ``packaging``...), and an editable install's
 leads into a project. ``Origins`` says which files may be imported; ``only_from`` puts a
 finder first on ``sys.meta_path`` that refuses (``ImportError``) a module found anywhere
 else, before any of its code runs.
+
+The worker's own imports (torch, its warm modules, what it learns after a job) go through
+``outside_roots``: a module a workspace shadows is looked for further along ``sys.path``, as
+if the workspace's folders were not there; the job processes forked from the worker, which
+are sandboxed and import the user's code, search the whole path again.
 """
 
 from __future__ import annotations
@@ -107,6 +112,84 @@ def only_from(origins: Origins) -> Iterator[None]:
     finally:
         with contextlib.suppress(ValueError):
             sys.meta_path.remove(finder)
+
+
+class _OutsideRoots(importlib.abc.MetaPathFinder):
+    """Takes ``PathFinder``'s place on ``sys.meta_path``: in the process that installed it,
+    ``sys.path`` and package paths are searched without their folders inside a root (a
+    module there is looked for further on, as if they were not on the path); a module
+    another finder (an editable install's) finds inside a root is refused. In a fork (a job
+    process, a zygote: it guards its own imports) it is ``PathFinder`` again (it stays on
+    ``sys.meta_path``: the analysis checks that the user's code left that list alone)."""
+
+    def __init__(self, trusted: Iterable[str]) -> None:
+        self.pid = os.getpid()
+        self.trusted = tuple(os.path.realpath(p) for p in trusted)
+        self.roots: tuple[str, ...] = ()
+        self._real: dict[str, str] = {}
+
+    def find_spec(self, name: str, path: Sequence[str] | None,
+                  target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
+        finder = importlib.machinery.PathFinder
+        if os.getpid() != self.pid or not self.roots:
+            return finder.find_spec(name, path, target)
+        entries = [e for e in (sys.path if path is None else path) if self._allows(e)]
+        spec = finder.find_spec(name, entries, target)
+        if spec is not None:
+            return spec
+        # the later finders are asked next, and nothing may skip one of their finds
+        for later in sys.meta_path[sys.meta_path.index(self) + 1:]:
+            find = getattr(later, "find_spec", None)
+            found = find(name, path, target) if find is not None else None
+            if found is not None and not all(map(self._allows, _places(found))):
+                raise ModuleNotFoundError(f"{name} is not imported outside a job: it lies "
+                                          "in a workspace", name=name)
+            if found is not None:
+                return None
+        return None
+
+    def invalidate_caches(self) -> None:
+        importlib.machinery.PathFinder.invalidate_caches()
+
+    def _allows(self, entry: str) -> bool:
+        """Not inside a root, or inside the interpreter's installation or fxls's own folder
+        (a project's ``.venv`` the user chose to run, fxls's own checkout)."""
+        real = self._real.get(entry)
+        if real is None:
+            real = self._real[entry] = os.path.realpath(entry or os.curdir)
+        return not _under_any(real, self.roots) or _under_any(real, self.trusted)
+
+
+_guard: _OutsideRoots | None = None
+
+
+def outside_roots(trusted: Iterable[str], roots: Iterable[str]) -> None:
+    """From now on, this process imports nothing from inside ``roots`` (more may be added
+    with ``add_roots``) but what lies in ``trusted``; its forks are not affected."""
+    global _guard
+    if _guard is None:
+        guard = _OutsideRoots(trusted)
+        at = sys.meta_path.index(importlib.machinery.PathFinder)
+        sys.meta_path[at] = _guard = guard
+    add_roots(roots)
+
+
+def add_roots(roots: object) -> None:
+    """More workspace or project roots for ``outside_roots`` (absolute paths; others are
+    ignored). Modules imported from them already stay (``outside_roots`` comes first)."""
+    if _guard is None or not isinstance(roots, list | tuple):
+        return
+    found = {p for r in roots if isinstance(r, str) and os.path.isabs(r)
+             for p in (os.path.abspath(r), os.path.realpath(r))}
+    if not found <= set(_guard.roots):
+        _guard.roots = tuple(sorted({*_guard.roots, *found}))
+
+
+def _places(spec: importlib.machinery.ModuleSpec) -> list[str]:
+    places = list(spec.submodule_search_locations or [])
+    if spec.has_location and spec.origin:
+        places.append(spec.origin)
+    return places
 
 
 def _under_any(path: str, folders: Iterable[str]) -> bool:
