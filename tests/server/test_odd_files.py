@@ -136,3 +136,34 @@ def test_one_odd_file_loses_nothing(tmp_path: Path, make: Callable[[Path], None]
     assert [d["code"] for d in _diagnostics(server, tmp_path / "a_good.py")] == ["FX001"]
     assert _peak_kb(server.process.pid) < SERVER_PEAK_LIMIT_KB
     _shut_down(server)
+
+
+def test_a_report_pointing_into_odd_files_is_published(tmp_path: Path):
+    """A report (the analysed code can forge it) whose spans point into a FIFO, /dev/zero
+    and a link loop: placing them read those files on the server's loop (blocked, grew, or
+    raised); now each is shown at line 1 of its file (the link to /dev/zero is a file
+    outside the workspace: not shown) and the server goes on."""
+    from tests.cli.test_odd_files import FORGED_SPANS
+
+    os.mkfifo(tmp_path / "b.py")
+    (tmp_path / "c.py").symlink_to("/dev/zero")
+    _loop(tmp_path / "l1.py")
+    forged = tmp_path / "forged.py"
+    forged.write_text(FORGED_SPANS, encoding="utf-8")
+    server = _start(tmp_path)
+    server.initialize(tmp_path, OPTIONS)
+    server.send(frame(notification("textDocument/didOpen", {"textDocument": {
+        "uri": forged.as_uri(), "languageId": "python", "version": 1,
+        "text": FORGED_SPANS}})))
+    for name in ("b.py", "l1.py"):
+        (shown,) = _diagnostics(server, tmp_path / name)
+        assert (shown["message"], shown["range"]["start"]) == (
+            f"in {name}", {"line": 0, "character": 0})
+    assert not [m for m in server.notifications("textDocument/publishDiagnostics")
+                if m["params"]["uri"] in ((tmp_path / "c.py").as_uri(), "file:///dev/zero")]
+    opened = tmp_path / "z_opened.py"
+    server.send(frame(notification("textDocument/didOpen", {"textDocument": {
+        "uri": opened.as_uri(), "languageId": "python", "version": 1, "text": GOOD}})))
+    assert [d["code"] for d in _diagnostics(server, opened)] == ["FX001"]
+    assert _peak_kb(server.process.pid) < SERVER_PEAK_LIMIT_KB
+    _shut_down(server)
