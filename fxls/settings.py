@@ -23,9 +23,12 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from fxls.files import read_regular_file
 from fxls.setting_lines import KeyLines, key_lines
 from fxls.worker.policy import JobPolicy
 
+#: a pyproject.toml is read up to this size (a bigger one is a settings problem)
+PYPROJECT_LIMIT_BYTES = 1 << 20
 DEFAULT_TIMEOUT_S = 30.0
 #: a trace needs at least this long (importing torch alone takes longer); and at most an hour
 TIMEOUT_RANGE_S = (1.0, 3600.0)
@@ -372,8 +375,7 @@ def _read_table(pyproject: str) -> tuple[dict[str, Any], KeyLines | None, Settin
     """``[tool.fxls]`` of ``pyproject`` and its lines, or why it cannot be had."""
     text = ""
     try:
-        with open(pyproject, "rb") as handle:
-            text = handle.read().decode("utf-8")
+        text = read_regular_file(pyproject, PYPROJECT_LIMIT_BYTES).decode("utf-8")
         document = tomllib.loads(text)
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
         found = re.search(r"line (\d+)", str(error))

@@ -98,3 +98,23 @@ def test_the_folder_import_scan_skips_odd_files(tmp_path: Path, fifo: Path):
     (tmp_path / "l2.py").symlink_to("l1.py")
     (tmp_path / "z.py").write_text("import omega\n", encoding="utf-8")
     assert _within_deadline(lambda: workspace_imports([str(tmp_path)])) == ["alpha", "omega"]
+
+
+def test_hover_and_inlay_look_past_spans_into_a_link_loop(tmp_path: Path):
+    """The analysed code can forge its report: a node whose span points into a symbolic
+    link loop neither fails the inlay hints nor the hover lookup of the real document."""
+    from fxls.report import ModuleReport, NodeInfo, TraceStatus
+    from fxls.server.documents import _innermost
+    from fxls.server.inlay import shape_hints
+
+    model = tmp_path / "m.py"
+    model.write_text("y = x\n")
+    os.symlink(tmp_path / "l2.py", tmp_path / "l1.py")
+    os.symlink(tmp_path / "l1.py", tmp_path / "l2.py")
+    loop = Span(str(tmp_path / "l1.py"), 1, 1, 0, 5)
+    real = Span(str(model), 1, 1, 4, 5)
+    nodes = [NodeInfo("a", "call_function", "f", "()", "{}", [], loop, [2, 3]),
+             NodeInfo("b", "call_function", "f", "()", "{}", [], real, [4])]
+    report = FileReport(str(model), [ModuleReport("M", TraceStatus.TRACED, 2, nodes=nodes)])
+    assert shape_hints(report, str(model), model.read_text()) == [(1, 1, ": [4]")]
+    assert _innermost([(loop, "a"), (real, "b")], str(model), 1, 4) == ["b"]

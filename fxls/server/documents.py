@@ -6,9 +6,9 @@ client's position once, with :mod:`fxls.source_text`.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TypeVar
 
 from fxls.report import (
@@ -60,10 +60,10 @@ def _innermost(candidates: Iterable[tuple[Span | None, _T]], path: str, line: in
                col: int) -> list[_T]:
     """Of ``candidates`` (span, item), the items whose span in ``path`` contains (line, col)
     and is the smallest there (several items may share it)."""
-    target = str(Path(path).resolve())
+    target = os.path.realpath(path)
     hits = [(_extent(span), item) for span, item in candidates
             if span is not None and _contains(span, line, col)
-            and str(Path(span.file).resolve()) == target]
+            and os.path.realpath(span.file) == target]
     if not hits:
         return []
     smallest = min(extent for extent, _ in hits)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from pathlib import Path
+import os
 
 from fxls.report import FileReport, Span
 
@@ -31,7 +31,7 @@ def shape_hints(report: FileReport, path: str, text: str) -> list[tuple[int, int
     call of a submodule traced through returned (``feats = self.backbone(x)``); a line run
     at several shapes (a block at four resolutions) shows each distinct one.
     """
-    resolved = str(Path(path).resolve())
+    resolved = os.path.realpath(path)
     results: list[tuple[Span, list[int], int]] = []
     for rank, module in enumerate(report.modules):
         nodes = {n.name: n for n in module.nodes}
@@ -45,7 +45,7 @@ def shape_hints(report: FileReport, path: str, text: str) -> list[tuple[int, int
                 results.append((call.span, outputs[0].shape, rank))
     by_line: dict[int, list[tuple[Span, list[int], int]]] = {}
     for span, shape, rank in results:
-        if str(Path(span.file).resolve()) == resolved:
+        if os.path.realpath(span.file) == resolved:
             by_line.setdefault(span.line, []).append((span, shape, rank))
     # a line traced both in its own class (on guessed inputs) and inside a bigger model
     # shows the bigger model's shapes: they are the ones the program runs at

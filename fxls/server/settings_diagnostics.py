@@ -8,7 +8,8 @@ from pathlib import Path
 
 from lsprotocol import types
 
-from fxls.settings import SettingProblem
+from fxls.files import read_regular_file
+from fxls.settings import PYPROJECT_LIMIT_BYTES, SettingProblem
 
 #: the board's source name of a project's settings diagnostics (``DiagnosticBoard``)
 SOURCE_PREFIX = "fxls-settings:"
@@ -25,7 +26,7 @@ def settings_diagnostics(problems: list[SettingProblem], root: str) -> list[type
     if not mine:
         return []
     try:
-        lines = pyproject.read_text(encoding="utf-8").splitlines()
+        lines = read_regular_file(pyproject, PYPROJECT_LIMIT_BYTES).decode("utf-8").splitlines()
     except (OSError, UnicodeDecodeError):
         lines = []
     return [_diagnostic(problem, lines) for problem in mine]
