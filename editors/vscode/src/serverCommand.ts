@@ -1,6 +1,10 @@
-// The process that runs the language server: `<python> -m fxls serve` on stdio.
+// The process that runs the language server: `<python> -E -P -u -m fxls serve` on stdio.
 
-export const SERVER_ARGS: readonly string[] = ["-m", "fxls", "serve"];
+// -E: the server never imports from the environment's PYTHONPATH (a dev shell may point it
+// into the workspace, whose sitecustomize.py would run before any fxls code); it stays in the
+// environment for the worker, which keeps the workspace's folders for the sandboxed jobs.
+// -P: nor from the working directory (the workspace). -u: PYTHONUNBUFFERED is ignored under -E.
+export const SERVER_ARGS: readonly string[] = ["-E", "-P", "-u", "-m", "fxls", "serve"];
 
 export interface ServerCommand {
   command: string;

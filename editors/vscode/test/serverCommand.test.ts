@@ -2,10 +2,10 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { buildServerCommand, formatCommandLine, startFailureHint } from "../src/serverCommand";
 
-test("the server runs as <python> -m fxls serve", () => {
+test("the server runs as <python> -E -P -u -m fxls serve: nothing from PYTHONPATH or the workspace runs in it", () => {
   const command = buildServerCommand({ interpreter: "/venv/bin/python", cwd: "/ws", baseEnv: { PATH: "/usr/bin" } });
   assert.equal(command.command, "/venv/bin/python");
-  assert.deepEqual(command.args, ["-m", "fxls", "serve"]);
+  assert.deepEqual(command.args, ["-E", "-P", "-u", "-m", "fxls", "serve"]);
   assert.equal(command.options.cwd, "/ws");
   assert.equal(command.options.env.PATH, "/usr/bin");
 });
@@ -28,14 +28,14 @@ test("the environment keeps the protocol stream clean", () => {
 test("the args array is a copy", () => {
   const a = buildServerCommand({ interpreter: "python3" });
   a.args.push("--tcp");
-  assert.deepEqual(buildServerCommand({ interpreter: "python3" }).args, ["-m", "fxls", "serve"]);
+  assert.deepEqual(buildServerCommand({ interpreter: "python3" }).args, ["-E", "-P", "-u", "-m", "fxls", "serve"]);
 });
 
 test("command lines are quoted for logs", () => {
-  assert.equal(formatCommandLine(buildServerCommand({ interpreter: "/usr/bin/python3" })), "/usr/bin/python3 -m fxls serve");
+  assert.equal(formatCommandLine(buildServerCommand({ interpreter: "/usr/bin/python3" })), "/usr/bin/python3 -E -P -u -m fxls serve");
   assert.equal(
     formatCommandLine(buildServerCommand({ interpreter: "/My Envs/it's/python" })),
-    `'/My Envs/it'\\''s/python' -m fxls serve`,
+    `'/My Envs/it'\\''s/python' -E -P -u -m fxls serve`,
   );
 });
 
