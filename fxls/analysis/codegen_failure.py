@@ -22,7 +22,7 @@ from fxcore._codegen import format_target
 from fxcore.graph import Graph
 from fxcore.node import Node
 from fxcore.source import SourceSpan
-from fxls.analysis.rules import diagnostic
+from fxls.analysis.diagnostics import diagnostic
 from fxls.report import Diagnostic
 
 #: calls whose string argument names a submodule, parameter or buffer

@@ -11,7 +11,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from fxls.report import Diagnostic
+from fxls.analysis.diagnostics import diagnostic
+from fxls.report import Diagnostic, Span
 from fxls.settings import Settings
 
 if TYPE_CHECKING:
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
 
     from fxcore.graph_module import GraphModule
     from fxcore.recovering import CollectedTrace
+    from fxcore.source import SourceSpan
 
 
 @dataclass
@@ -26,10 +28,10 @@ class TraceTimeCall:
     """A call that ran during tracing but leaves no node (print, logging, random, time)."""
 
     what: str  # e.g. "print", "logging.info", "random.random", "time.time"
-    span: Any  # fxcore.source.SourceSpan of the user call
+    span: SourceSpan  # of the user call
     #: the user frames down to it, outermost first (a library helper's call is placed at
     #: the line of the analysed file that reached it)
-    stack: tuple[Any, ...] = ()
+    stack: tuple[SourceSpan, ...] = ()
 
 
 @dataclass
@@ -51,16 +53,14 @@ class ModuleContext:
 Rule = Callable[[ModuleContext], Iterable[Diagnostic]]
 
 
-def run_rule(rule: Callable[..., Iterable[Diagnostic]], ctx: ModuleContext, class_span: Any,
-             *args: Any) -> list[Diagnostic]:
+def run_rule(rule: Callable[..., Iterable[Diagnostic]], ctx: ModuleContext,
+             class_span: SourceSpan | Span, *args: Any) -> list[Diagnostic]:
     """``rule(ctx, *args)``'s diagnostics. A rule that raises is a bug in fxls, not in the
     user's model: it becomes one FX004 at the class naming the rule, and the other rules'
     diagnostics are kept."""
     try:
         return list(rule(ctx, *args))
     except Exception as error:
-        from fxls.analysis.rules import diagnostic
-
         name = getattr(rule, "__name__", repr(rule))
         return [diagnostic(
             "FX004", f"fxls's check `{name}` failed on `{ctx.class_name}` "

@@ -48,6 +48,7 @@ from fxls.analysis.construction import (
     construction_failed,
 )
 from fxls.analysis.context import ModuleContext, run_rule
+from fxls.analysis.diagnostics import diagnostic, to_span
 from fxls.analysis.inputs import eval_pragma_args, infer_inputs, spatial_size
 from fxls.analysis.libraries import registrations
 from fxls.analysis.library_names import module_named_by_file, qualname_at
@@ -75,7 +76,6 @@ from fxls.analysis.passes.runner import PassResults
 from fxls.analysis.pragmas import ClassPragmas, FilePragmas, parse_pragmas
 from fxls.analysis.real_weights import RealWeights, State
 from fxls.analysis.recorder import TraceRecorder
-from fxls.analysis.rules import diagnostic, to_span
 from fxls.analysis.shape_build import parameter_values_read
 from fxls.analysis.user_rules import UserRule, find_user_rewrites, load_rule_files
 from fxls.analysis.wording import in_user_terms

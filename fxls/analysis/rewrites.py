@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from fxls.analysis.context import ModuleContext
-from fxls.analysis.rules import diagnostic
+from fxls.analysis.diagnostics import diagnostic
 from fxls.report import Diagnostic
 
 Rewriter = Callable[[ast.expr, "_Text"], str | None]

@@ -14,8 +14,8 @@ from fxcore.node import Node
 from fxcore.recovering import IssueKind
 from fxcore.source import SourceSpan
 from fxls.analysis.context import ModuleContext, TraceTimeCall
+from fxls.analysis.diagnostics import diagnostic, to_span
 from fxls.analysis.liveness import read_later
-from fxls.codes import CODES
 from fxls.report import Diagnostic, RelatedInfo, Span
 from fxls.source_text import source_text
 
@@ -27,17 +27,6 @@ _INPLACE_OPERATORS = {
     for name in ("iadd", "isub", "imul", "itruediv", "ifloordiv", "imod", "ipow", "iand",
                  "ior", "ixor", "ilshift", "irshift", "imatmul", "setitem")
 }
-
-
-def to_span(span: SourceSpan) -> Span:
-    return Span(span.file, span.line, span.end_line, span.col, span.end_col)
-
-
-def diagnostic(code: str, message: str, span: SourceSpan | Span, module: str,
-               **data: Any) -> Diagnostic:
-    if isinstance(span, SourceSpan):
-        span = to_span(span)
-    return Diagnostic(code, CODES[code].severity, message, span, module, data=data)
 
 
 def _contains(outer: SourceSpan, inner: SourceSpan) -> bool:

@@ -24,7 +24,7 @@ from fxcore.graph import Graph
 from fxcore.node import Node
 from fxcore.subgraph_rewriter import find_matches
 from fxls.analysis.context import ModuleContext
-from fxls.analysis.rules import diagnostic
+from fxls.analysis.diagnostics import diagnostic
 from fxls.report import Diagnostic
 
 

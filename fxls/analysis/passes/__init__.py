@@ -16,6 +16,7 @@ from typing import Any
 import torch
 
 from fxcore.source import SourceSpan
+from fxls.analysis.diagnostics import diagnostic, to_span
 from fxls.analysis.passes.checks import Where, lint_graph, unused_nodes
 from fxls.analysis.passes.discovery import PassSpec, find_passes
 from fxls.analysis.passes.edits import EditKind, EditLog
@@ -26,7 +27,6 @@ from fxls.analysis.passes.runner import (
     run_passes,
     stale_calls,
 )
-from fxls.analysis.rules import diagnostic, to_span
 from fxls.report import Diagnostic, RelatedInfo
 
 __all__ = ["PassAnalysis", "Subject", "compare_outputs", "global_subjects", "project_subjects",

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from fxcore.source import SourceSpan
+from fxls.analysis.diagnostics import diagnostic, to_span
 from fxls.analysis.passes.edits import Edit, EditKind, EditLog
-from fxls.analysis.rules import diagnostic, to_span
 from fxls.report import Diagnostic, RelatedInfo
 
 _LEGAL_OPS = {"placeholder", "get_attr", "call_function", "call_method", "call_module",

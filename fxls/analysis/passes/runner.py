@@ -18,10 +18,10 @@ import torch
 
 from fxcore.graph_module import GraphModule as CoreGraphModule
 from fxcore.source import SourceSpan, spans_of_traceback
+from fxls.analysis.diagnostics import diagnostic, to_span
 from fxls.analysis.passes.checks import Where, lint_graph, unused_nodes
 from fxls.analysis.passes.discovery import Flavour, PassKind, PassSpec
 from fxls.analysis.passes.edits import EditKind, EditLog
-from fxls.analysis.rules import diagnostic, to_span
 from fxls.report import Diagnostic, NodeInfo, PassGraphRun, PassReport, RelatedInfo
 
 #: a pass whose outputs differ by more than this (relative to the outputs' scale) is FX017
