@@ -34,7 +34,7 @@ WARM_IMPORTS = ("torch", "fxcore", "fxls.analysis.job")
 WARM_UP = "fxls.analysis.job:warm_up"
 #: packages whose modules a job imported are imported by the warm worker for later jobs:
 #: torch's costly ones (``torch._dynamo``, which torchvision and timm pull in, costs seconds
-#: per job); never more (a job can forge the list: ``fxls.worker.learning``)
+#: per job); never more (a job can forge the list: ``fxls.worker.worker_imports``)
 LEARN_IMPORTS = ("torch._dynamo", "torch._functorch", "torch.fx.experimental")
 
 

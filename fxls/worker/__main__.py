@@ -12,7 +12,6 @@ import json
 import os
 import signal
 import sys
-import traceback
 from typing import Any
 
 
@@ -35,32 +34,6 @@ def _take_channel() -> tuple[int, int]:
     os.close(devnull)
     os.dup2(2, 1)
     return channel_in, channel_out
-
-
-def warm_imports(modules: list[str]) -> dict[str, str]:
-    """Import ``modules`` (never run user code); returns the import errors by module."""
-    import importlib
-
-    errors: dict[str, str] = {}
-    for name in modules:
-        try:
-            importlib.import_module(name)
-        except BaseException as exc:
-            errors[name] = f"{type(exc).__name__}: {exc}"
-        _single_threaded_torch()
-    return errors
-
-
-def _single_threaded_torch() -> None:
-    """Forking after torch ran a multi-threaded op hangs the child: keep the parent at 1."""
-    torch: Any = sys.modules.get("torch")
-    if torch is None or getattr(_single_threaded_torch, "done", False):
-        return
-    try:
-        torch.set_num_threads(1)
-    except Exception:
-        traceback.print_exc()
-    _single_threaded_torch.done = True  # type: ignore[attr-defined]
 
 
 def single_threaded_libraries() -> None:
@@ -134,9 +107,10 @@ def main() -> None:
     facts = _start_sandbox(config)
 
     from fxls.worker.child import Limits
-    from fxls.worker.server import Worker
+    from fxls.worker.worker_imports import warm_imports
+    from fxls.worker.worker_loop import Worker
 
-    errors = warm_imports(list(config.get("warm_imports", ())))
+    errors = warm_imports(tuple(config.get("warm_imports", ())))
     gc.collect()
     gc.freeze()  # keep the warm heap shared with the children (no copy-on-write by the GC)
     limits = Limits(config.get("memory_limit_mb"), config.get("cpu_limit_s"))

@@ -27,10 +27,10 @@ from typing import Any, NoReturn
 
 from fxls.worker import api, sandbox, where
 from fxls.worker.api import encode_frame, write_frame
-from fxls.worker.learning import in_packages
-from fxls.worker.libraries import NAMES_LIMIT
+from fxls.worker.installed_libraries import NAMES_LIMIT
 from fxls.worker.policy import JobPolicy
 from fxls.worker.protocol import IMPORTS, JobStatus, read_all
+from fxls.worker.worker_imports import in_packages
 
 _PR_SET_PDEATHSIG = 1
 #: taken when the worker imports this module, before any user code: the job's way out must
@@ -108,7 +108,7 @@ def _send_imports(result_w: int, loaded: set[str], packages: tuple[str, ...]) ->
     """Tell the worker which modules the job imported, a frame ahead of the final one:
     those of ``packages`` (the worker may import them itself for later jobs) and all the
     others (its zygotes may import the third-party libraries among them,
-    ``fxls.worker.learner``)."""
+    ``fxls.worker.library_learner``)."""
     new = sorted(set(sys.modules) - loaded)
     if new:
         modules = [n for n in new if in_packages(n, packages)]

@@ -111,9 +111,9 @@ class WorkerClient:
         Modules of the packages named in
         ``learn_imports`` (e.g. ``("torch._dynamo",)``; ``("torch",)`` for all of it) that a
         job imported are imported by the warm worker after that job, so later jobs find them
-        loaded (``fxls.worker.learning`` decides which). With ``learn_libraries``, the
+        loaded (``fxls.worker.worker_imports`` decides which). With ``learn_libraries``, the
         installed third-party libraries jobs import are imported by the zygote that forks
-        the job processes, for later jobs (``fxls.worker.learner``; ``warm`` names some
+        the job processes, for later jobs (``fxls.worker.library_learner``; ``warm`` names some
         ahead of any job). With ``sandbox``, jobs run
         confined (``fxls.worker.sandbox``; ``run(policy=...)`` widens it per job). A worker
         that answers nothing for ``unresponsive_after_s`` is replaced (``heartbeat``).

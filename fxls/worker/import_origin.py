@@ -27,6 +27,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 
+from fxls.worker.installed_libraries import site_folders
+
 
 @dataclass(frozen=True, slots=True)
 class Origins:
@@ -55,8 +57,6 @@ class Origins:
 
 def interpreter_folders() -> list[str]:
     """The running interpreter's standard library and site folders (``site_folders``)."""
-    from fxls.worker.libraries import site_folders
-
     paths = [sysconfig.get_path(key) for key in ("stdlib", "platstdlib")]
     return [os.path.realpath(p) for p in paths if p] + sorted(site_folders())
 

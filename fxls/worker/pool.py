@@ -64,7 +64,7 @@ class Child:
     #: the name of its private folder in the jobs folder (``sandbox.enter``)
     job_dir: str
     forked_at: float = field(default_factory=time.monotonic)
-    #: the libraries its zygote imported (``fxls.worker.learner``)
+    #: the libraries its zygote imported (``fxls.worker.library_learner``)
     preloaded: frozenset[str] = frozenset()
     #: the zygote that forked it (its generation; 0: the worker)
     zygote: int = 0

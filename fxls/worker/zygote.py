@@ -16,7 +16,7 @@ reads their CPU time, and gets their pidfds. The zygote makes a job process's th
 forks it, and passes the worker's ends back with the new pid over a Unix socket
 (``SCM_RIGHTS``); it never waits for its job processes and never touches a job.
 
-A zygote may *preload* third-party libraries that jobs import (``fxls.worker.learner``):
+A zygote may *preload* third-party libraries that jobs import (``fxls.worker.library_learner``):
 it imports them before its loop (after moving into its empty network namespace), so the
 worker never runs their code. First it gives up writing anywhere but the jobs' folder,
 where its own temporary folder (its ``HOME`` and ``TMPDIR`` while it imports) lies: with

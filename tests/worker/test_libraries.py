@@ -21,7 +21,7 @@ from fxls.runner import WARM_IMPORTS, AnalysisRequest, run_analysis
 from fxls.settings import Settings
 from fxls.worker import sandbox
 from fxls.worker.client import JobResult, WorkerClient
-from fxls.worker.learner import QUIET_S
+from fxls.worker.library_learner import QUIET_S
 from fxls.worker.pool import CORES, IDLE_CHILDREN
 from tests.worker import probes
 from tests.worker.test_worker import JOBS, children_of

@@ -12,7 +12,7 @@ import pytest
 
 from fxls.server.workspace_imports import workspace_imports
 from fxls.worker.import_origin import Origins, interpreter_folders, only_from
-from fxls.worker.libraries import (
+from fxls.worker.installed_libraries import (
     Library,
     conflicts,
     locate,

@@ -17,7 +17,6 @@ from fxls.runner import LEARN_IMPORTS, WARM_IMPORTS, AnalysisRequest, run_analys
 from fxls.settings import Settings
 from fxls.worker import client as client_module
 from fxls.worker.client import WorkerClient, WorkerError, _check_ready, worker_command
-from fxls.worker.learning import ROUND_LIMIT, import_plan, learnable
 from fxls.worker.protocol import (
     FORWARDED_PARTIALS,
     HEADER,
@@ -26,6 +25,7 @@ from fxls.worker.protocol import (
     ProtocolError,
     encode,
 )
+from fxls.worker.worker_imports import ROUND_LIMIT, import_plan, learnable
 from tests import hostile_reports as hostile
 
 HOSTILE = "tests.hostile_reports"

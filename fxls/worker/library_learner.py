@@ -1,7 +1,7 @@
 """The third-party libraries the worker's zygotes keep imported, learned from the jobs.
 
 A job tells the worker which modules it imported; the ones of installed libraries
-(``libraries.locate``) are *offered*. A moment after the last offer that brought something
+(``installed_libraries.locate``) are *offered*. A moment after the last offer that brought something
 new (``QUIET_S``: what a job and the next offer bring is imported together; jobs ending
 meanwhile do not delay it), unless jobs take every core, the offered libraries join the
 learned ones and the pool starts a zygote that imports them all
@@ -12,11 +12,11 @@ meanwhile with the processes they have. A library whose import failed, or starte
 a process or a socket, is left out for the worker's life, with one log line saying why.
 
 Before each job a few stats per learned library tell whether it changed on disk (a ``pip
-install``, a replaced package: ``libraries.quick_fingerprint``); after each job, the stats of
-the files of every module it imports. A changed library is dropped at once (its processes and
-its zygote end) and learned again when a job imports it. A job whose own code is a learned
-library or sits where its own package would be shadowed by one runs without it
-(``libraries.conflicts``).
+install``, a replaced package: ``installed_libraries.quick_fingerprint``); after each job,
+the stats of the files of every module it imports. A changed library is dropped at once (its
+processes and its zygote end) and learned again when a job imports it. A job whose own code
+is a learned library or sits where its own package would be shadowed by one runs without it
+(``installed_libraries.conflicts``).
 
 Nothing a repository holds or a job could have written is learned: the learner keeps the
 workspace roots the client names (``note_roots``), every job's project root and the folders
@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fxls.worker.import_origin import Origins, interpreter_folders, loaded_places
-from fxls.worker.libraries import (
+from fxls.worker.installed_libraries import (
     LIBRARIES_LIMIT,
     NAMES_LIMIT,
     TOPS_LIMIT,

@@ -11,7 +11,7 @@ folder*. That is a site folder of the running interpreter's own installation
 folder of ``sys.path`` outside it that holds ``*.dist-info`` (``pip install --target`` on
 PYTHONPATH) and lies, as written and resolved, outside every workspace and project root the
 worker was told of (``roots``). Neither may overlap a folder a job was allowed to write to
-(``writable``): learned code runs outside any job (``fxls.worker.learner``), so nothing a
+(``writable``): learned code runs outside any job (``fxls.worker.library_learner``), so nothing a
 repository holds or a job could have written is learned. Whether a job's own code is, or
 would be shadowed by, a library is decided per job (``conflicts``). A submodule is kept only
 if it is a file of that package.
@@ -42,7 +42,7 @@ TOPS_LIMIT = 400
 
 _TOP = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,99}\Z")
 _PART = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,99}\Z")
-#: never learned: ours, torch's (handled by ``learning``), and the interpreter's hooks
+#: never learned: ours, torch's (handled by ``worker_imports``), and the interpreter's hooks
 _NEVER = frozenset({"fxls", "fxcore", "torch", "site", "sitecustomize", "usercustomize",
                     "conftest", "setup", "test", "tests", "__main__"})
 #: parts of a module name never learned: programs and test helpers (argv parsing, fixtures)

@@ -1,4 +1,6 @@
-"""What the warm worker learns to import from its jobs, decided by the worker alone.
+"""What the worker process imports into itself (never user code): its warm modules at
+start (``warm_imports``), and what it learns to import from its jobs, decided by itself alone
+(``ImportsToLearn``). A leaf module: the worker's entry point and its loop both use it.
 
 A job reports the modules of the ``learn_imports`` packages it imported (an ``imports``
 frame), so that the worker can import them for later jobs (``torch._dynamo``, which
@@ -15,10 +17,12 @@ up, once, what it would have warmed up for a real job.
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
 import sys
-from typing import Any
+import traceback
+from dataclasses import dataclass, field
 
 #: names of one frame looked at (a job importing ``torch._dynamo`` reports ~320)
 NAMES_LIMIT = 4000
@@ -32,7 +36,57 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,99}(\.[A-Za-z_][A-Za-z0-9_]{0,99}){
 _REFUSED_PARTS = frozenset({"__main__", "test", "tests", "testing", "_testing", "conftest"})
 
 
-def learnable(names: Any, packages: tuple[str, ...]) -> list[str]:
+def warm_imports(modules: tuple[str, ...] | list[str]) -> dict[str, str]:
+    """Import ``modules`` (never run user code); returns the import errors by module."""
+    errors: dict[str, str] = {}
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except BaseException as exc:
+            errors[name] = f"{type(exc).__name__}: {exc}"
+        _single_threaded_torch()
+    return errors
+
+
+_torch_threads_set = False
+
+
+def _single_threaded_torch() -> None:
+    """Forking after torch ran a multi-threaded op hangs the child: keep the parent at 1."""
+    global _torch_threads_set
+    torch = sys.modules.get("torch")
+    if torch is None or _torch_threads_set:
+        return
+    try:
+        torch.set_num_threads(1)
+    except Exception:
+        traceback.print_exc()
+    _torch_threads_set = True
+
+
+@dataclass
+class ImportsToLearn:
+    """The modules of ``packages`` jobs imported that the worker imports too, after the job
+    that needed them (``note``, then ``next_round``)."""
+
+    packages: tuple[str, ...]
+    #: learnable names reported by jobs, not imported yet
+    wanted: set[str] = field(default_factory=set)
+    #: modules imported so far (``LIFETIME_LIMIT``)
+    learned: int = 0
+
+    def note(self, names: list[str]) -> None:
+        self.wanted.update(names)
+
+    def next_round(self) -> list[str]:
+        """What to import now (``import_plan``); the rest of what jobs reported is dropped."""
+        names = import_plan(self.wanted, LIFETIME_LIMIT - self.learned)
+        self.wanted.clear()
+        self.learned += len(names)
+        return names
+
+
+def learnable(names: object, packages: tuple[str, ...]) -> list[str]:
     """The names of an ``imports`` frame that the worker may learn (see the module doc)."""
     if not isinstance(names, list):
         return []

@@ -33,8 +33,7 @@ from fxls.worker.child import (
 )
 from fxls.worker.hugepages import collapse_anonymous_memory
 from fxls.worker.import_origin import add_roots
-from fxls.worker.learner import LibraryLearner
-from fxls.worker.learning import LIFETIME_LIMIT, import_plan, learnable
+from fxls.worker.library_learner import LibraryLearner
 from fxls.worker.limits import JobWatch
 from fxls.worker.policy import JobPolicy
 from fxls.worker.pool import (
@@ -67,6 +66,7 @@ from fxls.worker.protocol import (
 )
 from fxls.worker.where import BODY_LIMIT as WHERE_LIMIT
 from fxls.worker.where import WHERE, read_where
+from fxls.worker.worker_imports import LIFETIME_LIMIT, import_plan, learnable, warm_imports
 
 #: time a timed-out job gets to print its stack before it is killed
 _DUMP_GRACE_S = 0.3
@@ -486,8 +486,6 @@ class Worker:
         then replace the idle child so that the next job starts with it loaded. Done after the
         job's result went out; it may take seconds, during which running jobs go on (their
         output waits in its pipe)."""
-        from fxls.worker.__main__ import warm_imports
-
         names = import_plan(self.to_learn, LIFETIME_LIMIT - self.learned)
         self.to_learn.clear()
         if not names:
