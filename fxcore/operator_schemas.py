@@ -25,6 +25,7 @@ from torch._ops import OpOverload, OpOverloadPacket
 
 __all__ = [
     "ArgsKwargsPair",
+    "binds",
     "check_for_mutable_operation",
     "create_type_hint",
     "get_signature_for_torch_op",
@@ -306,7 +307,7 @@ def _normalize_operator_call(
     only_kwargs: bool,
 ) -> ArgsKwargsPair | None:
     signatures = get_signature_for_torch_op(target) or []
-    matching = [s for s in signatures if _binds(s, args, kwargs)]
+    matching = [s for s in signatures if binds(s, args, kwargs)]
     if len(matching) == 1:
         return _bind_to(matching[0], args, kwargs, only_kwargs)
     if not matching:
@@ -324,7 +325,8 @@ def _normalize_operator_call(
     return None
 
 
-def _binds(signature: inspect.Signature, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+def binds(signature: inspect.Signature, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Whether a call with ``args`` and ``kwargs`` binds to ``signature``."""
     try:
         signature.bind(*args, **kwargs)
     except TypeError:
@@ -378,7 +380,7 @@ def check_for_mutable_operation(
     matched = [
         schema
         for signature, schema in zip(signatures, schemas, strict=True)
-        if _binds(signature, args, kwargs)
+        if binds(signature, args, kwargs)
     ]
     if len(matched) == 1 and matched[0].is_mutable:
         raise RuntimeError(

@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from fxcore.node import Node, _format_arg
-from fxcore.operator_schemas import get_signature_for_torch_op, type_matches
+from fxcore.operator_schemas import binds, get_signature_for_torch_op, type_matches
 
 __all__ = ["named_arguments"]
 
@@ -130,7 +130,7 @@ def _argument_types(node: Node) -> tuple[Any, ...]:
 def _names_agreed(signatures: list[inspect.Signature] | None, node: Node) -> list[str] | None:
     """The parameter names, if every signature accepting the call (and its argument types,
     when any does) names its arguments alike."""
-    accepting = [s for s in signatures or [] if _binds(s, node.args, node.kwargs)]
+    accepting = [s for s in signatures or [] if binds(s, node.args, node.kwargs)]
     typed = [s for s in accepting if _types_accepted(s, node)]
     agreed: list[str] | None = None
     for signature in typed or accepting:
@@ -146,14 +146,6 @@ def _names_agreed(signatures: list[inspect.Signature] | None, node: Node) -> lis
             return None
         agreed = names
     return agreed
-
-
-def _binds(signature: inspect.Signature, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
-    try:
-        signature.bind(*args, **kwargs)
-    except TypeError:
-        return False
-    return True
 
 
 def _types_accepted(signature: inspect.Signature, node: Node) -> bool:
