@@ -17,16 +17,7 @@ from typing import Any, TypeVar
 
 import torch
 
-_INIT_FUNCTIONS = (
-    "uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_", "eye_", "dirac_",
-    "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_",
-    "orthogonal_", "sparse_",
-)
-_TENSOR_METHODS = (
-    "uniform_", "normal_", "erfinv_", "clamp_", "mul_", "add_", "fill_", "zero_", "copy_",
-    "exponential_", "bernoulli_", "random_", "log_normal_", "cauchy_", "geometric_", "div_",
-    "sub_",
-)
+from fxls.analysis.initialisers import FILL_METHODS, INIT_FUNCTIONS
 
 T = TypeVar("T")
 
@@ -43,9 +34,9 @@ def _keep(tensor: Any, *args: Any, **kwargs: Any) -> Any:
 
 @contextmanager
 def _initialisers_skipped() -> Iterator[None]:
-    saved_init = {name: getattr(torch.nn.init, name) for name in _INIT_FUNCTIONS
+    saved_init = {name: getattr(torch.nn.init, name) for name in INIT_FUNCTIONS
                   if hasattr(torch.nn.init, name)}
-    saved_methods = {name: getattr(torch.Tensor, name) for name in _TENSOR_METHODS}
+    saved_methods = {name: getattr(torch.Tensor, name) for name in FILL_METHODS}
     try:
         for name in saved_init:
             setattr(torch.nn.init, name, _keep)

@@ -37,23 +37,13 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
+from fxls.analysis.initialisers import (
+    INIT_FUNCTIONS,
+    INITIALISER_METHODS,
+    PARAMETER_FILL_METHODS,
+)
 from fxls.analysis.meta_build import is_out_of_memory
 
-#: module methods that only initialise weights (by name, as libraries and users write them)
-INITIALISER_METHODS = (
-    "_init_weights", "init_weights", "_initialize_weights", "initialize_weights",
-    "reset_parameters", "_reset_parameters",
-)
-_INIT_FUNCTIONS = (
-    "uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_", "eye_", "dirac_",
-    "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_",
-    "orthogonal_", "sparse_",
-)
-_TENSOR_METHODS = (
-    "uniform_", "normal_", "erfinv_", "clamp_", "mul_", "add_", "fill_", "zero_", "copy_",
-    "exponential_", "bernoulli_", "random_", "log_normal_", "cauchy_", "geometric_", "div_",
-    "sub_", "clamp_min_", "clamp_max_", "fill_diagonal_",
-)
 #: torch calls that read a tensor's metadata or make a view, never its values
 _METADATA_CALLS = frozenset((
     "__get__", "size", "dim", "numel", "stride", "is_floating_point", "is_complex",
@@ -235,10 +225,10 @@ def initialisers_skipped(budget: Budget = NOTHING) -> Iterator[Callable[[], int]
     patch(torch.nn.Parameter, "__new__", staticmethod(new_parameter))
     patch(torch.nn.Module, "__init__", init_module)
     patch(torch.nn.Module, "apply", apply)
-    for name in _INIT_FUNCTIONS:
+    for name in INIT_FUNCTIONS:
         if hasattr(torch.nn.init, name):
             patch(torch.nn.init, name, unless_parameter(getattr(torch.nn.init, name)))
-    for name in _TENSOR_METHODS:
+    for name in PARAMETER_FILL_METHODS:
         patch(torch.Tensor, name, unless_parameter(getattr(torch.Tensor, name)))
     try:
         yield lambda: skips.count
