@@ -45,6 +45,7 @@ from fxls.server.code_actions import (
 )
 from fxls.server.config import ServerConfig
 from fxls.server.dependencies import depends_on, is_project_file
+from fxls.server.diagnostics_by_uri import DiagnosticsByUri
 from fxls.server.documents import (
     DocumentState,
     innermost_at,
@@ -53,7 +54,6 @@ from fxls.server.documents import (
     pass_nodes_at,
 )
 from fxls.server.folders import FolderInterpreters, folder_python
-from fxls.server.foreign import DiagnosticBoard
 from fxls.server.hover import (
     calls_markdown,
     module_markdown,
@@ -62,9 +62,9 @@ from fxls.server.hover import (
     pass_nodes_markdown,
 )
 from fxls.server.inlay import shape_hints
+from fxls.server.jsonrpc import FxlsProtocol, serve_stdio
 from fxls.server.lsp_convert import RangeConverter, place_diagnostics
 from fxls.server.progress import TaskProgress, TraceProgress
-from fxls.server.protocol import FxlsProtocol, serve_stdio
 from fxls.server.reporting import reported, tell
 from fxls.server.settings_diagnostics import (
     SOURCE_PREFIX,
@@ -109,7 +109,7 @@ class FxlsServer(LanguageServer):
         self.interpreters = FolderInterpreters(self.analysis)
         self.states: dict[str, DocumentState] = {}
         #: what each URI shows: its own diagnostics and those other documents found in it
-        self.board = DiagnosticBoard()
+        self.board = DiagnosticsByUri()
         self._debounce: dict[str, asyncio.TimerHandle] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         #: one work-done progress for every trace in flight

@@ -11,7 +11,7 @@ from lsprotocol import types
 from fxls.files import read_regular_file
 from fxls.settings import PYPROJECT_LIMIT_BYTES, SettingProblem
 
-#: the board's source name of a project's settings diagnostics (``DiagnosticBoard``)
+#: the source name of a project's settings diagnostics (``DiagnosticsByUri``)
 SOURCE_PREFIX = "fxls-settings:"
 
 

@@ -9,7 +9,7 @@ from lsprotocol import types
 
 from fxls.report import Diagnostic, FileReport, ModuleReport, NodeInfo, RelatedInfo, Span
 from fxls.server.dependencies import depends_on, imported_names, is_project_file
-from fxls.server.foreign import DiagnosticBoard
+from fxls.server.diagnostics_by_uri import DiagnosticsByUri
 from fxls.server.lsp_convert import RangeConverter, place_diagnostics
 
 NET, LAYERS, OTHER = "file:///p/net.py", "file:///p/layers.py", "file:///p/other.py"
@@ -22,7 +22,7 @@ def _diagnostic(code: str, line: int, col: int = 0, end_col: int = 5) -> types.D
 
 
 def test_a_uri_shows_its_own_diagnostics_then_each_sources_contributions_once() -> None:
-    board = DiagnosticBoard()
+    board = DiagnosticsByUri()
     board.set_own(LAYERS, [_diagnostic("FX001", 11)], version=3)
     board.set_contributions(NET, {LAYERS: [_diagnostic("FX001", 11), _diagnostic("FX013", 4)]})
     board.set_contributions(OTHER, {LAYERS: [_diagnostic("FX013", 4), _diagnostic("FX002", 7)]})
@@ -35,7 +35,7 @@ def test_a_uri_shows_its_own_diagnostics_then_each_sources_contributions_once() 
 
 
 def test_reanalysis_replaces_a_sources_contributions_and_reports_what_changed() -> None:
-    board = DiagnosticBoard()
+    board = DiagnosticsByUri()
     board.set_contributions(NET, {LAYERS: [_diagnostic("FX001", 11)]})
     affected = board.set_contributions(NET, {OTHER: [_diagnostic("FX002", 2)]})
     assert affected == {LAYERS, OTHER}  # LAYERS must be republished: now empty
@@ -45,7 +45,7 @@ def test_reanalysis_replaces_a_sources_contributions_and_reports_what_changed() 
 
 
 def test_closing_a_source_withdraws_its_contributions_but_keeps_others() -> None:
-    board = DiagnosticBoard()
+    board = DiagnosticsByUri()
     board.set_own(NET, [_diagnostic("FX001", 13)], version=1)
     board.set_contributions(NET, {LAYERS: [_diagnostic("FX001", 11)]})
     board.set_contributions(
@@ -60,7 +60,7 @@ def test_closing_a_source_withdraws_its_contributions_but_keeps_others() -> None
 
 
 def test_a_source_never_contributes_to_itself() -> None:
-    board = DiagnosticBoard()
+    board = DiagnosticsByUri()
     assert board.set_contributions(NET, {NET: [_diagnostic("FX001", 1)]}) == set()
     assert board.shown(NET) == []
 

@@ -11,16 +11,16 @@ document's contributions, one per (code, range), its own first.
 Plain bookkeeping, no I/O: every change returns the URIs whose shown diagnostics may have
 changed, and the server republishes those.
 
->>> board = DiagnosticBoard()
+>>> by_uri = DiagnosticsByUri()
 >>> fx001 = types.Diagnostic(types.Range(types.Position(11, 11), types.Position(11, 22)),
 ...                          "branch", code="FX001")
->>> sorted(board.set_contributions("file:///net.py", {"file:///layers.py": [fx001]}))
+>>> sorted(by_uri.set_contributions("file:///net.py", {"file:///layers.py": [fx001]}))
 ['file:///layers.py']
->>> [d.code for d in board.shown("file:///layers.py")]
+>>> [d.code for d in by_uri.shown("file:///layers.py")]
 ['FX001']
->>> sorted(board.withdraw("file:///net.py"))
+>>> sorted(by_uri.withdraw("file:///net.py"))
 ['file:///layers.py', 'file:///net.py']
->>> board.shown("file:///layers.py")
+>>> by_uri.shown("file:///layers.py")
 []
 """
 
@@ -51,7 +51,7 @@ def unique(diagnostics: Iterable[types.Diagnostic]) -> list[types.Diagnostic]:
     return kept
 
 
-class DiagnosticBoard:
+class DiagnosticsByUri:
     """Per URI: its own diagnostics (with the document version they belong to), and per
     source document the diagnostics that document's analysis located in it."""
 
