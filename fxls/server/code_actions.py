@@ -32,7 +32,7 @@ from fxls.fixes import Fix, apply_edits, fixes_for
 from fxls.fixes.base import TextEdit
 from fxls.fixes.verify import fix_holds
 from fxls.report import Diagnostic, FileReport, Span
-from fxls.server.lsp_convert import RangeConverter
+from fxls.server.lsp_convert import RangeConverter, to_lsp_diagnostic
 from fxls.source_text import source_text
 
 log = logging.getLogger(__name__)
@@ -300,7 +300,7 @@ def code_actions(
             candidate = cache.candidates[index]
             if not candidate.accepted:
                 continue
-            diagnostics = matching or [_lsp_diagnostic(candidate.diagnostic, converter)]
+            diagnostics = matching or [to_lsp_diagnostic(candidate.diagnostic, converter)]
             actions.append(
                 types.CodeAction(
                     title=candidate.fix.title,
@@ -319,12 +319,6 @@ def code_actions(
             )
         )
     return actions
-
-
-def _lsp_diagnostic(diagnostic: Diagnostic, converter: RangeConverter) -> types.Diagnostic:
-    from fxls.server.lsp_convert import to_lsp_diagnostic
-
-    return to_lsp_diagnostic(diagnostic, converter)
 
 
 def _workspace_edit(

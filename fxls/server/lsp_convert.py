@@ -102,7 +102,6 @@ class RangeConverter:
 
 def to_lsp_diagnostic(diagnostic: Diagnostic, converter: RangeConverter) -> types.Diagnostic:
     code = CODES.get(diagnostic.code)
-    tags = [types.DiagnosticTag.Unnecessary] if code is not None and code.unnecessary else None
     related = [
         types.DiagnosticRelatedInformation(converter.location(r.span), r.message)
         for r in diagnostic.related
@@ -111,9 +110,26 @@ def to_lsp_diagnostic(diagnostic: Diagnostic, converter: RangeConverter) -> type
     data["code"] = diagnostic.code
     if diagnostic.module:
         data["module"] = diagnostic.module
+    return _lsp_diagnostic(
+        diagnostic, converter.range(diagnostic.span), diagnostic.message, related, data,
+        tags=[types.DiagnosticTag.Unnecessary] if code is not None and code.unnecessary
+        else None,
+    )
+
+
+def _lsp_diagnostic(
+    diagnostic: Diagnostic,
+    at: types.Range,
+    message: str,
+    related: list[types.DiagnosticRelatedInformation] | None,
+    data: dict[str, Any],
+    tags: list[types.DiagnosticTag] | None = None,
+) -> types.Diagnostic:
+    """The one place an LSP diagnostic is made: ``diagnostic``'s code (linked to its
+    documentation) and severity, shown at ``at``."""
     return types.Diagnostic(
-        range=converter.range(diagnostic.span),
-        message=diagnostic.message,
+        range=at,
+        message=message,
         severity=_SEVERITIES.get(diagnostic.severity, types.DiagnosticSeverity.Warning),
         code=diagnostic.code,
         code_description=types.CodeDescription(href=doc_url(diagnostic.code)),
@@ -122,15 +138,6 @@ def to_lsp_diagnostic(diagnostic: Diagnostic, converter: RangeConverter) -> type
         related_information=related,
         data=data,
     )
-
-
-def to_lsp_diagnostics(report: FileReport, converter: RangeConverter) -> list[types.Diagnostic]:
-    """Diagnostics of ``report`` located in the document itself (others are related info)."""
-    return [
-        to_lsp_diagnostic(d, converter)
-        for d in report.diagnostics
-        if _resolved(d.span.file) == converter.path
-    ]
 
 
 #: severities worth repeating at the call that reaches them (a rewrite suggestion is not)
@@ -192,16 +199,7 @@ def _echo(group: list[tuple[Diagnostic, Span]], converter: RangeConverter) -> ty
     data: dict[str, Any] = {"code": first.code, "located_in": converter.location(first.span).uri}
     if first.module:
         data["module"] = first.module
-    return types.Diagnostic(
-        range=converter.range(site),
-        message=message,
-        severity=_SEVERITIES.get(first.severity, types.DiagnosticSeverity.Warning),
-        code=first.code,
-        code_description=types.CodeDescription(href=doc_url(first.code)),
-        source="fxls",
-        related_information=related,
-        data=data,
-    )
+    return _lsp_diagnostic(first, converter.range(site), message, related, data)
 
 
 def _short_name(file: str, document: str) -> str:

@@ -20,16 +20,17 @@ import itertools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+from pygls.progress import Progress
 
 log = logging.getLogger(__name__)
 
 _ids = itertools.count(1)
 
 
-def supported(server: Any) -> bool:
+def supported(server: LanguageServer) -> bool:
     window = server.client_capabilities.window
     return bool(window and window.work_done_progress)
 
@@ -46,7 +47,7 @@ class TraceProgress:
 
     TITLE = "fxls"
 
-    def __init__(self, server: Any) -> None:
+    def __init__(self, server: LanguageServer) -> None:
         self.server = server
         self.token: str | None = None
         self._items: dict[str, _Item] = {}
@@ -134,7 +135,7 @@ class TraceProgress:
         self._send(lambda p: p.report(token, types.WorkDoneProgressReport(
             message=self.message(), percentage=self.percentage(), cancellable=True)))
 
-    def _send(self, action: Callable[[Any], None]) -> None:
+    def _send(self, action: Callable[[Progress], None]) -> None:
         try:
             action(self.server.work_done_progress)
         except Exception:
@@ -145,7 +146,7 @@ class TaskProgress:
     """A cancellable progress with percentages around one task; ``cancelled`` is set when
     the client cancels it."""
 
-    def __init__(self, server: Any, title: str) -> None:
+    def __init__(self, server: LanguageServer, title: str) -> None:
         self.server, self.title = server, title
         self.token = f"fxls-task-{next(_ids)}"
         self.enabled = supported(server)
