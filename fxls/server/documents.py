@@ -1,4 +1,4 @@
-"""What the server knows about each open document: its latest report, and lookups in it.
+"""Lookups in a document's report: what is at a position (nodes, calls, a module, a pass).
 
 Lookups take Python positions (1-based line, UTF-8 byte column); the server converts the
 client's position once, with :mod:`fxls.source_text`.
@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from fxls.report import (
     CallInfo,
@@ -20,25 +19,6 @@ from fxls.report import (
     PassReport,
     Span,
 )
-
-
-@dataclass(slots=True)
-class DocumentState:
-    uri: str
-    path: str
-    #: bumps for every analysis started; only the newest may publish
-    generation: int = 0
-    report: FileReport | None = None
-    #: the text the report was computed from (hover positions refer to it)
-    analysed_text: str = ""
-    analysed_version: int | None = None
-    #: verified quick fixes for ``analysed_text`` (an ``code_actions.FixCache``)
-    fixes: Any = None
-    verify_task: Any = None
-    #: set while no analysis of the document is scheduled or running (an ``asyncio.Event``)
-    settled: Any = None
-    #: the task running the document's latest analysis (an ``asyncio.Task``)
-    task: Any = None
 
 
 def _contains(span: Span, line: int, col: int) -> bool:

@@ -8,7 +8,16 @@ from collections.abc import Iterable
 from urllib.parse import quote
 
 from fxls.pass_view import graph_label
-from fxls.report import CallInfo, ModuleReport, NodeInfo, PassGraphRun, PassReport, TraceStatus
+from fxls.report import (
+    CallInfo,
+    FileReport,
+    ModuleReport,
+    NodeInfo,
+    PassGraphRun,
+    PassReport,
+    TraceStatus,
+)
+from fxls.server.documents import innermost_at, module_at, pass_at, pass_nodes_at
 
 _OP_LABEL = {
     "placeholder": "placeholder (a forward input)",
@@ -223,3 +232,26 @@ def pass_markdown(report: PassReport) -> str:
             detail = ["no change"]
         rows.append(f"- `{graph_label(run)}`: {'; '.join(detail)}")
     return f"{text}\n\n" + "\n".join(rows)
+
+
+def hover_text(report: FileReport, path: str, line: int, col: int, uri: str) -> str | None:
+    """Markdown for (line, col): the nodes its expression made in the models' graphs (or,
+    for a call of a submodule traced through, what that call produced) and the nodes a pass
+    line made or changed in the graphs the pass ran on; else the module or pass whose name
+    is there."""
+    blocks = []
+    hits, calls = innermost_at(report, path, line, col)
+    if hits:
+        blocks.append(nodes_markdown(hits))
+    if calls:
+        blocks.append(calls_markdown(calls, uri))
+    pass_hits = pass_nodes_at(report, path, line, col)
+    if pass_hits:
+        blocks.append(pass_nodes_markdown(pass_hits))
+    if blocks:
+        return "\n\n---\n\n".join(blocks)
+    module = module_at(report, line, col)
+    if module is not None:
+        return module_markdown(module)
+    found = pass_at(report, line, col)
+    return pass_markdown(found) if found is not None else None

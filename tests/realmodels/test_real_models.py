@@ -86,7 +86,7 @@ _VIT_HOVER = r'''
 import json, sys
 from pathlib import Path
 from fxls.analysis.pipeline import analyze_source
-from fxls.server.app import _hover_text
+from fxls.server.hover import hover_text as _hover_text
 from fxls.server.inlay import shape_hints
 from fxls.settings import Settings
 path = Path(sys.argv[1])

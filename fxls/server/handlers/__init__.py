@@ -1,0 +1,8 @@
+"""The LSP handlers, one module per method or command (as ruff's server has
+``api/notifications/did_change.rs``), routed by the table in ``fxls.server.routes``.
+
+A handler is thin: it reads the session (a document's :class:`~fxls.server.session.
+DocumentSnapshot`) and calls the server's roles (``scheduler``, ``publisher``,
+``project_check``); :func:`~fxls.server.reporting.reported` turns its failure into a log
+line and its default answer.
+"""

@@ -1,0 +1,143 @@
+"""``fxls.checkProject``: analyse every Python file of the workspace under a cancellable
+progress, and publish what each shows."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+
+from fxls.codes import CODES
+from fxls.files import Skipped, SkippedFile, walk_python_files
+from fxls.python_source import UndecodableSource, read_python_source
+from fxls.report import Diagnostic, FileReport, Span
+from fxls.runner import AnalysisRequest
+from fxls.server.analysis_service import WorkerStartError
+from fxls.server.folders import FolderInterpreters
+from fxls.server.progress import TaskProgress
+from fxls.server.publisher import Publisher
+from fxls.server.reporting import tell
+from fxls.server.scheduler import AnalysisScheduler
+from fxls.server.session import Session, workspace_roots
+from fxls.settings import load_settings
+
+#: files a project check analyses at most
+MAX_PROJECT_FILES = 500
+#: folders a project check never enters (besides hidden ones and virtual environments)
+SKIPPED_FOLDERS = frozenset({"__pycache__", "node_modules", "site-packages", "dist-packages",
+                             "build", "dist"})
+
+
+class ProjectCheck:
+    """Runs project checks; the client can cancel each through its progress token."""
+
+    def __init__(
+        self,
+        server: LanguageServer,
+        session: Session,
+        publisher: Publisher,
+        scheduler: AnalysisScheduler,
+        interpreters: FolderInterpreters,
+    ) -> None:
+        self._server = server
+        self._session = session
+        self._publisher = publisher
+        self._scheduler = scheduler
+        self._interpreters = interpreters
+        #: progress token -> the check it reports on and the file being analysed
+        self._running: dict[str, tuple[TaskProgress, asyncio.Task[None]]] = {}
+
+    async def run(self) -> dict[str, Any]:
+        """Analyse every Python file of the workspace and publish what each shows; names
+        that are not regular files (a FIFO, a link to a device, a link loop) are skipped and
+        listed in the answer's ``skipped``."""
+        skipped: list[Skipped] = []
+        roots = [root for root in workspace_roots(self._server.workspace) if root]
+        files = await asyncio.to_thread(project_files, roots, skipped)
+        for item in skipped:
+            tell(self._server, f"fxls: {item.path}: skipped: {item.reason}",
+                 kind=types.MessageType.Info)
+        truncated = len(files) > MAX_PROJECT_FILES
+        files = files[:MAX_PROJECT_FILES]
+        checked = problems = 0
+        async with TaskProgress(self._server, "fxls: checking the project") as progress:
+            try:
+                for index, path in enumerate(files):
+                    if progress.cancelled.is_set():
+                        break
+                    progress.report(f"{path.name} ({index + 1}/{len(files)})", index, len(files))
+                    uri = self._publisher.uri_of(str(path))
+                    one = asyncio.ensure_future(self._check_file(uri, path, skipped))
+                    self._running[progress.token] = (progress, one)
+                    try:
+                        await one
+                    except asyncio.CancelledError:
+                        if not progress.cancelled.is_set():
+                            raise
+                        break
+                    checked += 1
+                    problems += len(self._session.diagnostics.shown(uri))
+            finally:
+                self._running.pop(progress.token, None)
+        return {"files": len(files), "checked": checked, "diagnostics": problems,
+                "cancelled": progress.cancelled.is_set(), "truncated": truncated,
+                "skipped": [{"path": item.path, "reason": item.reason} for item in skipped]}
+
+    def cancel(self, token: object) -> None:
+        """The client cancelled the progress ``token``: if it is a check's, stop it."""
+        entry = self._running.get(str(token))
+        if entry is not None:
+            progress, task = entry
+            progress.cancelled.set()
+            task.cancel()
+
+    async def _check_file(self, uri: str, path: Path, skipped: list[Skipped]) -> None:
+        if uri in self._session.documents:
+            await self._scheduler.analyze(uri, track=False)
+            return
+        unread = None
+        try:
+            # off the event loop: bounded and non-blocking, but up to 8 MB to decode
+            text = await asyncio.to_thread(read_python_source, path)
+        except UndecodableSource as error:
+            text = error.text  # the analysis reports it
+        except SkippedFile as error:  # it became one since the walk
+            skipped.append(Skipped(str(path), error.reason))
+            return
+        except OSError as error:
+            text = ""
+            unread = getattr(error, "reason", None) or f"cannot read the file: {error.strerror}"
+        settings = load_settings(str(path), self._session.config.overrides())
+        self._publisher.publish_settings(settings)
+        if unread is not None:
+            span = Span(str(path), 1, 1, 0, 0)
+            report = FileReport(str(path), [], [
+                Diagnostic("FX100", CODES["FX100"].severity, unread, span)])
+            self._publisher.publish_report(uri, str(path), report, text, None, settings.root)
+            return
+        try:
+            service = await self._interpreters.for_path(str(path))
+            found = await service.analyze(f"check:{path}", AnalysisRequest(str(path), text,
+                                                                           settings))
+        except WorkerStartError as error:
+            self._publisher.say_once(str(error), types.MessageType.Error)
+            raise asyncio.CancelledError from error
+        if found is None or uri in self._session.documents:
+            return  # opened meanwhile: its own analysis publishes
+        self._publisher.publish_report(uri, str(path), found, text, None, settings.root)
+
+
+def project_files(roots: list[str], skipped: list[Skipped] | None = None) -> list[Path]:
+    """The regular Python files under ``roots``, resolved and sorted, outside hidden
+    folders, virtual environments and installed libraries; names that are not regular files
+    are appended to ``skipped``."""
+    found: dict[str, Path] = {}
+    for root in roots:
+        for name in walk_python_files(root, SKIPPED_FOLDERS, skipped):
+            path = os.path.realpath(name)
+            found.setdefault(path, Path(path))
+    return sorted(found.values())

@@ -1,0 +1,82 @@
+"""Every LSP method and command fxls answers, routed to its handler module (as ruff's
+``api.rs`` routes each method to ``api/requests/*.rs`` and ``api/notifications/*.rs``).
+
+``textDocument/diagnostic`` is not here: ``initialize`` registers it for a client that pulls
+diagnostics only (``handlers/pull_diagnostics.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from lsprotocol import types
+
+from fxls.server.handlers import (
+    check_project,
+    code_action,
+    code_lens,
+    did_change,
+    did_change_configuration,
+    did_change_watched_files,
+    did_change_workspace_folders,
+    did_close,
+    did_open,
+    did_save,
+    hover,
+    initialize,
+    initialized,
+    inlay_hint,
+    progress_cancel,
+    restart_worker,
+    show_graph,
+    shutdown,
+)
+from fxls.server.language_server import FxlsServer
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    #: an LSP method, or a command's name
+    method: str
+    handler: Callable[..., Any]
+    #: the options advertised in the server's capabilities for it
+    options: Any = None
+
+
+FEATURES = (
+    Route(types.INITIALIZE, initialize.on_initialize),
+    Route(types.INITIALIZED, initialized.on_initialized),
+    Route(types.WORKSPACE_DID_CHANGE_WATCHED_FILES, did_change_watched_files.on_watched_files),
+    Route(types.WINDOW_WORK_DONE_PROGRESS_CANCEL, progress_cancel.on_progress_cancel),
+    Route(types.WORKSPACE_DID_CHANGE_CONFIGURATION, did_change_configuration.on_configuration),
+    Route(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS,
+          did_change_workspace_folders.on_workspace_folders),
+    Route(types.TEXT_DOCUMENT_DID_OPEN, did_open.on_open),
+    Route(types.TEXT_DOCUMENT_DID_CHANGE, did_change.on_change),
+    # pygls advertises `save` only with a didSave handler
+    Route(types.TEXT_DOCUMENT_DID_SAVE, did_save.on_save, types.SaveOptions(include_text=False)),
+    Route(types.TEXT_DOCUMENT_DID_CLOSE, did_close.on_close),
+    Route(types.TEXT_DOCUMENT_HOVER, hover.on_hover),
+    Route(types.TEXT_DOCUMENT_INLAY_HINT, inlay_hint.on_inlay_hint, types.InlayHintOptions()),
+    Route(types.TEXT_DOCUMENT_CODE_LENS, code_lens.on_code_lens,
+          types.CodeLensOptions(resolve_provider=False)),
+    Route(types.TEXT_DOCUMENT_CODE_ACTION, code_action.on_code_action, code_action.OPTIONS),
+    Route(types.SHUTDOWN, shutdown.on_shutdown),
+)
+
+COMMANDS = (
+    Route(show_graph.SHOW_GRAPH, show_graph.show_graph),
+    Route(check_project.CHECK_PROJECT, check_project.check_project),
+    Route(restart_worker.RESTART_WORKER, restart_worker.restart_worker),
+)
+
+
+def routed(server: FxlsServer) -> FxlsServer:
+    """``server`` with every route registered."""
+    for route in FEATURES:
+        server.feature(route.method, route.options)(route.handler)
+    for route in COMMANDS:
+        server.command(route.method)(route.handler)
+    return server
