@@ -21,7 +21,9 @@ from fxls.report import Diagnostic, FileReport, Span
 from fxls.report_validation import InvalidReport, SentAhead, check_report, suspect_line
 from fxls.settings import Settings
 from fxls.source_text import source_text
-from fxls.worker.protocol import JobStatus
+from fxls.worker.job_results import JobResult
+from fxls.worker.messages import WhereLines
+from fxls.worker.protocol import JobStatus, JsonValue
 from fxls.worker.where import line_in
 
 log = logging.getLogger(__name__)
@@ -86,7 +88,8 @@ def running_line(output: str, path: str) -> int | None:
 
 
 def failure_report(
-    request: AnalysisRequest, status: str, detail: str, output: str = "", where: Any = None
+    request: AnalysisRequest, status: str, detail: str, output: str = "",
+    where: WhereLines | None = None,
 ) -> FileReport:
     """An FX102 report for a job that did not produce a report. Its line: the job's stack
     dump in ``output``, else its watchdog's last sample (``where``: the job ignored the
@@ -128,7 +131,7 @@ class ReportReader:
         self.early: FileReport | None = None
         self._sent_ahead: SentAhead | None = None
 
-    def partial(self, value: Any) -> FileReport | None:
+    def partial(self, value: JsonValue) -> FileReport | None:
         """The report of a partial result (it may refer to the one before it, as the final
         one does); None (one log line) when it is invalid."""
         try:
@@ -143,7 +146,7 @@ class ReportReader:
         self.early, self._sent_ahead = checked.report, checked.sent_ahead
         return checked.report
 
-    def result(self, result: Any) -> FileReport:
+    def result(self, result: JobResult) -> FileReport:
         """The file's report from the job's ``JobResult``: FX102 when the job failed or its
         report is invalid, with the last valid partial report's diagnostics kept."""
         if result.status == JobStatus.OK:
@@ -154,13 +157,12 @@ class ReportReader:
                 return _failed(self.request, JobStatus.INVALID, str(error), "", self.early)
             checked.report.path = self.request.path
             return checked.report
-        return _failed(self.request, result.status, _last_line(_failure_detail(result)),
-                       getattr(result, "output", "") or "", self.early,
-                       getattr(result, "where", None))
+        return _failed(self.request, result.status, _last_line(result.error or ""),
+                       result.output, self.early, result.where)
 
 
 def report_from_result(
-    request: AnalysisRequest, result: Any, early: Any = None
+    request: AnalysisRequest, result: JobResult, early: JsonValue = None
 ) -> FileReport:
     """Turn a worker ``JobResult`` into the file's report. ``early`` is the partial result
     the job sent before it ended (plain data, tracing's diagnostics): kept when the job then
@@ -173,7 +175,7 @@ def report_from_result(
 
 def _failed(
     request: AnalysisRequest, status: str, detail: str, output: str,
-    early: FileReport | None, where: Any = None,
+    early: FileReport | None, where: WhereLines | None = None,
 ) -> FileReport:
     report = failure_report(request, status, detail, output, where)
     if early is not None:
@@ -197,7 +199,7 @@ async def run_analysis(
     diagnostics as soon as the job sends them, before the complete report."""
     reader = ReportReader(request)
 
-    def on_partial(value: Any) -> None:
+    def on_partial(value: JsonValue) -> None:
         report = reader.partial(value)
         if report is not None and on_diagnostics is not None:
             on_diagnostics(report)
@@ -210,20 +212,13 @@ async def run_analysis(
     if result.status == JobStatus.CANCELLED:
         return None
     try:
-        if getattr(result, "last_partial", None) is not None:
+        if result.last_partial is not None:
             reader.partial(result.last_partial)  # coalesced: referred to, never published
         return reader.result(result)
     except Exception as error:  # a bug of ours must not lose the other files' results
         log.warning("reading the report of %s failed: %s: %s", request.path,
                     type(error).__name__, error)
         return failure_report(request, JobStatus.INVALID, f"{type(error).__name__}: {error}")
-
-
-def _failure_detail(result: Any) -> str:
-    detail = getattr(result, "error", None) or getattr(result, "detail", None) or ""
-    if isinstance(detail, dict):
-        detail = detail.get("message") or detail.get("type") or ""
-    return str(detail)
 
 
 def _last_line(text: str) -> str:

@@ -16,7 +16,7 @@ from fxls.analysis.network import refuse_network
 from fxls.analysis.pipeline import analyze_source
 from fxls.report import FileReport
 from fxls.settings import Settings
-from fxls.worker.api import catch_process_exits, job_waiting, send_partial
+from fxls.worker.api import catch_process_exits, job_policy, job_waiting, send_partial
 
 #: a small model that goes through every step of the analysis (never a user's file)
 WARM_UP_MODEL = Path(__file__).with_name("_fxls_warm_up_model.py")
@@ -28,7 +28,7 @@ _WARM_UP_MODULES = "_fxls_warm_up"
 def analyze(params: dict[str, Any]) -> dict[str, Any]:
     settings = Settings.from_dict(params.get("settings") or {})
     catch_process_exits()  # the user's os._exit() is reported at its line
-    if not settings.allow_network:
+    if not job_policy().network:
         refuse_network()  # this process is the job's own fork: nothing else is affected
     sent: list[dict[str, Any]] = []
 

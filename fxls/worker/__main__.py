@@ -12,7 +12,15 @@ import json
 import os
 import signal
 import sys
-from typing import Any
+
+from fxls.worker.messages import Ready, Refused, WorkerConfig, message_of
+from fxls.worker.protocol import (
+    PROTOCOL_VERSION,
+    ProtocolError,
+    check_version,
+    encode,
+    write_all,
+)
 
 
 def own_variables_only() -> None:
@@ -52,7 +60,7 @@ def own_environment_only() -> None:
     sys.path[:] = [p for p in sys.path if p and os.path.isabs(p)]
 
 
-def outside_the_workspace(config: dict[str, Any]) -> None:
+def outside_the_workspace(config: WorkerConfig) -> None:
     """The worker imports nothing from inside a workspace or project root (``roots``, more
     come with ``warm``) but fxls itself and the interpreter's installation: a workspace
     folder on PYTHONPATH is not even on ``sys.path`` while the interpreter starts (the
@@ -62,35 +70,32 @@ def outside_the_workspace(config: dict[str, Any]) -> None:
     from fxls.worker.import_origin import interpreter_folders, outside_roots
 
     home = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
-    outside_roots([*interpreter_folders(), home], config.get("roots") or ())
+    outside_roots([*interpreter_folders(), home], config.roots)
     ours = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    entries = [p for p in config.get("python_path") or () if isinstance(p, str)
-               and os.path.isabs(p) and p not in sys.path]
+    entries = [p for p in config.python_path if os.path.isabs(p) and p not in sys.path]
     at = len([p for p in sys.path[:len(ours)] if p in ours])
     sys.path[at:at] = entries
     # what the jobs' environment says (``jobenv``): the PYTHONPATH sys.path now reflects
     os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys([*ours, *entries]))
 
 
-def _start_sandbox(config: dict[str, Any]) -> dict[str, Any] | None:
+def _start_sandbox(config: WorkerConfig) -> dict[str, str | bool | int] | None:
     """Probe the kernel and turn the job sandbox on (before torch: the probe forks)."""
-    if not config.get("sandbox"):
+    if not config.sandbox:
         return None
     from fxls.worker import sandbox
 
-    facts = sandbox.configure(config.get("jobs_dir"))
+    facts = sandbox.configure(config.jobs_dir)
     return {**facts.to_dict(), "summary": facts.describe()}
 
 
-def _check_protocol(config: dict[str, Any], channel_out: int) -> None:
+def _check_protocol(theirs: object, channel_out: int) -> None:
     """The handshake's first half: a client speaking another protocol version is told so at
     once (an ``error`` in place of ``ready``), and the worker exits."""
-    from fxls.worker.protocol import Op, ProtocolError, check_version, encode, write_all
-
     try:
-        check_version(config.get("protocol"), "the client")
+        check_version(theirs, "the client")
     except ProtocolError as error:
-        write_all(channel_out, encode({"op": Op.ERROR, "id": None, "error": str(error)}))
+        write_all(channel_out, encode(message_of(Refused(None, str(error)))))
         sys.exit(2)
 
 
@@ -99,8 +104,9 @@ def main() -> None:
     channel_in, channel_out = _take_channel()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the caller decides when the worker ends
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    config: dict[str, Any] = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
-    _check_protocol(config, channel_out)
+    sent = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
+    _check_protocol(sent.get("protocol") if isinstance(sent, dict) else None, channel_out)
+    config = WorkerConfig.from_message(sent)
     own_environment_only()
     outside_the_workspace(config)
     single_threaded_libraries()
@@ -110,18 +116,14 @@ def main() -> None:
     from fxls.worker.worker_imports import warm_imports
     from fxls.worker.worker_loop import Worker
 
-    errors = warm_imports(tuple(config.get("warm_imports", ())))
+    errors = warm_imports(config.warm_imports)
     gc.collect()
     gc.freeze()  # keep the warm heap shared with the children (no copy-on-write by the GC)
-    limits = Limits(config.get("memory_limit_mb"), config.get("cpu_limit_s"))
-    worker = Worker(channel_in, channel_out, limits, config.get("warm_up"),
-                    tuple(config.get("learn_imports", ())),
-                    learn_libraries=config.get("learn_libraries") is True)
-    from fxls.worker.protocol import PROTOCOL_VERSION, Op
-
-    ready = {"op": Op.READY, "pid": os.getpid(), "protocol": PROTOCOL_VERSION,
-             "python": sys.version, "import_errors": errors, "sandbox": facts}
-    worker.serve(ready, config.get("prime"))
+    limits = Limits(config.memory_limit_mb, config.cpu_limit_s)
+    worker = Worker(channel_in, channel_out, limits, config.warm_up, config.learn_imports,
+                    learn_libraries=config.learn_libraries)
+    ready = Ready(os.getpid(), PROTOCOL_VERSION, sys.version, errors, facts)
+    worker.serve(ready, config.prime)
 
 
 if __name__ == "__main__":

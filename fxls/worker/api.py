@@ -25,6 +25,7 @@ import sys
 import threading
 from typing import Any
 
+from fxls.worker.policy import JobPolicy
 from fxls.worker.protocol import HEADER, PARTIAL
 
 #: taken when the worker imports this module, before any user code: a job's user code may
@@ -36,6 +37,8 @@ _getpid = os.getpid
 
 #: the result pipe of the job this process runs; None outside a job
 _result_fd: int | None = None
+#: what the job this process runs may do and use (the default outside a job)
+_policy = JobPolicy()
 #: set once this process's job has arrived (while the warm-up may still be running)
 _job_arrived = threading.Event()
 #: one frame at a time on the result pipe: the job's own threads send too (``send_aside``),
@@ -136,10 +139,17 @@ def job_waiting() -> bool:
     return _job_arrived.is_set()
 
 
-def begin_job(result_fd: int) -> None:
-    """The worker's side: from now on this process runs a job answering on ``result_fd``."""
-    global _result_fd
-    _result_fd = result_fd
+def job_policy() -> JobPolicy:
+    """What this job may do and use (``WorkerClient.run(policy=...)``), as the job process
+    applied it before the job began: e.g. whether it may use the network."""
+    return _policy
+
+
+def begin_job(result_fd: int, policy: JobPolicy) -> None:
+    """The worker's side: from now on this process runs a job answering on ``result_fd``,
+    under ``policy``."""
+    global _result_fd, _policy
+    _result_fd, _policy = result_fd, policy
 
 
 def end_job() -> None:

@@ -2,7 +2,9 @@
 report, exit.
 
 Everything here runs in a child forked from the warm worker; it must never return into the
-worker's own code, so ``serve_job`` always ends in ``os._exit``. Results go to the worker as
+worker's own code, so ``serve_job`` always ends in ``os._exit``. The job arrives as the
+client sent it, undecoded by the worker: its ``run`` request and its params, two frames
+decoded here once (``read_job``). Results go to the worker as
 length-prefixed JSON frames: any number of ``partial`` ones (``send_partial``), then the
 final one, then EOF.
 """
@@ -12,7 +14,6 @@ from __future__ import annotations
 import faulthandler
 import gc
 import importlib
-import json
 import os
 import resource
 import select
@@ -28,8 +29,17 @@ from typing import Any, NoReturn
 from fxls.worker import api, sandbox, where
 from fxls.worker.api import encode_frame, write_frame
 from fxls.worker.installed_libraries import NAMES_LIMIT
+from fxls.worker.messages import RunRequest, decode_request
 from fxls.worker.policy import JobPolicy
-from fxls.worker.protocol import IMPORTS, JobStatus, read_all
+from fxls.worker.protocol import (
+    IMPORTS,
+    FrameBuffer,
+    JobStatus,
+    JsonValue,
+    ProtocolError,
+    decode,
+    read_all,
+)
 from fxls.worker.worker_imports import in_packages
 
 _PR_SET_PDEATHSIG = 1
@@ -76,18 +86,17 @@ def serve_job(
         _report_where_on_fault()
         if not raw:  # the worker retired this child (or died) before giving it a job
             _os_exit(0)
-        job = json.loads(raw.decode("utf-8"))
-        policy = JobPolicy.from_dict(job.get("policy"))
-        _apply_limits(limits, policy)
-        sandbox.confine(policy)
+        request, params = read_job(raw)
+        _apply_limits(limits, request.policy)
+        sandbox.confine(request.policy)
         # after confine: a process with more than one thread cannot enter the namespace
         # that locks its read-only mounts
         threading.Thread(target=_take_signals, name="fxls-signals", daemon=True).start()
-        api.begin_job(fds.result_w)
+        api.begin_job(fds.result_w, request.policy)
         threading.Thread(target=where.watch, args=(threading.get_ident(),),
                          name="fxls-watchdog", daemon=True).start()
         loaded = set(sys.modules)
-        payload = run_target(job["target"], job["params"])
+        payload = run_target(request.target, params)
         api.end_job()
         flush_output()
         _send_imports(fds.result_w, loaded, learn_imports)
@@ -104,6 +113,17 @@ def serve_job(
         _os_exit(code)
 
 
+def read_job(raw: bytes) -> tuple[RunRequest, JsonValue]:
+    """The job's ``run`` request and params, from the two frames the worker handed on."""
+    frames = [body for body in FrameBuffer().bodies(raw) if isinstance(body, bytes)]
+    if len(frames) != 2:
+        raise ProtocolError(f"a job of {len(frames)} frames")
+    request = decode_request(decode(frames[0]))
+    if not isinstance(request, RunRequest):
+        raise ProtocolError(f"a job that is a {request.op.value!r} request")
+    return request, decode(frames[1])
+
+
 def _send_imports(result_w: int, loaded: set[str], packages: tuple[str, ...]) -> None:
     """Tell the worker which modules the job imported, a frame ahead of the final one:
     those of ``packages`` (the worker may import them itself for later jobs) and all the
@@ -116,7 +136,7 @@ def _send_imports(result_w: int, loaded: set[str], packages: tuple[str, ...]) ->
             "modules": modules, "libraries": new[:NAMES_LIMIT]}))
 
 
-def run_target(target: str, params: Any) -> bytes:
+def run_target(target: str, params: JsonValue) -> bytes:
     """Call ``target`` and encode its outcome as the final result frame."""
     try:
         value = _resolve(target)(params)

@@ -34,7 +34,6 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from fxls.worker.import_origin import Origins, interpreter_folders, loaded_places
 from fxls.worker.installed_libraries import (
@@ -42,6 +41,7 @@ from fxls.worker.installed_libraries import (
     NAMES_LIMIT,
     TOPS_LIMIT,
     Library,
+    Stat,
     conflicts,
     full_fingerprint,
     locate,
@@ -65,9 +65,9 @@ FOLDERS_LIMIT = 256
 @dataclass
 class Learned:
     library: Library
-    quick: tuple[Any, ...]
+    quick: tuple[Stat | None, ...]
     files: list[str]
-    full: tuple[Any, ...]
+    full: tuple[Stat | None, ...]
 
 
 def learned(library: Library) -> Learned:
@@ -96,7 +96,7 @@ class LibraryLearner:
         set_origins(self.origins())
 
     # ------------------------------------------------------------ offers
-    def offer(self, modules: Any) -> None:
+    def offer(self, modules: object) -> None:
         """Consider the modules a job imported (or that the client expects jobs to import).
         Untrusted: each name is checked here."""
         if not self.enabled or not isinstance(modules, list):
@@ -124,7 +124,7 @@ class LibraryLearner:
             return None  # too many folders to tell: learn nothing more
         return locate(name, self.roots, self.writable)
 
-    def note_roots(self, roots: Any, writable: Any = ()) -> None:
+    def note_roots(self, roots: object, writable: object = ()) -> None:
         """Folders whose code is the user's (workspace, project roots) or that a job may
         write to: nothing is learned from there, and what was is dropped."""
         new_roots = _absolute(roots) - self.roots
@@ -175,20 +175,18 @@ class LibraryLearner:
         return tuple(tuple(self.learned[top].library.names()) for top in sorted(self.learned))
 
     # ------------------------------------------------------------ jobs
-    def refuse_for(self, sources: Any, writable: Any = ()) -> frozenset[str]:
+    def refuse_for(self, sources: tuple[str, ...],
+                   writable: tuple[str, ...] = ()) -> frozenset[str]:
         """The learned libraries a job with ``sources`` (its document, project root) and
         allowed to write to ``writable`` must run without; first, the job's project root
         and ``writable`` are noted (``note_roots``) and libraries changed on disk dropped."""
-        project = sources[1:2] if isinstance(sources, list) else []
-        self.note_roots(project, writable)
+        self.note_roots(sources[1:2], writable)
         if not self.learned:
             return frozenset()
         if writable:
             return frozenset(self.learned)
         self._drop([name for name, item in self.learned.items()
                     if quick_fingerprint(item.library) != item.quick])
-        if not isinstance(sources, list):
-            return frozenset()
         return frozenset(conflicts((item.library for item in self.learned.values()), sources))
 
     def after_job(self) -> None:
@@ -235,7 +233,7 @@ class LibraryLearner:
         return ()
 
 
-def _absolute(paths: Any) -> set[str]:
+def _absolute(paths: object) -> set[str]:
     if not isinstance(paths, (list, tuple)):
         return set()
     return {os.path.abspath(p) for p in list(paths)[:FOLDERS_LIMIT]

@@ -9,9 +9,9 @@ on two). They come from
 a zygote where one can be used (one for jobs without network; a second one, started when
 the first job allowed the network comes, where the first one's network namespace has
 none), else the worker forks them itself (``sandbox.fork_job_process``). The pool shares
-the worker's selector: an idle process's exit is the event ``("idle-exit", child)``, a
-zygote's announcement ``("zygote", zygote)``; the worker passes them to ``idle_died`` and
-``take_announcements``. Everything here runs on the worker's single thread.
+the worker's selector: an idle process's pidfd is registered with the callback
+``idle_died``, a zygote's socket with ``take_announcements``. What it needs of the worker is
+its ``PoolOwner`` side. Everything here runs on the worker's single thread.
 
 Learned libraries (``set_libraries``) are imported by a new zygote, which replaces the old
 one once it says it is ready; until then jobs go on with the old zygote's processes, and
@@ -29,12 +29,12 @@ import os
 import selectors
 import signal
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import NoReturn
+from typing import NoReturn, Protocol
 
 from fxls.worker import sandbox
 from fxls.worker.child import flush_output
+from fxls.worker.policy import JobPolicy
 from fxls.worker.protocol import write_all
 from fxls.worker.zygote import Announcement, ForkFailed, News, Preload, Zygote
 
@@ -47,9 +47,6 @@ PAUSE_LIMIT_S = 10.0
 #: jobs take them all (on two cores, one job and the imports run side by side: the saves
 #: that follow get the libraries seconds sooner, at little cost to the running job)
 CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-
-#: in a new job process: ``(worker_pid, job_r, result_w, out_w, fds to close, job_dir)``
-ServeJob = Callable[[int, int, int, int, list[int], str], NoReturn]
 
 
 @dataclass
@@ -70,24 +67,34 @@ class Child:
     zygote: int = 0
 
 
+class PoolOwner(Protocol):
+    """What the pool needs of the worker it serves."""
+
+    def serve_job(self, worker_pid: int, job_r: int, result_w: int, out_w: int,
+                  close: list[int], job_dir: str) -> NoReturn:
+        """Runs in each new job process (``close``: the fds it must close); never returns."""
+
+    def worker_fds(self) -> list[int]:
+        """The worker's own fds, which a job process must close."""
+
+    def running_jobs(self) -> list[Child]:
+        """The job processes handed a job (the pool's no longer)."""
+
+    def wanted(self) -> bool:
+        """False once the worker is stopping."""
+
+    def zygote_news(self, news: News, libraries: frozenset[str]) -> Preload:
+        """A preloading zygote's news with the libraries it was asked to import (not ready
+        and nothing left out: it ended without a word); for a zygote that is ready, what it
+        has imported."""
+
+
 class JobProcesses:
     """The idle job processes and the zygotes of one worker."""
 
-    def __init__(self, selector: selectors.BaseSelector, serve_job: ServeJob,
-                 worker_fds: Callable[[], list[int]], running_jobs: Callable[[], list[Child]],
-                 wanted: Callable[[], bool],
-                 news: Callable[[News, frozenset[str]], Preload] = lambda *_: ()) -> None:
-        """``serve_job`` runs in each new job process and never returns; ``worker_fds`` are
-        the worker's own fds a job process must close; ``running_jobs`` the job processes
-        handed a job (the pool's no longer); ``wanted``: false once the worker is stopping;
-        ``news`` gets a preloading zygote's news with the libraries it was asked to import
-        (not ready and nothing left out: it ended without a word); for a zygote that is
-        ready, it returns what that zygote has imported."""
+    def __init__(self, selector: selectors.BaseSelector, owner: PoolOwner) -> None:
         self.selector = selector
-        self.serve_job = serve_job
-        self.worker_fds = worker_fds
-        self.running_jobs = running_jobs
-        self.wanted = wanted
+        self.owner = owner
         self.idle: list[Child] = []
         #: whether the idle children are made for jobs allowed the network (the last job's)
         self.network = False
@@ -102,7 +109,6 @@ class JobProcesses:
         #: libraries' names: a job process with another library loaded is never used
         self.preload: Preload = ()
         self.libraries: frozenset[str] = frozenset()
-        self.news = news
         #: the coming zygotes are stopped (SIGSTOP) while jobs run
         self.coming_paused = False
         self.zygotes_started = 0
@@ -161,11 +167,12 @@ class JobProcesses:
             self.retire(self.idle[0])
 
     # ---------------------------------------------------------------- jobs
-    def hand_over(self, payload: bytes, network: bool,
+    def hand_over(self, payload: bytes, policy: JobPolicy,
                   refuse: frozenset[str] = frozenset()) -> Child | None:
-        """Give the job ``payload`` to an idle process of its network policy with none of
-        the libraries ``refuse`` loaded (forking one if needed); None if that keeps
-        failing."""
+        """Give the job ``payload`` to an idle process that fits its ``policy`` (network or
+        not) with none of the libraries ``refuse`` loaded (forking one if needed); None if
+        that keeps failing."""
+        network = policy.network
         if network != self.network:  # a change of setting: processes that fit it
             self.network = network
             while self.idle:
@@ -217,11 +224,11 @@ class JobProcesses:
     def own_pids(self) -> list[int]:
         return [*(zygote.pid for zygote in [*self.zygotes.values(), *self.coming.values()]),
                 *(child.pid for child in self.idle),
-                *(child.pid for child in self.running_jobs())]
+                *(child.pid for child in self.owner.running_jobs())]
 
     # ------------------------------------------------------- idle children
     def ensure_idle(self) -> None:
-        while len(self.idle) + self._coming() < IDLE_CHILDREN and self.wanted():
+        while len(self.idle) + self._coming() < IDLE_CHILDREN and self.owner.wanted():
             zygote = self._zygote()
             if zygote is not None:
                 if zygote.request(self.network):
@@ -250,7 +257,8 @@ class JobProcesses:
     def _add_idle(self, child: Child) -> None:
         self.idle.append(child)
         if child.pidfd is not None:
-            self.selector.register(child.pidfd, selectors.EVENT_READ, ("idle-exit", child))
+            self.selector.register(child.pidfd, selectors.EVENT_READ,
+                                   functools.partial(self.idle_died, child))
 
     def discard(self, child: Child) -> None:
         kill_child(child.pid)
@@ -294,12 +302,13 @@ class JobProcesses:
         flush_output()
         self.zygotes_started += 1
         # the zygote has no fds of the worker's: a job process closes only the ones it names
-        serve = functools.partial(self.serve_job, os.getpid())
+        serve = functools.partial(self.owner.serve_job, os.getpid())
         zygote = Zygote.start(serve, self.zygotes_started, isolate=not network,
                               preload=self.preload)
         if zygote is None:
             return
-        self.selector.register(zygote.fileno(), selectors.EVENT_READ, ("zygote", zygote))
+        self.selector.register(zygote.fileno(), selectors.EVENT_READ,
+                               functools.partial(self.take_announcements, zygote))
         previous = self.coming.pop(network, None)
         if previous is not None:
             self.stop_zygote(previous)
@@ -367,7 +376,7 @@ class JobProcesses:
             except (ForkFailed, EOFError, OSError):  # the worker's forks have fallbacks
                 self.stop_zygote(zygote)
                 if not zygote.ready:
-                    self.news(News(ready=False), zygote.preloaded)
+                    self.owner.zygote_news(News(ready=False), zygote.preloaded)
                 return
             if announcement is None:
                 break
@@ -384,9 +393,9 @@ class JobProcesses:
         ended."""
         if not news.ready:
             self.stop_zygote(zygote)
-            self.news(news, zygote.preloaded)
+            self.owner.zygote_news(news, zygote.preloaded)
             return
-        self.preload = self.news(news, zygote.preloaded)
+        self.preload = self.owner.zygote_news(news, zygote.preloaded)
         self.libraries = zygote.preloaded = frozenset(names[0] for names in self.preload)
         network = next((n for n, z in self.coming.items() if z is zygote), None)
         if network is not None:
@@ -410,7 +419,7 @@ class JobProcesses:
         child = Child(announcement.pid, pidfd_open(announcement.pid), announcement.job_w,
                       announcement.result_r, announcement.out_r, announcement.job_dir,
                       preloaded=zygote.preloaded, zygote=zygote.generation)
-        if (announcement.network != self.network or not self.wanted()
+        if (announcement.network != self.network or not self.owner.wanted()
                 or not child.preloaded <= self.libraries):
             close_job_w(child)  # asked for before the setting changed: never used
             self.discard(child)
@@ -434,7 +443,7 @@ class JobProcesses:
                 os.close(fd)
             return None
         if pid == 0:
-            self.serve_job(worker_pid, job_r, result_w, out_w, private, job_dir)
+            self.owner.serve_job(worker_pid, job_r, result_w, out_w, private, job_dir)
         for fd in (job_r, result_w, out_w):
             os.close(fd)
         os.set_blocking(result_r, False)
@@ -442,9 +451,9 @@ class JobProcesses:
         return Child(pid, pidfd_open(pid), job_w, result_r, out_r, job_dir)
 
     def _private_fds(self) -> list[int]:
-        fds = [*self.worker_fds(), self.selector.fileno()]
+        fds = [*self.owner.worker_fds(), self.selector.fileno()]
         fds += [zygote.fileno() for zygote in [*self.zygotes.values(), *self.coming.values()]]
-        for child in [*self.running_jobs(), *self.idle]:
+        for child in [*self.owner.running_jobs(), *self.idle]:
             fds += [child.job_w, child.result_r, child.out_r]
             if child.pidfd is not None:
                 fds.append(child.pidfd)

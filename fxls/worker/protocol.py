@@ -1,10 +1,12 @@
 """The worker protocol: length-prefixed JSON frames (an 8-byte big-endian length, then that
-many bytes of JSON), the operations (``Op``) and what each one carries (``REQUESTS``,
-``EVENTS``), and the version both sides check at start (``PROTOCOL_VERSION``).
+many bytes of JSON), the operations (``Op``; what each one carries is its record in
+``messages``), and the version both sides check at start (``PROTOCOL_VERSION``).
 
 Two kinds of bytes cross it. The client's requests and the worker's own messages (its
-*envelopes*) are trusted. A job's frames are not: a job runs hostile code in its own
-process, which can write anything to its result pipe. They are objects whose first member
+*envelopes*) are trusted. A ``run`` request's params (the whole source text of a file) are
+the frame after its envelope: the worker forwards them to the job process undecoded. A job's
+frames are not trusted: a job runs hostile code in its own process, which can write anything
+to its result pipe. They are objects whose first member
 is ``"status"`` (``encode_status``): the worker reads that member without decoding the
 rest (``peek_status``), never buffers more than ``JOB_FRAME_LIMIT`` of one
 (``FrameBuffer(limit=...)``), and forwards the body untouched right after an envelope that
@@ -19,7 +21,10 @@ import re
 import struct
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import TypeAlias
+
+#: what JSON decodes to: a message member's value before it is checked
+JsonValue: TypeAlias = "bool | int | float | str | list[JsonValue] | dict[str, JsonValue] | None"
 
 HEADER = struct.Struct("!Q")
 
@@ -41,7 +46,7 @@ FORWARDED_PARTIALS = 4
 class Op(StrEnum):
     """The operations: requests the client sends, then the messages the worker sends."""
 
-    RUN = "run"  # run a job: id, target, params, timeout, policy, sources (its own code)
+    RUN = "run"  # run a job: id, target, timeout, policy, sources, body (its params' frame)
     WARM = "warm"  # modules jobs will import (libraries to learn)
     CANCEL = "cancel"  # id
     PING = "ping"
@@ -57,65 +62,21 @@ class Op(StrEnum):
     ERROR = "error"  # a request refused (unknown operation, bad fields, version): id, error
 
 
-_NUMBER = (int, float)
-_OPTIONAL_NUMBER = (int, float, type(None))
-_ID = (int,)
-#: the members each request must carry, and their types
-REQUESTS: dict[Op, dict[str, tuple[type, ...]]] = {
-    Op.RUN: {"id": _ID, "target": (str,), "timeout": _OPTIONAL_NUMBER,
-             "policy": (dict, type(None))},
-    Op.CANCEL: {"id": _ID},
-    Op.WARM: {"modules": (list,)},
-    Op.PING: {},
-    Op.SHUTDOWN: {},
-}
-#: the members each of the worker's messages must carry, and their types
-EVENTS: dict[Op, dict[str, tuple[type, ...]]] = {
-    Op.READY: {"pid": _ID, "protocol": (int,)},
-    Op.STARTED: {"id": _ID},
-    Op.PARTIAL: {"id": _ID, "body": (int,)},
-    Op.RESULT: {"id": _ID, "status": (str,), "own": (bool,), "output": (str,),
-                "duration_ms": _NUMBER, "body": (int,)},
-    Op.PONG: {},
-    Op.BUSY: {},
-    Op.ERROR: {"error": (str,)},
-}
-
-
 class ProtocolError(ValueError):
     """A message that does not fit the protocol."""
 
 
-def check_message(message: Any, table: dict[Op, dict[str, tuple[type, ...]]]) -> Op:
-    """The operation of ``message`` once its members fit ``table``; else ProtocolError (one
-    line saying what is wrong)."""
-    if not isinstance(message, dict):
-        raise ProtocolError(f"not an object: {_short(message)}")
-    try:
-        op = Op(message.get("op"))
-    except ValueError:
-        raise ProtocolError(f"unknown operation {_short(message.get('op'))}") from None
-    members = table.get(op)
-    if members is None:
-        raise ProtocolError(f"operation {op.value!r} is not expected here")
-    for name, types in members.items():
-        value = message.get(name)
-        if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
-            raise ProtocolError(f"{op.value}: {name!r} is {_short(value)}, expected "
-                                f"{' or '.join(t.__name__ for t in types)}")
-    return op
-
-
-def check_version(theirs: Any, who: str) -> None:
+def check_version(theirs: object, who: str) -> None:
     """ProtocolError unless ``theirs`` is this side's ``PROTOCOL_VERSION``."""
     if theirs != PROTOCOL_VERSION:
         raise ProtocolError(
-            f"{who} speaks fxls worker protocol {_short(theirs)}, this fxls speaks "
+            f"{who} speaks fxls worker protocol {short(theirs)}, this fxls speaks "
             f"{PROTOCOL_VERSION}: the worker's interpreter runs another fxls than the caller "
             f"(check `fxls.python` and its PYTHONPATH)")
 
 
-def _short(value: Any, limit: int = 60) -> str:
+def short(value: object, limit: int = 60) -> str:
+    """``value`` for an error message: its repr, cut at ``limit`` characters."""
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
@@ -143,20 +104,25 @@ PARTIAL, IMPORTS = "partial", "imports"
 _STATUS = re.compile(rb'\{"status":"([a-z_]{1,20})"[,}]')
 
 
-def encode(message: Any) -> bytes:
-    return frame(json.dumps(message, separators=(",", ":")).encode("utf-8"))
+def encode(message: object) -> bytes:
+    return frame(dumps(message))
+
+
+def dumps(value: object) -> bytes:
+    """``value`` as compact JSON bytes (raises for what is not JSON data)."""
+    return json.dumps(value, separators=(",", ":")).encode("utf-8")
 
 
 def frame(body: bytes) -> bytes:
     return HEADER.pack(len(body)) + body
 
 
-def encode_status(status: str, **members: Any) -> bytes:
+def encode_status(status: str, **members: object) -> bytes:
     """A job's frame: ``{"status": status, **members}``, status first."""
     return frame(status_body(status, **members))
 
 
-def status_body(status: str, **members: Any) -> bytes:
+def status_body(status: str, **members: object) -> bytes:
     """The body of ``encode_status``'s frame."""
     return json.dumps({"status": status, **members}, separators=(",", ":")).encode("utf-8")
 
@@ -167,13 +133,19 @@ def peek_status(body: bytes) -> str | None:
     return match.group(1).decode("ascii") if match else None
 
 
-def attach(envelope: dict[str, Any], body: bytes) -> bytes:
+def attach(envelope: dict[str, JsonValue], body: bytes) -> bytes:
     """The worker's ``envelope`` (its own, trusted message) followed by a job's ``body``
     (untrusted bytes, forwarded undecoded): the envelope's ``body`` member is their length."""
     return encode({**envelope, "body": len(body)}) + body
 
 
-def decode(body: bytes) -> Any:
+def with_body(envelope: dict[str, JsonValue], body: bytes) -> bytes:
+    """A request (``envelope``) and its ``body`` (bytes the worker forwards undecoded) in the
+    frame right after it: the envelope's ``body`` member is their length."""
+    return encode({**envelope, "body": len(body)}) + frame(body)
+
+
+def decode(body: bytes) -> JsonValue:
     return json.loads(body.decode("utf-8"))
 
 
@@ -236,6 +208,6 @@ class FrameBuffer:
             del self._data[:end]
         return found
 
-    def feed(self, data: bytes) -> list[Any]:
+    def feed(self, data: bytes) -> list[JsonValue]:
         """The messages completed by ``data``, decoded (trusted streams only)."""
         return [decode(body) for body in self.bodies(data) if isinstance(body, bytes)]

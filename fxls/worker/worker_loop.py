@@ -6,113 +6,80 @@ them) so that no job waits for a fork; a job is handed to one through a pipe. Wh
 runs, its processes are sampled against its limits (``limits``). A job's result frames are
 read with a bound (``protocol.JOB_FRAME_LIMIT``) and forwarded to the client as bytes after
 an envelope of the worker's (``protocol.attach``); a flood of partial results is coalesced.
-Requests go through one dispatch table (``Worker.handlers``). The loop is single-threaded
-(``selectors``): forking from a threaded process is unsafe.
+Requests arrive decoded once (``request_reader``) and go through one dispatch table
+(``Worker.handlers``), each to a handler taking its record. The loop is single-threaded
+(``selectors``): each registered fd carries the callback that reads it; forking from a
+threaded process is unsafe.
 """
 
 from __future__ import annotations
 
+import functools
 import gc
-import json
 import os
 import selectors
-import signal
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
-from typing import Any, NoReturn
+from dataclasses import replace
+from typing import NoReturn
 
 from fxls.worker import sandbox
-from fxls.worker.child import (
-    DUMP_SIGNAL,
-    ChildFds,
-    Limits,
-    run_warm_up,
-    serve_job,
-)
+from fxls.worker.child import DUMP_SIGNAL, ChildFds, Limits, run_warm_up
+from fxls.worker.child import serve_job as serve_in_job_process
 from fxls.worker.hugepages import collapse_anonymous_memory
 from fxls.worker.import_origin import add_roots
 from fxls.worker.library_learner import LibraryLearner
 from fxls.worker.limits import JobWatch
-from fxls.worker.policy import JobPolicy
-from fxls.worker.pool import (
-    CORES,
-    Child,
-    JobProcesses,
-    kill_child,
-    killpg,
-    reap,
+from fxls.worker.messages import (
+    Busy,
+    CancelRequest,
+    Partial,
+    PingRequest,
+    Pong,
+    Ready,
+    Refused,
+    Result,
+    RunRequest,
+    ShutdownRequest,
+    Started,
+    WarmRequest,
+    message_of,
 )
+from fxls.worker.pool import CORES, Child, JobProcesses, kill_child, killpg, reap
 from fxls.worker.protocol import (
     FORWARDED_PARTIALS,
     IMPORTS,
     JOB_FRAME_LIMIT,
     PARTIAL,
-    REQUEST_LIMIT,
-    REQUESTS,
-    FrameBuffer,
     JobStatus,
+    JsonValue,
     Op,
     Oversized,
-    ProtocolError,
     attach,
-    check_message,
     decode,
     encode,
     peek_status,
     status_body,
     write_all,
 )
+from fxls.worker.request_reader import RequestReader
+from fxls.worker.running_job import (
+    Job,
+    drain,
+    ended_body,
+    has_exited,
+    oom_kill_count,
+    read_some,
+)
 from fxls.worker.where import BODY_LIMIT as WHERE_LIMIT
 from fxls.worker.where import WHERE, read_where
-from fxls.worker.worker_imports import LIFETIME_LIMIT, import_plan, learnable, warm_imports
+from fxls.worker.worker_imports import ImportsToLearn, learnable, warm_imports
+from fxls.worker.zygote import News, Preload
 
 #: time a timed-out job gets to print its stack before it is killed
 _DUMP_GRACE_S = 0.3
-OUTPUT_TAIL = 64 * 1024
 PARENT_POLL_S = 0.5
-_READ_CHUNK = 1 << 16
-_TRUNCATED = "[... earlier output truncated ...]\n"
-
-
-@dataclass
-class Job:
-    id: Any
-    child: Child
-    started: float
-    deadline: float | None
-    timeout: float | None
-    #: the result frames (``partial`` ones, then the final one) as they arrive, bounded
-    frames: FrameBuffer = field(default_factory=lambda: FrameBuffer(JOB_FRAME_LIMIT))
-    #: partial frames forwarded so far; past ``FORWARDED_PARTIALS`` only the newest is kept
-    partials: int = 0
-    held_partial: bytes | None = None
-    #: the body of the final frame (``protocol.encode_status``), once it arrived
-    final: bytes | None = None
-    #: ``final`` is the job's own frame (untrusted), not one the worker made
-    final_from_job: bool = False
-    output: bytearray = field(default_factory=bytearray)
-    output_total: int = 0
-    killed_for: JobStatus | None = None
-    oom_kills: int | None = None
-    #: the job was asked to print where it is running (it is about to time out)
-    dumped: bool = False
-    #: its result went to the client already (sent at the result's EOF, before the exit)
-    reported: bool = False
-    #: modules the job imported that the worker may learn (see ``Worker._learn_imports``)
-    imports: list[str] = field(default_factory=list)
-    #: every module the job imported (untrusted): its libraries may be learned
-    libraries: Any = None
-    #: samples its processes against its limits (None: no limits to watch)
-    watch: JobWatch | None = None
-    #: the limit it exceeded, in words: it is being ended for it
-    over_limit: str | None = None
-    #: the pool is to fork this job's replacement once the job has sent its first result
-    refill_due: bool = False
-    #: the last frame of its watchdog (``where``; untrusted): decoded only if the job is
-    #: ended, so a flood of them costs the worker no decoding
-    where: bytes | None = None
 
 
 class Worker:
@@ -121,40 +88,51 @@ class Worker:
         learn_imports: tuple[str, ...] = (), learn_libraries: bool = False,
     ) -> None:
         self.channel_in = channel_in
-        self.learn_libraries = learn_libraries
-        self.learn_imports = learn_imports
-        #: modules jobs imported that the worker imports too, after the job that needed them
-        self.to_learn: set[str] = set()
         self.channel_out = channel_out
         self.limits = limits
         self.warm_up = warm_up
+        self.learn_libraries = learn_libraries
+        #: modules jobs imported that the worker imports too, after the job that needed them
+        self.own_imports = ImportsToLearn(learn_imports)
         self.parent_pid = os.getppid()
         self.selector = selectors.DefaultSelector()
-        self.frames = FrameBuffer(REQUEST_LIMIT)
-        #: one handler per request (``protocol.REQUESTS``)
-        self.handlers: dict[Op, Callable[[dict[str, Any]], None]] = {
+        self.requests = RequestReader(_log)
+        #: one handler per request (``messages.Request``): the record, and what is attached
+        self.handlers: dict[Op, Callable[..., None]] = {
             Op.RUN: self._start_job, Op.CANCEL: self._cancel_job, Op.WARM: self._warm,
-            Op.PING: lambda _: self.send({"op": Op.PONG}), Op.SHUTDOWN: self._stop,
+            Op.PING: self._pong, Op.SHUTDOWN: self._stop,
         }
-        #: modules learned from jobs so far (``learning.LIFETIME_LIMIT``)
-        self.learned = 0
-        self.jobs: dict[Any, Job] = {}
+        self.jobs: dict[int, Job] = {}
         self.running = True
         #: the job processes made ahead of jobs, and the zygotes that make them
-        self.pool = JobProcesses(
-            self.selector, self._serve_job,
-            worker_fds=lambda: [self.channel_in, self.channel_out],
-            running_jobs=lambda: [job.child for job in self.jobs.values()],
-            wanted=lambda: self.running,
-            news=lambda news, libraries: self.learner.zygote_news(news, libraries))
+        self.pool = JobProcesses(self.selector, self)
         #: the third-party libraries the zygotes import for the jobs
         self.learner = LibraryLearner(self.pool, _log)
 
+    # ------------------------------------------- what the pool asks of its worker
+    def worker_fds(self) -> list[int]:
+        return [self.channel_in, self.channel_out]
+
+    def running_jobs(self) -> list[Child]:
+        return [job.child for job in self.jobs.values()]
+
+    def wanted(self) -> bool:
+        return self.running
+
+    def zygote_news(self, news: News, libraries: frozenset[str]) -> Preload:
+        return self.learner.zygote_news(news, libraries)
+
+    def serve_job(self, worker_pid: int, job_r: int, result_w: int, out_w: int,
+                  close: list[int], job_dir: str) -> NoReturn:
+        """In a new job process (forked by the worker or its zygote): serve one job."""
+        serve_in_job_process(ChildFds(job_r, result_w, out_w), self.limits, worker_pid, close,
+                             self.warm_up, self.own_imports.packages, job_dir)
+
     # ---------------------------------------------------------------- loop
-    def serve(self, ready: dict[str, Any], prime: str | None = None) -> None:
+    def serve(self, ready: Ready, prime: str | None = None) -> None:
         """Run ``prime`` (a warm-up, ``fxls.worker.api``) once here, fork the idle children,
         tell the client ``ready``, then serve until told to stop."""
-        self.selector.register(self.channel_in, selectors.EVENT_READ, ("channel", None))
+        self.selector.register(self.channel_in, selectors.EVENT_READ, self._read_channel)
         try:
             if prime:
                 run_warm_up(prime)
@@ -162,14 +140,14 @@ class Worker:
             zygote = self.pool.start()  # the first jobs find their processes ready
             # libraries go into zygotes only: the worker never runs their code
             self.learner.enabled = self.learn_libraries and zygote is not None
-            self.send({**ready, "zygote": zygote})
+            self.send(message_of(replace(ready, zygote=zygote)))
             while self.running:
                 for key, _ in self.selector.select(self._select_timeout()):
-                    self._dispatch_event(*key.data)
+                    key.data()
                 self._check_deadlines()
                 self._check_limits()
                 self._poll_exits()
-                if self.to_learn:
+                if self.own_imports.wanted:
                     self._learn_imports()
                 self.learner.tick(cores_busy=len(self.jobs) >= CORES)
                 if os.getppid() != self.parent_pid:
@@ -192,20 +170,6 @@ class Worker:
                 timeout = min(timeout, max(0.0, job.watch.next_sample - now))
         return timeout
 
-    def _dispatch_event(self, kind: str, obj: Any) -> None:
-        if kind == "channel":
-            self._read_channel()
-        elif kind == "out":
-            self._read_output(obj)
-        elif kind == "result":
-            self._read_result(obj)
-        elif kind == "exit":
-            self._finish(obj)
-        elif kind == "idle-exit":
-            self.pool.idle_died(obj)
-        elif kind == "zygote":
-            self.pool.take_announcements(obj)
-
     # ------------------------------------------------------------- channel
     def _read_channel(self) -> None:
         try:
@@ -215,47 +179,33 @@ class Worker:
         if not data:  # the client is gone
             self.running = False
             return
-        for body in self.frames.bodies(data):
-            if isinstance(body, Oversized):
-                _log(f"ignored a request of {body.size} bytes (limit {REQUEST_LIMIT})")
-                continue
-            try:
-                message = decode(body)
-            except (ValueError, RecursionError) as error:
-                _log(f"ignored a request that is not JSON ({error})")
-                continue
-            self._handle(message)
+        for item in self.requests.take(data):
+            if isinstance(item, Refused):
+                self.send(message_of(item))
+            else:
+                request, attached = item
+                self.handlers[request.op](request, attached)
 
-    def _handle(self, message: Any) -> None:
-        """Dispatch a request; one that does not fit the protocol is answered with an error
-        at once (its sender is not left waiting for a timeout)."""
-        try:
-            op = check_message(message, REQUESTS)
-        except ProtocolError as error:
-            _log(f"refused a request: {error}")
-            request_id = message.get("id") if isinstance(message, dict) else None
-            self.send({"op": Op.ERROR, "id": request_id if isinstance(request_id, int) else None,
-                       "error": str(error)})
-            return
-        self.handlers[op](message)
-
-    def _cancel_job(self, message: dict[str, Any]) -> None:
-        job = self.jobs.get(message["id"])
+    def _cancel_job(self, request: CancelRequest, attached: bytes) -> None:
+        job = self.jobs.get(request.id)
         if job is not None:
             self._kill(job, JobStatus.CANCELLED)
 
-    def _warm(self, message: dict[str, Any]) -> None:
+    def _warm(self, request: WarmRequest, attached: bytes) -> None:
         """Libraries the client expects jobs to import (a workspace's imports): tried and
         learned in the background, as if a job had imported them; ``roots``: the workspace
         folders (nothing is learned from inside them)."""
-        add_roots(message.get("roots"))
-        self.learner.note_roots(message.get("roots"))
-        self.learner.offer(message["modules"])
+        add_roots(request.roots)
+        self.learner.note_roots(request.roots)
+        self.learner.offer(list(request.modules))
 
-    def _stop(self, message: dict[str, Any]) -> None:
+    def _pong(self, request: PingRequest, attached: bytes) -> None:
+        self.send(message_of(Pong()))
+
+    def _stop(self, request: ShutdownRequest, attached: bytes) -> None:
         self.running = False
 
-    def send(self, message: dict[str, Any] | bytes) -> None:
+    def send(self, message: dict[str, JsonValue] | bytes) -> None:
         """Send a message, or a frame already encoded."""
         try:
             write_all(self.channel_out, message if isinstance(message, bytes) else encode(message))
@@ -263,35 +213,31 @@ class Worker:
             self.running = False
 
     # ---------------------------------------------------------------- jobs
-    def _start_job(self, message: dict[str, Any]) -> None:
-        job_id = message.get("id")
-        policy = JobPolicy.from_dict(message.get("policy"))
-        payload = json.dumps({"target": message["target"], "params": message.get("params"),
-                              "policy": policy.to_dict()})
-        refuse = self.learner.refuse_for(message.get("sources"), policy.write)
-        child = self.pool.hand_over(payload.encode("utf-8"), policy.network, refuse)
+    def _start_job(self, request: RunRequest, attached: bytes) -> None:
+        """Hand the job (``attached``: its request and params, undecoded) to a job process
+        that fits its policy."""
+        refuse = self.learner.refuse_for(request.sources, request.policy.write)
+        child = self.pool.hand_over(attached, request.policy, refuse)
         if child is None:
-            self.send(attach({"op": Op.RESULT, "id": job_id, "status": JobStatus.CRASHED,
-                              "own": False, "output": "", "duration_ms": 0.0},
+            self.send(attach(_envelope(Result(request.id, JobStatus.CRASHED, False, "", 0.0)),
                              status_body(JobStatus.CRASHED, error="could not start a job process")))
             return
-        timeout = message.get("timeout")
         now = time.monotonic()
         job = Job(
-            id=job_id,
+            id=request.id,
             child=child,
             started=now,
-            deadline=now + timeout if timeout else None,
-            timeout=timeout,
+            deadline=now + request.timeout if request.timeout else None,
+            timeout=request.timeout,
             oom_kills=oom_kill_count(),
-            watch=self._watch(child, policy),
+            watch=self._watch(child, request),
         )
-        self.jobs[job_id] = job
-        self.selector.register(child.out_r, selectors.EVENT_READ, ("out", job))
-        self.selector.register(child.result_r, selectors.EVENT_READ, ("result", job))
+        self.jobs[request.id] = job
+        self._register(child.out_r, functools.partial(self._read_output, job))
+        self._register(child.result_r, functools.partial(self._read_result, job))
         if child.pidfd is not None:
-            self.selector.register(child.pidfd, selectors.EVENT_READ, ("exit", job))
-        self.send({"op": Op.STARTED, "id": job_id})
+            self._register(child.pidfd, functools.partial(self._finish, job))
+        self.send(message_of(Started(request.id)))
         self.pool.jobs_running(len(self.jobs))
         # the next job's process: its fork is quick, but its warm-up (an analysis) would take
         # a core from this job until its first result; forked at once if none is left
@@ -300,9 +246,13 @@ class Worker:
         else:
             self.pool.ensure_idle()
 
-    def _watch(self, child: Child, policy: JobPolicy) -> JobWatch | None:
+    def _register(self, fd: int, on_readable: Callable[[], None]) -> None:
+        self.selector.register(fd, selectors.EVENT_READ, on_readable)
+
+    def _watch(self, child: Child, request: RunRequest) -> JobWatch | None:
         """The job's limits, sampled by the worker (``limits``): the policy's, else the
         worker's memory limit."""
+        policy = request.policy
         if policy.memory_mb is None and self.limits.memory_mb:
             policy = replace(policy, memory_mb=self.limits.memory_mb)
         if not (policy.memory_mb or policy.max_processes or policy.tmp_mb):
@@ -310,14 +260,14 @@ class Worker:
         return JobWatch(child.pid, policy, sandbox.job_folder(child.job_dir))
 
     def _read_output(self, job: Job) -> None:
-        data = _read_some(job.child.out_r)
+        data = read_some(job.child.out_r)
         if data:
-            _append_tail(job, data)
+            job.output.append(data)
         elif data is not None:
             self._unregister(job.child.out_r)
 
     def _read_result(self, job: Job) -> None:
-        data = _read_some(job.child.result_r)
+        data = read_some(job.child.result_r)
         if data:
             self._take_frames(job, data)
         elif data is not None:
@@ -328,11 +278,12 @@ class Worker:
         the newest, right before the final one); report the final one at once (the teardown
         of a large child takes milliseconds that the caller need not wait for). A frame over
         the limit ends the job without being read."""
-        for body in job.frames.bodies(data):
-            if job.final is not None:
+        frames = job.frames
+        for body in frames.buffer.bodies(data):
+            if frames.final is not None:
                 continue
             if isinstance(body, Oversized):
-                job.final = status_body(
+                frames.final = status_body(
                     JobStatus.INVALID, error=f"the job sent a result frame of {body.size:,} "
                     f"bytes; the limit is {JOB_FRAME_LIMIT:,} bytes")
                 self._kill(job, JobStatus.INVALID)
@@ -341,30 +292,34 @@ class Worker:
             if status is None:
                 continue  # not our framing: the exit status will tell what happened
             if status == PARTIAL:
-                if job.killed_for is None and job.partials < FORWARDED_PARTIALS:
-                    job.partials += 1
-                    self.send(attach({"op": Op.PARTIAL, "id": job.id}, body))
-                else:
-                    job.held_partial = body
-                self._refill(job)
-                continue
-            if status == WHERE:
-                job.where = body if len(body) <= WHERE_LIMIT else None
-                continue
-            if status == IMPORTS:  # comes right before the final frame
+                self._take_partial(job, body)
+            elif status == WHERE:
+                frames.where = body if len(body) <= WHERE_LIMIT else None
+            elif status == IMPORTS:  # comes right before the final frame
                 names = _names(body)
                 if isinstance(names, dict):
-                    job.imports = learnable(names.get("modules"), self.learn_imports)
-                    job.libraries = names.get("libraries")
-                continue
-            job.final, job.final_from_job = body, True
-            self.to_learn.update(job.imports)
-            if job.killed_for is None and job.over_limit is None and not job.reported:
-                tail = _drain(job.child.out_r)
-                if tail:
-                    _append_tail(job, tail)
-                job.reported = True
-                self._report(job, body)
+                    frames.imports = learnable(names.get("modules"), self.own_imports.packages)
+                    frames.libraries = names.get("libraries")
+            else:
+                self._take_final(job, body)
+
+    def _take_partial(self, job: Job, body: bytes) -> None:
+        if job.killed_for is None and job.frames.partials < FORWARDED_PARTIALS:
+            job.frames.partials += 1
+            self.send(attach(message_of(Partial(job.id)), body))
+        else:
+            job.frames.held_partial = body
+        self._refill(job)
+
+    def _take_final(self, job: Job, body: bytes) -> None:
+        job.frames.final, job.frames.final_from_job = body, True
+        self.own_imports.note(job.frames.imports)
+        if job.killed_for is None and job.over_limit is None and not job.reported:
+            tail = drain(job.child.out_r)
+            if tail:
+                job.output.append(tail)
+            job.reported = True
+            self._report(job, body)
 
     def _check_deadlines(self) -> None:
         now = time.monotonic()
@@ -382,7 +337,7 @@ class Worker:
             now = time.monotonic()
             watch = job.watch
             if (watch is None or job.over_limit is not None or job.killed_for is not None
-                    or job.final is not None or not watch.due(now)):
+                    or job.frames.final is not None or not watch.due(now)):
                 continue
             job.over_limit = watch.check(now)
             if job.over_limit is not None:
@@ -400,7 +355,7 @@ class Worker:
 
     def _poll_exits(self) -> None:
         for job in list(self.jobs.values()):
-            if job.child.pidfd is None and _has_exited(job.child.pid):
+            if job.child.pidfd is None and has_exited(job.child.pid):
                 self._finish(job)
 
     def _kill(self, job: Job, reason: JobStatus) -> None:
@@ -412,22 +367,22 @@ class Worker:
         child = job.child
         killpg(child.pid)  # leftovers of the job (its own subprocesses)
         status, cpu_used = reap(child.pid)
-        left = _drain(child.result_r)
+        left = drain(child.result_r)
         if left:
             self._take_frames(job, left)
-        tail = _drain(child.out_r)
+        tail = drain(child.out_r)
         if tail:
-            _append_tail(job, tail)
+            job.output.append(tail)
         self.pool.release(child)
         del self.jobs[job.id]
         if not job.reported:
-            self._report(job, self._outcome(job, status, cpu_used))
+            self._report(job, ended_body(job, status, self._cpu_limit_reached(cpu_used)))
         self.pool.job_ended()
         self.pool.jobs_running(len(self.jobs))
         self._refill(job)
         self.learner.after_job()
-        if job.final_from_job and job.libraries is not None:
-            self.learner.offer(job.libraries)
+        if job.frames.final_from_job and job.frames.libraries is not None:
+            self.learner.offer(job.frames.libraries)
 
     def _refill(self, job: Job) -> None:
         """Fork the idle process that replaces ``job``'s, if that was left for later."""
@@ -438,44 +393,17 @@ class Worker:
     def _report(self, job: Job, body: bytes) -> None:
         """Send the job's result: ``body`` (``encode_status``) after the worker's envelope,
         and before it the newest partial result held back, if any."""
-        if job.held_partial is not None and job.killed_for is not JobStatus.CANCELLED:
-            self.send(attach({"op": Op.PARTIAL, "id": job.id}, job.held_partial))
-        job.held_partial = None
-        own = body is job.final and job.final_from_job
-        envelope = {
-            "op": Op.RESULT, "id": job.id, "status": peek_status(body) or JobStatus.INVALID,
-            "own": own, "output": _output_text(job),
-            "duration_ms": (time.monotonic() - job.started) * 1000.0,
-        }
-        where = read_where(job.where) if job.where is not None and not own else None
-        if where:  # it did not end on its own: the line it was running
-            envelope["where"] = where
-        self.send(attach(envelope, body))
-
-    def _outcome(self, job: Job, status: int | None, cpu_used: float = 0.0) -> bytes:
-        if job.killed_for is JobStatus.TIMEOUT:
-            return status_body(JobStatus.TIMEOUT, error=f"timed out after {job.timeout:g} s")
-        if job.killed_for is JobStatus.CANCELLED:
-            return status_body(JobStatus.CANCELLED, error="cancelled")
-        if job.over_limit is not None:
-            return status_body(JobStatus.LIMIT, error=job.over_limit)
-        if job.final is not None:
-            return job.final
-        if status is not None and os.WIFSIGNALED(status):
-            signum = os.WTERMSIG(status)
-            name = _signal_name(signum)
-            if signum == signal.SIGKILL and self._cpu_limit_reached(cpu_used):
-                # PID 1 of a namespace ignores SIGXCPU: the hard limit a second later ended it
-                signum, name = signal.SIGXCPU, "SIGXCPU"
-            if signum == getattr(signal, "SIGXCPU", None):
-                return status_body(JobStatus.TIMEOUT, error=f"CPU time limit exceeded ({name})")
-            if signum == signal.SIGKILL and _oom_grew(job.oom_kills):
-                return status_body(JobStatus.MEMORY, error=f"killed by the OOM killer ({name})")
-            return status_body(JobStatus.CRASHED, error=f"killed by signal {name}")
-        if status is not None and os.WIFEXITED(status):
-            code = os.WEXITSTATUS(status)
-            return status_body(JobStatus.CRASHED, error=f"exited with code {code}")
-        return status_body(JobStatus.CRASHED, error="the job process vanished")
+        held = job.frames.held_partial
+        if held is not None and job.killed_for is not JobStatus.CANCELLED:
+            self.send(attach(message_of(Partial(job.id)), held))
+        job.frames.held_partial = None
+        own = body is job.frames.final and job.frames.final_from_job
+        where = (read_where(job.frames.where) if job.frames.where is not None and not own
+                 else None)
+        result = Result(job.id, peek_status(body) or JobStatus.INVALID, own, job.output.text(),
+                        (time.monotonic() - job.started) * 1000.0,
+                        where or None)  # it did not end on its own: the line it was running
+        self.send(attach(_envelope(result), body))
 
     def _cpu_limit_reached(self, cpu_used: float) -> bool:
         limit = self.limits.cpu_s
@@ -486,23 +414,15 @@ class Worker:
         then replace the idle child so that the next job starts with it loaded. Done after the
         job's result went out; it may take seconds, during which running jobs go on (their
         output waits in its pipe)."""
-        names = import_plan(self.to_learn, LIFETIME_LIMIT - self.learned)
-        self.to_learn.clear()
+        names = self.own_imports.next_round()
         if not names:
             return
-        self.learned += len(names)
-        self.send({"op": Op.BUSY})  # the loop blocks for seconds: the client's heartbeat waits
+        self.send(message_of(Busy()))  # the loop blocks for seconds: the heartbeat waits
         warm_imports(names)
         gc.collect()
         gc.freeze()
         collapse_anonymous_memory()
         self.pool.renew()  # new zygotes and idle processes, with the modules
-
-    def _serve_job(self, worker_pid: int, job_r: int, result_w: int, out_w: int,
-                   close: list[int], job_dir: str) -> NoReturn:
-        """In a new job process (forked by the worker or its zygote): serve one job."""
-        serve_job(ChildFds(job_r, result_w, out_w), self.limits, worker_pid, close,
-                  self.warm_up, self.learn_imports, job_dir)
 
     def _unregister(self, fd: int) -> None:
         try:
@@ -524,12 +444,21 @@ class Worker:
 
 
 # ---------------------------------------------------------------- helpers
-def _names(body: bytes) -> Any:
-    """The ``value`` of an ``imports`` frame (untrusted: ``learning.learnable`` checks it)."""
+def _envelope(result: Result) -> dict[str, JsonValue]:
+    """``result``'s message, with ``where`` only for a job that did not end on its own."""
+    message = message_of(result)
+    if result.where is None:
+        del message["where"]
+    return message
+
+
+def _names(body: bytes) -> object:
+    """The ``value`` of an ``imports`` frame (untrusted: ``learnable`` checks it)."""
     try:
-        return decode(body).get("value")
-    except (ValueError, AttributeError, RecursionError):
+        value = decode(body)
+    except (ValueError, RecursionError):
         return None
+    return value.get("value") if isinstance(value, dict) else None
 
 
 def _log(line: str) -> None:
@@ -539,88 +468,3 @@ def _log(line: str) -> None:
         sys.stderr.flush()
     except (OSError, ValueError):
         pass
-
-
-def _append_tail(job: Job, data: bytes) -> None:
-    job.output += data
-    job.output_total += len(data)
-    if len(job.output) > 2 * OUTPUT_TAIL:
-        del job.output[: len(job.output) - OUTPUT_TAIL]
-
-
-def _output_text(job: Job) -> str:
-    text = bytes(job.output[-OUTPUT_TAIL:]).decode("utf-8", errors="replace")
-    return _TRUNCATED + text if job.output_total > OUTPUT_TAIL else text
-
-
-def _read_some(fd: int) -> bytes | None:
-    """Bytes available on a non-blocking fd; b"" at EOF, None when nothing is ready."""
-    try:
-        return os.read(fd, _READ_CHUNK)
-    except BlockingIOError:
-        return None
-    except OSError:
-        return b""
-
-
-def _drain(fd: int) -> bytes:
-    """Whatever is left in a non-blocking pipe (a job's subprocess may still hold it open)."""
-    chunks = []
-    while True:
-        data = _read_some(fd)
-        if not data:
-            return b"".join(chunks)
-        chunks.append(data)
-
-
-def _has_exited(pid: int) -> bool:
-    try:
-        info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-    except ChildProcessError:
-        return True
-    return info is not None
-
-
-def _signal_name(signum: int) -> str:
-    try:
-        return signal.Signals(signum).name
-    except ValueError:
-        return f"signal {signum}"
-
-
-def oom_kill_count() -> int | None:
-    """The cgroup's OOM-kill counter (v2 ``memory.events`` or v1 ``memory.oom_control``)."""
-    try:
-        with open("/proc/self/cgroup") as f:
-            lines = f.read().splitlines()
-    except OSError:
-        return None
-    for line in lines:
-        _, controllers, path = line.split(":", 2)
-        if controllers == "":
-            candidate = f"/sys/fs/cgroup{path}/memory.events"
-        elif "memory" in controllers.split(","):
-            candidate = f"/sys/fs/cgroup/memory{path}/memory.oom_control"
-        else:
-            continue
-        count = _read_oom_kill(candidate)
-        if count is not None:
-            return count
-    return None
-
-
-def _read_oom_kill(path: str) -> int | None:
-    try:
-        with open(path) as f:
-            for line in f:
-                key, _, value = line.partition(" ")
-                if key == "oom_kill":
-                    return int(value)
-    except (OSError, ValueError):
-        return None
-    return None
-
-
-def _oom_grew(before: int | None) -> bool:
-    after = oom_kill_count()
-    return before is not None and after is not None and after > before

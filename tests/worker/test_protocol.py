@@ -16,7 +16,7 @@ import pytest
 from fxls.runner import LEARN_IMPORTS, WARM_IMPORTS, AnalysisRequest, run_analysis
 from fxls.settings import Settings
 from fxls.worker import client as client_module
-from fxls.worker.client import WorkerClient, WorkerError, _check_ready, worker_command
+from fxls.worker.client import JobResult, WorkerClient, WorkerError
 from fxls.worker.protocol import (
     FORWARDED_PARTIALS,
     HEADER,
@@ -26,6 +26,7 @@ from fxls.worker.protocol import (
     encode,
 )
 from fxls.worker.worker_imports import ROUND_LIMIT, import_plan, learnable
+from fxls.worker.worker_process import check_ready, worker_command
 from tests import hostile_reports as hostile
 
 HOSTILE = "tests.hostile_reports"
@@ -81,7 +82,7 @@ async def test_a_worker_of_another_protocol_version_is_a_clear_error(
         f"(check `fxls.python` and its PYTHONPATH)")
     await worker.close()
     with pytest.raises(ProtocolError, match="the worker speaks fxls worker protocol 1,"):
-        _check_ready({"op": "ready", "pid": 1, "protocol": 1})
+        check_ready({"op": "ready", "pid": 1, "protocol": 1})
 
 
 async def test_a_jobs_bad_frames_are_its_invalid_result_and_the_worker_goes_on() -> None:
@@ -192,21 +193,17 @@ async def test_a_forged_imports_frame_makes_the_worker_import_nothing(tmp_path: 
 async def test_the_client_ends_a_run_the_worker_refused_at_once_and_ignores_bad_messages(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    import asyncio
-
-    from fxls.worker.client import _Pending
-
     worker = WorkerClient(sys.executable)
     proc: Any = object()  # the worker process the run was sent to
-    future: asyncio.Future[dict] = asyncio.get_running_loop().create_future()
-    worker._pending[9] = _Pending(future, proc)
+    run = worker.jobs.add(9, proc, None)
+    future = run.future
     for bad in ({"op": "result", "id": 9}, {"op": "warp", "id": 9}, ["x"],
                 {"op": "started", "id": "9"}):
         worker._on_message(bad, None, proc)
-    assert not future.done() and not worker._pending[9].started
+    assert not future.done() and not run.started
     assert [r.getMessage().split(":")[0] for r in caplog.records] == [
         "ignored a message from the worker"] * 4 and "Traceback" not in caplog.text
     worker._on_message({"op": "error", "id": 9, "error": "unknown operation 'run2'"}, None, proc)
-    assert future.result() == {"status": "error", "error": "the worker refused the job: "
-                                                           "unknown operation 'run2'"}
-    assert 9 not in worker._pending
+    assert future.result() == JobResult("error", error="the worker refused the job: "
+                                                       "unknown operation 'run2'")
+    assert worker.jobs.sent_to(9, proc) is None
