@@ -252,6 +252,7 @@ def breakdown(model: str, repeat: int) -> dict[str, float]:
     from fxls.analysis.passes import runner
     from fxls.analysis.passes.discovery import PassKind
     from fxls.analysis.passes.edits import EditLog
+    from fxls.analysis.pipeline import pass_stage
 
     folder = Path(tempfile.mkdtemp())
     path = folder / "model_passes.py"
@@ -291,7 +292,7 @@ def breakdown(model: str, repeat: int) -> dict[str, float]:
 
     pipeline_run = sys.modules["fxls.analysis.passes"]
     pipeline_run.run_passes = run_passes  # type: ignore[attr-defined]
-    pipeline.compare_outputs = timed("compare_outputs", pipeline.compare_outputs)
+    pass_stage.compare_outputs = timed("compare_outputs", pass_stage.compare_outputs)
     totals: dict[str, list[float]] = {}
     collecting: list[float] = []
 

@@ -13,7 +13,7 @@ For every nn.Module class of each model file, fxls's verdict is compared with to
   child process per file, in process there (`fxls.analysis.pipeline.analyze_source` with the
   file's `load_settings`), inside the installed zoo (the files' real paths).
 - the ground truth, on the very instance fxls traced (the child wraps
-  `pipeline._analyze_class` to keep each class's instance, leaf modules, autowrap functions,
+  `symbolic_trace.trace_class` to keep each class's instance, leaf modules, autowrap functions,
   concrete args and final example inputs): in eval mode, `torch.fx.Tracer` with the same
   autowrap functions and a leaf test that adds fxls's leaf classes (timm's
   `register_notrace_module`s) to torch.fx's own; `torch.fx.wrap` registrations apply by
@@ -113,7 +113,7 @@ def _shown(inputs: tuple[Any, ...] | None) -> str:
 
 
 class _Seen:
-    """What fxls built and traced for one class (captured around ``_analyze_class``)."""
+    """What fxls built and traced for one class (captured around ``trace_class``)."""
 
     def __init__(self, cls: type, file: Any, outcome: Any, result: tuple) -> None:
         self.cls = cls
@@ -133,18 +133,19 @@ def _child(path: str, out: str) -> None:
     from fxls.analysis import pipeline
     from fxls.analysis.construction import Built
     from fxls.analysis.inputs import infer_inputs, spatial_size
+    from fxls.analysis.pipeline import node_tables, symbolic_trace
     from fxls.analysis.pragmas import ClassPragmas
     from fxls.settings import load_settings
 
     seen: list[_Seen] = []
-    original = pipeline._analyze_class
+    original = symbolic_trace.trace_class
 
     def analyze_class(cls: type, file: Any, outcome: Any) -> tuple:
         result = original(cls, file, outcome)
         seen.append(_Seen(cls, file, outcome, result))
         return result
 
-    pipeline._analyze_class = analyze_class
+    symbolic_trace.trace_class = analyze_class
     started = time.perf_counter()
     source = Path(path).read_text(encoding="utf-8")
     report = pipeline.analyze_source(path, source, load_settings(path))
@@ -182,7 +183,7 @@ def _child(path: str, out: str) -> None:
         instance = real.get(id(item.outcome.instance), item.outcome.instance)
         if instance is not item.outcome.instance:
             record["rebuilt"] = "a real instance from the same call (fxls traced it on meta)"
-        pragmas = item.file.pragmas.classes.get(item.name, ClassPragmas())
+        pragmas = item.file.file.pragmas.classes.get(item.name, ClassPragmas())
         concrete = item.traced.ctx.concrete_args if item.traced is not None else None
         if concrete is None and pragmas.concrete:
             try:
@@ -279,7 +280,7 @@ def _child(path: str, out: str) -> None:
                  "node": (d.get("data") or {}).get("node")}
         if node is not None:
             entry["op"] = node.op
-            entry["target"] = pipeline._target_text(node)
+            entry["target"] = node_tables.target_text(node)
             meta = node.meta.get("tensor_meta")
             shape_run = any("tensor_meta" in n.meta for n in nodes_of[d["module"]].values())
             entry["tensor"] = (None if not shape_run else

@@ -1,4 +1,5 @@
-"""Dotted names of library code a problem was found in (``timm.layers.padding.pad_same``).
+"""Dotted names of library code a problem was found in (``timm.layers.padding.pad_same``),
+and what to keep opaque for it (the function, or the nn.Module class whose method it is).
 
 Cheap on purpose: a file importing ``transformers`` has thousands of modules loaded, and a
 lazy module computes attributes on ``getattr``; reading each module's ``__dict__`` and the
@@ -7,11 +8,18 @@ functions' code objects costs no parse of the library's (often long) source.
 
 from __future__ import annotations
 
+import ast
 import functools
 import sys
 from bisect import bisect_right
+from collections.abc import Callable
+from pathlib import Path
 from types import CodeType, FunctionType, ModuleType
 from typing import Any
+
+import torch
+
+from fxcore.source import SourceSpan
 
 #: unwrapping decorators stops after this many ``__wrapped__`` links
 _WRAP_LIMIT = 8
@@ -24,6 +32,51 @@ _taken: dict[str, int] = {}
 #: (module name, file) -> the code objects of its module-level functions and of its
 #: module-level classes' methods defined in that file, by first line
 _codes: dict[tuple[str, str], tuple[list[int], list[CodeType]]] = {}
+
+
+def library_function(site: SourceSpan, tree_of: Callable[[str], ast.AST | None]) -> str:
+    """``timm.layers.padding.pad_same``: the module and the function enclosing ``site``
+    (``tree_of`` parses its file when no loaded function names it: a closure's line)."""
+    found = module_named_by_file(site.file)
+    qualname = qualname_at(found[1], site.file, site.line) if found is not None else None
+    if qualname is None:
+        tree = tree_of(site.file)
+        qualname = _enclosing_function(tree, site.line) if tree is not None else None
+    module = found[0] if found is not None else Path(site.file).stem
+    return f"{module}.{qualname or site.function}"
+
+
+def opaque_target(library: str) -> str | None:
+    """What to keep opaque for a problem in ``library`` (``pkg.mod.fn`` or ``pkg.mod.Cls.m``):
+    the function, or the nn.Module class whose method it is (None: neither resolves)."""
+    parts = library.split(".")
+    for cut in (len(parts), len(parts) - 1):
+        module_name, owner = ".".join(parts[: cut - 1]), parts[cut - 1] if cut > 1 else ""
+        value = getattr(sys.modules.get(module_name), owner, None)
+        if isinstance(value, type) and issubclass(value, torch.nn.Module):
+            return f"{module_name}.{owner}"
+        if cut == len(parts) and callable(value) and not isinstance(value, type):
+            return library
+    return None
+
+
+def _enclosing_function(tree: ast.AST, line: int) -> str | None:
+    """The qualified name of the innermost function around ``line`` (``Conv2dSame.forward``)."""
+    best: str | None = None
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        nonlocal best
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and (
+                child.lineno <= line <= (child.end_lineno or child.lineno)
+            ):
+                name = f"{prefix}{child.name}"
+                if not isinstance(child, ast.ClassDef):
+                    best = name
+                visit(child, f"{name}.")
+
+    visit(tree, "")
+    return best
 
 
 def module_named_by_file(file: str) -> tuple[str, ModuleType] | None:

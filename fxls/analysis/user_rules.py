@@ -14,7 +14,7 @@ import ast
 import importlib.util
 import inspect
 import textwrap
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -131,7 +131,7 @@ def _input_text(
 
 
 def find_user_rewrites(
-    ctx: ModuleContext, rules: list[UserRule], tree: ast.AST | None
+    ctx: ModuleContext, rules: Sequence[UserRule], tree: ast.AST | None
 ) -> list[Diagnostic]:
     gm = ctx.graph_module
     if gm is None or not rules or tree is None:

@@ -86,7 +86,7 @@ async def test_diagnostics_arrive_before_the_complete_report(tmp_path: Path) -> 
 
 def test_warm_up_stops_after_tracing_when_a_job_is_waiting(monkeypatch) -> None:
     import fxls.analysis.job as job
-    import fxls.analysis.pipeline as pipeline
+    import fxls.analysis.pipeline.observing as observing
 
     def second_phase(*_: object) -> None:
         raise AssertionError("the warm-up went on after its job arrived")
@@ -96,7 +96,7 @@ def test_warm_up_stops_after_tracing_when_a_job_is_waiting(monkeypatch) -> None:
     monkeypatch.setattr(job, "job_waiting", lambda: True)
     monkeypatch.setattr(job, "_stop_if_job_waiting",
                         lambda report: (traced.append(report), real_stop(report)))
-    monkeypatch.setattr(pipeline, "_observe_class", second_phase)
+    monkeypatch.setattr(observing, "observe_class", second_phase)
     job.warm_up()
     assert [m.name for m in traced[0].modules] == ["Block", "WarmUpNet", "Gate"]
     assert [d.code for d in traced[0].diagnostics] == ["FX001"]

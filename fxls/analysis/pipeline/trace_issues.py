@@ -1,0 +1,94 @@
+"""The diagnostics of a trace's problems (fxcore's ``TraceIssue``, and a ``sys.exit()``
+while tracing): where the user sees each one (the innermost frame of their own code) and
+in their words; a problem inside library code is said to be there, at the user's line that
+reached it (``issue_kinds`` has each kind's code and words)."""
+
+from __future__ import annotations
+
+import ast
+import linecache
+from pathlib import Path
+
+import fxcore.source
+from fxcore.recovering import TraceIssue
+from fxcore.source import SourceSpan
+from fxls.analysis.diagnostics import diagnostic, to_span
+from fxls.analysis.issue_kinds import REPORTING
+from fxls.analysis.library_names import library_function, opaque_target
+from fxls.analysis.pipeline.file_context import SourceFile
+from fxls.analysis.wording import in_user_terms
+from fxls.report import Diagnostic, RelatedInfo, Span
+from fxls.source_text import source_text
+from fxls.worker.api import ProcessExit
+
+
+def issue_diagnostic(
+    issue: TraceIssue, module: str, class_span: SourceSpan, file: SourceFile
+) -> Diagnostic:
+    reporting = REPORTING[issue.kind]
+    candidates = [*reversed(issue.stack)]
+    if issue.span is not None:
+        candidates.insert(0, issue.span)
+    where = next((s for s in candidates if file.is_reportable(s.file)), class_span)
+    if reporting.narrows_to_condition:
+        tree = file.tree_of(where.file)
+        if tree is not None:
+            where = _condition_of(where, tree)
+    text = _text_at(file, where)
+    message = reporting.message(issue, f"`{text}`" if text else "this expression", module)
+    site = issue.span or (issue.stack[-1] if issue.stack else None)
+    library = None
+    if site is not None and site.file != where.file and not file.is_reportable(site.file):
+        library = library_function(site, file.tree_of)
+        message = reporting.library_message(
+            issue, f"inside `{library}` ({Path(site.file).name}:{site.line}), reached from here",
+            module)
+    item = diagnostic(reporting.code, in_user_terms(message), where, module,
+                      kind=issue.kind.value)
+    if library is not None and site is not None:
+        item.related.append(RelatedInfo(to_span(site), reporting.site_words))
+        item.data["library_function"] = library
+        item.data["opaque"] = opaque_target(library)
+    for outer in issue.stack[:-1]:
+        if outer != where and file.is_reportable(outer.file):
+            item.related.append(RelatedInfo(to_span(outer), "reached from here"))
+    return item
+
+
+def exit_diagnostic(
+    error: SystemExit, module: str, class_span: SourceSpan, file: SourceFile
+) -> Diagnostic:
+    """FX004 where user code raised SystemExit (``sys.exit()``) while being traced."""
+    spans = fxcore.source.spans_of_traceback(error.__traceback__)
+    where = next((s for s in reversed(spans) if file.is_reportable(s.file)), class_span)
+    if isinstance(error, ProcessExit):
+        message = (f"os._exit({error.exit_code!r}) (called while tracing `{module}`): it ends "
+                   "the process at once and cannot be traced; fxls stopped it there")
+    else:
+        message = (f"SystemExit: {error.code!r} (raised while tracing `{module}`): the code "
+                   "called sys.exit(), which ends a program but cannot be traced")
+    return diagnostic("FX004", message, where, module, kind="exception")
+
+
+def _condition_of(span: SourceSpan, tree: ast.AST) -> SourceSpan:
+    """For a bare-name condition Python's positions cover the whole statement: narrow them
+    to the statement's test expression."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If | ast.While | ast.Assert | ast.IfExp) and (
+            node.lineno, node.col_offset, node.end_lineno, node.end_col_offset
+        ) == (span.line, span.col, span.end_line, span.end_col):
+            test = node.test
+            return SourceSpan(span.file, test.lineno, test.end_lineno or test.lineno,
+                              test.col_offset, test.end_col_offset or 0, span.function)
+    return span
+
+
+def _text_at(file: SourceFile, span: SourceSpan) -> str:
+    """The spanned text; for a span over several lines (a ``for`` loop), its first line.
+    Other files than the analysed one are read as Python read them (linecache)."""
+    text = file.text if span.file == file.filename else source_text(
+        "".join(linecache.getlines(span.file)))
+    if span.line != span.end_line:
+        first_line = Span(span.file, span.line, span.line, span.col, text.byte_length(span.line))
+        return text.text_at(first_line).split("  #")[0].strip()  # without an inline comment
+    return text.text_at(span)
