@@ -54,7 +54,7 @@ def _new_frame_lock() -> None:
 os.register_at_fork(after_in_child=_new_frame_lock)
 
 
-def send_partial(value: Any) -> bool:
+def send_partial(value: object) -> bool:
     """Send part of the result ahead of the final one (the caller may act on it at once).
 
     False when not running in a job, or when ``value`` is not JSON data (nothing is sent).
@@ -102,7 +102,7 @@ def catch_process_exits() -> None:
             module._exit = _exit  # type: ignore[attr-defined]
 
 
-def encode_frame(status: str, **members: Any) -> bytes:
+def encode_frame(status: str, **members: object) -> bytes:
     """``protocol.encode_status`` with the functions taken before any user code ran."""
     body = _dumps({"status": status, **members}, separators=(",", ":")).encode("utf-8")
     return HEADER.pack(len(body)) + body
@@ -120,7 +120,7 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[_write(fd, view):]
 
 
-def send_aside(status: str, value: Any) -> bool | None:
+def send_aside(status: str, value: object) -> bool | None:
     """For a thread of the job's own (``fxls.worker.where``): send a frame unless another
     is being written (False); None once the job's result is being sent (``end_job``)."""
     if not _frame_lock.acquire(blocking=False):

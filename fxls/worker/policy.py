@@ -1,16 +1,20 @@
 """What one job may do and use: one typed value from the settings to the job process.
 
-``Settings.job_policy()`` makes it; ``WorkerClient.run(policy=...)`` sends it (as
-``to_dict()``: the run message is JSON); the worker reads it once (``from_dict``), picks the
-job process that fits it (network or not), watches the job's processes against its limits
-(``fxls.worker.limits``) and hands it on to the job process, which applies it
-(``fxls.worker.child``: rlimits, ``sandbox.confine``) before any user code runs.
+``Settings.job_policy()`` makes it; ``WorkerClient.run(policy=...)`` encodes it once, in
+the run request (``to_dict()``: the message is JSON). The worker decodes the request once
+(``messages.RunRequest``), picks the job process that fits the policy (network or not),
+watches the job's processes against its limits (``fxls.worker.limits``) and hands the
+request on undecoded to the job process, which decodes it once and applies the policy
+(``fxls.worker.child``: rlimits, ``sandbox.confine``) before any user code runs. The job
+reads it there (``api.job_policy()``): it is the only source of, e.g., the job's decision to
+refuse the network itself.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+
+from fxls.worker.protocol import JsonValue
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,13 +36,13 @@ class JobPolicy:
     #: environment variables the job gets besides the allow-list (``[tool.fxls] env``)
     env: tuple[tuple[str, str], ...] = ()
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, JsonValue]:
         return {"network": self.network, "write": list(self.write), "memory_mb": self.memory_mb,
                 "max_processes": self.max_processes, "tmp_mb": self.tmp_mb,
                 "env": dict(self.env)}
 
     @classmethod
-    def from_dict(cls, data: Any) -> JobPolicy:
+    def from_dict(cls, data: object) -> JobPolicy:
         """The policy ``to_dict`` gave; missing or ill-typed members take their defaults."""
         if not isinstance(data, dict):
             return cls()
@@ -56,7 +60,7 @@ class JobPolicy:
         )
 
 
-def _positive(value: Any) -> int | None:
+def _positive(value: object) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 1:
         return None
     return int(value)

@@ -21,7 +21,6 @@ import json
 import sys
 import time
 from types import FrameType
-from typing import Any
 
 from fxls.worker import api
 
@@ -43,7 +42,7 @@ _sleep = time.sleep
 _current_frames = sys._current_frames
 
 
-def innermost_lines(frame: FrameType | None) -> list[list[Any]]:
+def innermost_lines(frame: FrameType | None) -> list[list[str | int]]:
     """[file, line] of the innermost frame of each file on the stack, innermost first."""
     seen: dict[str, int] = {}
     depth = 0
@@ -60,7 +59,7 @@ def innermost_lines(frame: FrameType | None) -> list[list[Any]]:
 def watch(main_thread: int) -> None:
     """The watchdog's loop (a daemon thread of the job): never raises, ends when the job's
     result pipe is closed to it (``api.end_job``)."""
-    last: list[list[Any]] | None = None
+    last: list[list[str | int]] | None = None
     try:
         while True:
             _sleep(INTERVAL_S)
@@ -103,7 +102,7 @@ def read_where(body: bytes) -> list[tuple[str, int]] | None:
     return pairs
 
 
-def line_in(where: Any, path: str) -> int | None:
+def line_in(where: object, path: str) -> int | None:
     """The line of ``path`` in a result's ``where`` (innermost first), if it is there."""
     if not isinstance(where, list):
         return None
