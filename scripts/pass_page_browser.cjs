@@ -35,6 +35,13 @@ function paneNodes(page, pane) {
   );
 }
 
+/** The text of an element the panel may not have: "" at once when it is absent. The panel
+ * is drawn whole and synchronously on a click, so absent now is absent for good (a bare
+ * innerText() would wait out its 30 s timeout for it). */
+async function optionalText(locator) {
+  return (await locator.count()) ? locator.innerText() : "";
+}
+
 async function clickNode(page, pane, name) {
   const view = pane === "after" ? "after" : "before";
   await page.evaluate(([side, node]) => {
@@ -46,9 +53,9 @@ async function clickNode(page, pane, name) {
     location: await page.locator("#fx-source-location").innerText(),
     selected: await page.locator("#fx-selected").innerText(),
     pane: await page.locator("#fx-selected-pane").innerText(),
-    mark: await page.locator("#fx-node-table .fx-mark").innerText().catch(() => ""),
-    source: await page.locator("#fx-node-source").innerText().catch(() => ""),
-    origin: await page.locator("#fx-node-origin").innerText().catch(() => ""),
+    mark: await optionalText(page.locator("#fx-node-table .fx-mark")),
+    source: await optionalText(page.locator("#fx-node-source")),
+    origin: await optionalText(page.locator("#fx-node-origin")),
     otherPane: await page.$$eval(`#fx-pane-${pane === "after" ? "before" : "after"} g.counterpart`, (gs) => gs.map((g) => g.getAttribute("data-id").slice(2))),
   };
 }
@@ -75,7 +82,7 @@ async function main() {
     result.changes = await page.locator("#fx-changes .chip").allInnerTexts().catch(() => []);
     result.before = await paneNodes(page, "before");
     result.after = await paneNodes(page, "after");
-    result.noAfter = await page.locator(".fx-no-after").innerText().catch(() => "");
+    result.noAfter = await optionalText(page.locator(".fx-no-after"));
     const shot = arg("--screenshot");
     const clickAfter = arg("--click-after");
     if (clickAfter) result.clickAfter = await clickNode(page, "after", clickAfter);
