@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -11,8 +14,7 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
-#: fxls.server.app.ANALYSIS_DONE (importing the server module here would build a server)
-ANALYSIS_DONE = "fxls/analysisDone"
+from fxls.server.scheduler import ANALYSIS_DONE
 
 
 async def open_and_wait(
@@ -85,55 +87,56 @@ def _field(params: Any, name: str) -> Any:
     return params[name] if isinstance(params, dict) else getattr(params, name)
 
 
-@pytest_lsp.fixture(
-    config=ClientServerConfig(server_command=[sys.executable, "-m", "fxls", "serve"]),
-)
+def serve_config(*, env: dict[str, str] | None = None, cwd: Path | None = None
+                 ) -> ClientServerConfig:
+    """``fxls serve`` as the tests start it: with these environment variables added, and
+    started in ``cwd`` (as editors start it in the workspace)."""
+    command = [sys.executable, "-m", "fxls", "serve"]
+    if cwd is not None:
+        command = ["env", "-C", str(cwd), *command]
+    return ClientServerConfig(server_command=command,
+                              server_env={**os.environ, **env} if env is not None else None)
+
+
+@contextlib.asynccontextmanager
+async def editor_session(
+    client: LanguageClient,
+    *,
+    editor: str | types.ClientCapabilities = "visual-studio-code",
+    root: Path | None = None,
+    folders: list[types.WorkspaceFolder] | None = None,
+    timeout: float = 20,
+    options: dict[str, Any] | None = None,
+) -> AsyncIterator[types.InitializeResult]:
+    """An LSP session as an editor holds one: ``client`` records the analyses done and the
+    capabilities registered, answers the server's refresh requests, announces ``editor``'s
+    capabilities (a name pytest-lsp knows, or the capabilities) with ``root`` or ``folders``
+    as the workspace, and shuts the server down at the end. ``options`` (the
+    initializationOptions) default to a trace ``timeout`` for a busy machine."""
+    track_analyses(client)
+    accept_registrations(client)
+    for refresh in (types.WORKSPACE_CODE_LENS_REFRESH, types.WORKSPACE_INLAY_HINT_REFRESH):
+        client.feature(refresh)(lambda _params: None)
+    capabilities = client_capabilities(editor) if isinstance(editor, str) else editor
+    result = await client.initialize_session(types.InitializeParams(
+        capabilities=capabilities,
+        root_uri=root.as_uri() if root is not None else None,
+        workspace_folders=folders,
+        initialization_options=(options if options is not None
+                                else {"fxls": {"trace": {"timeout": timeout}}}),
+    ))
+    yield result
+    await client.shutdown_session()
+
+
+@pytest_lsp.fixture(config=serve_config())
 async def client(lsp_client: LanguageClient, tmp_path: Path):
-    track_analyses(lsp_client)
-    accept_registrations(lsp_client)
-
-    # the VS Code capabilities we claim include refresh support: answer those requests
-    @lsp_client.feature(types.WORKSPACE_CODE_LENS_REFRESH)
-    def _code_lens_refresh(_params: None) -> None:
-        return None
-
-    @lsp_client.feature(types.WORKSPACE_INLAY_HINT_REFRESH)
-    def _inlay_hint_refresh(_params: None) -> None:
-        return None
-
-    await lsp_client.initialize_session(
-        types.InitializeParams(
-            capabilities=client_capabilities("visual-studio-code"),
-            root_uri=tmp_path.as_uri(),
-            initialization_options={"fxls": {"trace": {"timeout": 20}}},
-        )
-    )
-    yield
-    await lsp_client.shutdown_session()
+    async with editor_session(lsp_client, root=tmp_path):
+        yield
 
 
-@pytest_lsp.fixture(
-    config=ClientServerConfig(server_command=[sys.executable, "-m", "fxls", "serve"]),
-)
+@pytest_lsp.fixture(config=serve_config())
 async def nvim_client(lsp_client: LanguageClient, tmp_path: Path):
     """A client that announces Neovim's capabilities: it negotiates utf-8 positions."""
-    track_analyses(lsp_client)
-    accept_registrations(lsp_client)
-
-    @lsp_client.feature(types.WORKSPACE_INLAY_HINT_REFRESH)
-    def _inlay_hint_refresh(_params: None) -> None:
-        return None
-
-    @lsp_client.feature(types.WORKSPACE_CODE_LENS_REFRESH)
-    def _code_lens_refresh(_params: None) -> None:
-        return None
-
-    await lsp_client.initialize_session(
-        types.InitializeParams(
-            capabilities=client_capabilities("neovim"),
-            root_uri=tmp_path.as_uri(),
-            initialization_options={"fxls": {"trace": {"timeout": 20}}},
-        )
-    )
-    yield
-    await lsp_client.shutdown_session()
+    async with editor_session(lsp_client, editor="neovim", root=tmp_path):
+        yield

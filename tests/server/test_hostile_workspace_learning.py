@@ -8,19 +8,17 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import pytest
 import pytest_lsp
-from lsprotocol import types
-from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from pytest_lsp import LanguageClient
 
 from fxls.worker import sandbox
 from fxls.worker.pool import IDLE_CHILDREN
-from tests.server.conftest import accept_registrations, open_and_wait, track_analyses
+from tests.server.conftest import editor_session, open_and_wait, serve_config
 from tests.server.test_workspace_libraries import SITE, holders
 from tests.worker.test_worker import children_of
 
@@ -63,19 +61,12 @@ def hostile_workspace(tmp_path: Path) -> Path:
 HOSTILE = hostile_workspace(Path(tempfile.mkdtemp(prefix="fxls-hostile-")))
 
 
-@pytest_lsp.fixture(config=ClientServerConfig(
-    server_command=[sys.executable, "-m", "fxls", "serve"],
-    server_env={**os.environ, "PYTHONPATH": os.pathsep.join([str(HOSTILE / "src"), str(SITE)])}))
+@pytest_lsp.fixture(config=serve_config(
+    env={"PYTHONPATH": os.pathsep.join([str(HOSTILE / "src"), str(SITE)])}))
 async def client(lsp_client: LanguageClient):
-    track_analyses(lsp_client)
-    accept_registrations(lsp_client)
-    for refresh in (types.WORKSPACE_INLAY_HINT_REFRESH, types.WORKSPACE_CODE_LENS_REFRESH):
-        lsp_client.feature(refresh)(lambda _params: None)
-    await lsp_client.initialize_session(types.InitializeParams(
-        capabilities=client_capabilities("neovim"), root_uri=HOSTILE.as_uri(),
-        initialization_options={"fxls": {"trace": {"timeout": 30}}}))
-    yield
-    await lsp_client.shutdown_session()
+    async with editor_session(lsp_client, editor="neovim", root=HOSTILE,
+                              timeout=30):
+        yield
     shutil.rmtree(HOSTILE.parent, ignore_errors=True)
 
 

@@ -5,21 +5,20 @@ files, pull diagnostics, one cancellable progress with percentages, the project 
 from __future__ import annotations
 
 import asyncio
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest_lsp
 from lsprotocol import types
-from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from pytest_lsp import LanguageClient, client_capabilities
 
 from tests.server.conftest import (
-    accept_registrations,
+    editor_session,
     open_and_wait,
     save_and_wait,
     send_save,
-    track_analyses,
+    serve_config,
     wait_for_version,
 )
 
@@ -315,20 +314,12 @@ def _pulling_capabilities() -> types.ClientCapabilities:
     return capabilities
 
 
-@pytest_lsp.fixture(
-    config=ClientServerConfig(server_command=[sys.executable, "-m", "fxls", "serve"]),
-)
+@pytest_lsp.fixture(config=serve_config())
 async def pull_client(lsp_client: LanguageClient, tmp_path: Path):
-    track_analyses(lsp_client)
-    accept_registrations(lsp_client)
-    for method in (types.WORKSPACE_CODE_LENS_REFRESH, types.WORKSPACE_INLAY_HINT_REFRESH):
-        lsp_client.feature(method)(lambda _params: None)
-    result = await lsp_client.initialize_session(types.InitializeParams(
-        capabilities=_pulling_capabilities(), root_uri=tmp_path.as_uri(),
-        initialization_options={"fxls": {"trace": {"timeout": 20}}}))
-    lsp_client.server_capabilities = result.capabilities  # type: ignore[attr-defined]
-    yield
-    await lsp_client.shutdown_session()
+    async with editor_session(lsp_client, editor=_pulling_capabilities(),
+                              root=tmp_path) as result:
+        lsp_client.server_capabilities = result.capabilities  # type: ignore[attr-defined]
+        yield
 
 
 async def test_a_client_that_pulls_gets_diagnostics_by_pull_and_no_push(

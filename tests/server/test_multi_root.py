@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest_lsp
 from lsprotocol import types
-from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from pytest_lsp import LanguageClient
 
-from tests.server.conftest import accept_registrations, open_and_wait, track_analyses
+from tests.server.conftest import editor_session, open_and_wait, serve_config
 
 MODEL = """\
 import os
@@ -31,12 +31,8 @@ def _wrapper(path: Path, marker: str) -> Path:
     return path
 
 
-@pytest_lsp.fixture(
-    config=ClientServerConfig(server_command=[sys.executable, "-m", "fxls", "serve"]),
-)
+@pytest_lsp.fixture(config=serve_config())
 async def multi_root(lsp_client: LanguageClient, tmp_path: Path):
-    track_analyses(lsp_client)
-    accept_registrations(lsp_client)
     folders = {name: tmp_path / name for name in ("alpha", "beta", "plain")}
     for folder in folders.values():
         folder.mkdir()
@@ -54,18 +50,9 @@ async def multi_root(lsp_client: LanguageClient, tmp_path: Path):
         return answer(section=section, scope_uri=scope_uri)
 
     lsp_client.get_configuration = recording  # type: ignore[method-assign]
-
-    for method in (types.WORKSPACE_CODE_LENS_REFRESH, types.WORKSPACE_INLAY_HINT_REFRESH):
-        lsp_client.feature(method)(lambda _params: None)
-
-    await lsp_client.initialize_session(types.InitializeParams(
-        capabilities=client_capabilities("visual-studio-code"),
-        workspace_folders=[types.WorkspaceFolder(f.as_uri(), name)
-                           for name, f in folders.items()],
-        initialization_options={"fxls": {"trace": {"timeout": 30}}},
-    ))
-    yield
-    await lsp_client.shutdown_session()
+    workspace = [types.WorkspaceFolder(f.as_uri(), name) for name, f in folders.items()]
+    async with editor_session(lsp_client, folders=workspace, timeout=30):
+        yield
 
 
 async def _marker(client: LanguageClient, path: Path) -> str:

@@ -4,19 +4,17 @@ worker (not the window's) learns the libraries the folder's files import (issues
 from __future__ import annotations
 
 import asyncio
-import os
-import sys
 import time
 from pathlib import Path
 
 import pytest
 import pytest_lsp
 from lsprotocol import types
-from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from pytest_lsp import LanguageClient
 
 from fxls.worker import sandbox
 from fxls.worker.pool import IDLE_CHILDREN
-from tests.server.conftest import accept_registrations, open_and_wait, track_analyses
+from tests.server.conftest import editor_session, open_and_wait, serve_config
 from tests.server.test_multi_root import _wrapper
 from tests.server.test_workspace_libraries import MODEL, SITE, holders
 from tests.worker.test_worker import children_of
@@ -27,14 +25,8 @@ pytestmark = pytest.mark.skipif(not sandbox.can_fork_siblings(),
 MARKER = "FOLDER-ALPHA"
 
 
-@pytest_lsp.fixture(config=ClientServerConfig(
-    server_command=[sys.executable, "-m", "fxls", "serve"],
-    server_env={**os.environ, "PYTHONPATH": str(SITE)}))
+@pytest_lsp.fixture(config=serve_config(env={"PYTHONPATH": str(SITE)}))
 async def client(lsp_client: LanguageClient, tmp_path: Path):
-    track_analyses(lsp_client)
-    accept_registrations(lsp_client)
-    for refresh in (types.WORKSPACE_INLAY_HINT_REFRESH, types.WORKSPACE_CODE_LENS_REFRESH):
-        lsp_client.feature(refresh)(lambda _params: None)
     alpha, plain = tmp_path / "alpha", tmp_path / "plain"
     alpha.mkdir()
     plain.mkdir()
@@ -42,13 +34,10 @@ async def client(lsp_client: LanguageClient, tmp_path: Path):
     (plain / "other.py").write_text("import json\n")
     python = _wrapper(tmp_path / "python-alpha", MARKER)
     lsp_client.set_configuration(str(python), section="fxls.python", scope_uri=alpha.as_uri())
-    await lsp_client.initialize_session(types.InitializeParams(
-        capabilities=client_capabilities("visual-studio-code"),
-        workspace_folders=[types.WorkspaceFolder(alpha.as_uri(), "alpha"),
-                           types.WorkspaceFolder(plain.as_uri(), "plain")],
-        initialization_options={"fxls": {"trace": {"timeout": 30}}}))
-    yield
-    await lsp_client.shutdown_session()
+    folders = [types.WorkspaceFolder(alpha.as_uri(), "alpha"),
+               types.WorkspaceFolder(plain.as_uri(), "plain")]
+    async with editor_session(lsp_client, folders=folders, timeout=30):
+        yield
 
 
 def marked(pid: int) -> bool:

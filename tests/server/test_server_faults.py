@@ -4,14 +4,13 @@ client, real ``fxls serve``, real worker)."""
 from __future__ import annotations
 
 import asyncio
-import sys
 from pathlib import Path
 
 import pytest_lsp
 from lsprotocol import types
-from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from pytest_lsp import LanguageClient
 
-from tests.server.conftest import accept_registrations, track_analyses
+from tests.server.conftest import editor_session, serve_config
 from tests.server.conftest import open_and_wait as open_and_wait_forever
 
 MODEL = """import torch
@@ -139,28 +138,11 @@ async def test_bad_pyproject_settings_are_said_and_the_default_is_used(
     assert any("`timeout`" in m.message and "-1" in m.message for m in client.messages)
 
 
-@pytest_lsp.fixture(
-    config=ClientServerConfig(server_command=[sys.executable, "-m", "fxls", "serve"]),
-)
+@pytest_lsp.fixture(config=serve_config())
 async def bad_python_client(lsp_client: LanguageClient, tmp_path: Path):
-    track_analyses(lsp_client)
-    accept_registrations(lsp_client)
-
-    @lsp_client.feature(types.WORKSPACE_CODE_LENS_REFRESH)
-    def _code_lens_refresh(_params: None) -> None:
-        return None
-
-    @lsp_client.feature(types.WORKSPACE_INLAY_HINT_REFRESH)
-    def _inlay_hint_refresh(_params: None) -> None:
-        return None
-
-    await lsp_client.initialize_session(types.InitializeParams(
-        capabilities=client_capabilities("visual-studio-code"),
-        root_uri=tmp_path.as_uri(),
-        initialization_options={"fxls": {"python": str(tmp_path / "no" / "python")}},
-    ))
-    yield
-    await lsp_client.shutdown_session()
+    options = {"fxls": {"python": str(tmp_path / "no" / "python")}}
+    async with editor_session(lsp_client, root=tmp_path, options=options):
+        yield
 
 
 async def test_a_worker_that_cannot_start_is_fx102_and_a_message(

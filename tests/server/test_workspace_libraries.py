@@ -5,18 +5,16 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
 import time
 from pathlib import Path
 
 import pytest
 import pytest_lsp
-from lsprotocol import types
-from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from pytest_lsp import LanguageClient
 
 from fxls.worker import sandbox
 from fxls.worker.pool import IDLE_CHILDREN
-from tests.server.conftest import accept_registrations, open_and_wait, track_analyses
+from tests.server.conftest import editor_session, open_and_wait, serve_config
 from tests.worker.test_worker import children_of
 
 SITE = Path(__file__).resolve().parent.parent / "data" / "learned_site"
@@ -44,20 +42,12 @@ pytestmark = pytest.mark.skipif(not sandbox.can_fork_siblings(),
                                 reason="libraries are learned by zygotes only")
 
 
-@pytest_lsp.fixture(config=ClientServerConfig(
-    server_command=[sys.executable, "-m", "fxls", "serve"],
-    server_env={**os.environ, "PYTHONPATH": str(SITE)}))
+@pytest_lsp.fixture(config=serve_config(env={"PYTHONPATH": str(SITE)}))
 async def client(lsp_client: LanguageClient, tmp_path: Path):
-    track_analyses(lsp_client)
-    accept_registrations(lsp_client)
-    for refresh in (types.WORKSPACE_INLAY_HINT_REFRESH, types.WORKSPACE_CODE_LENS_REFRESH):
-        lsp_client.feature(refresh)(lambda _params: None)
     (tmp_path / "model.py").write_text(MODEL)
-    await lsp_client.initialize_session(types.InitializeParams(
-        capabilities=client_capabilities("neovim"), root_uri=tmp_path.as_uri(),
-        initialization_options={"fxls": {"trace": {"timeout": 30}}}))
-    yield
-    await lsp_client.shutdown_session()
+    async with editor_session(lsp_client, editor="neovim", root=tmp_path,
+                              timeout=30):
+        yield
 
 
 def holders(pid: int) -> list[int]:
