@@ -30,7 +30,7 @@ HEADER = struct.Struct("!Q")
 
 #: bumped whenever a message changes shape; the worker and the client refuse each other on a
 #: mismatch (``check_version``)
-PROTOCOL_VERSION = 3
+PROTOCOL_VERSION = 4
 #: the largest job frame (a partial or final result) the worker reads; larger ones end the
 #: job (``JobStatus.INVALID``) without being buffered
 JOB_FRAME_LIMIT = 64 * 1024 * 1024
