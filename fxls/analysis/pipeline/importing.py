@@ -11,7 +11,7 @@ from typing import Any
 import torch
 
 from fxls.analysis.diagnostics import diagnostic, to_span
-from fxls.analysis.libraries import registrations
+from fxls.analysis.library_declarations import registrations
 from fxls.analysis.loading import class_definitions, execute_file, module_classes
 from fxls.analysis.passes import PassAnalysis
 from fxls.analysis.pipeline.file_context import FileContext, SourceFile
