@@ -108,9 +108,10 @@ class Members:
 @dataclass(frozen=True, slots=True)
 class RunRequest:
     """Run ``target(params)`` in a job process. The params are the frame after this one
-    (``body`` bytes of JSON: encoded once by the client, decoded once by the job process;
-    the worker forwards them untouched). ``policy``: what the job may do and use;
-    ``sources``: the absolute paths of its own code (its document, its project root)."""
+    (``body`` bytes of JSON, a length ``protocol.with_body`` sets: encoded once by the
+    client, decoded once by the job process; the worker forwards them untouched).
+    ``policy``: what the job may do and use; ``sources``: the absolute paths of its own code
+    (its document, its project root)."""
 
     op: ClassVar[Op] = Op.RUN
     id: int
