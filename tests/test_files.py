@@ -104,8 +104,8 @@ def test_hover_and_inlay_look_past_spans_into_a_link_loop(tmp_path: Path):
     """The analysed code can forge its report: a node whose span points into a symbolic
     link loop neither fails the inlay hints nor the hover lookup of the real document."""
     from fxls.report import ModuleReport, NodeInfo, TraceStatus
-    from fxls.server.documents import _innermost
     from fxls.server.inlay import shape_hints
+    from fxls.server.report_lookup import _innermost
 
     model = tmp_path / "m.py"
     model.write_text("y = x\n")

@@ -1,7 +1,7 @@
 """``fxls serve``: the language server, its handlers routed (``routes``), on stdio or TCP.
 
 Handlers are thin: they convert positions once (``lsp_convert.RangeConverter``), look
-things up in a document's snapshot (``session``, ``documents``), and render (``hover``,
+things up in a document's snapshot (``session``, ``report_lookup``), and render (``hover``,
 ``inlay``). Tracing happens only on open/save (and, opt-in, after a pause in typing), never
 on hover.
 """

@@ -17,7 +17,7 @@ from fxls.report import (
     PassReport,
     TraceStatus,
 )
-from fxls.server.documents import innermost_at, module_at, pass_at, pass_nodes_at
+from fxls.server.report_lookup import innermost_at, module_at, pass_at, pass_nodes_at
 
 _OP_LABEL = {
     "placeholder": "placeholder (a forward input)",

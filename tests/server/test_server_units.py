@@ -6,9 +6,9 @@ import sys
 
 from fxls.report import FileReport, ModuleReport, NodeInfo, Span
 from fxls.server.config import ServerConfig
-from fxls.server.documents import module_at, nodes_at
 from fxls.server.hover import module_markdown, nodes_markdown
 from fxls.server.inlay import shape_hints
+from fxls.server.report_lookup import module_at, nodes_at
 
 PATH = "/proj/model.py"
 TEXT = (
