@@ -6,11 +6,11 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
-from typing import Any
 
 from fxls.report import FileReport
 from fxls.runner import LEARN_IMPORTS, WARM_IMPORTS, WARM_UP, AnalysisRequest, run_analysis
 from fxls.server.workspace_imports import workspace_imports
+from fxls.worker.client import WorkerClient
 
 log = logging.getLogger(__name__)
 
@@ -35,14 +35,12 @@ class AnalysisService:
         self._warm: list[str] = []
         #: the workspace folders warmed: the worker learns nothing from inside them
         self._roots: list[str] = []
-        self._client: Any = None
+        self._client: WorkerClient | None = None
         self._lock = asyncio.Lock()
 
-    async def _ensure_client(self) -> Any:
+    async def _ensure_client(self) -> WorkerClient:
         async with self._lock:
             if self._client is None:
-                from fxls.worker.client import WorkerClient
-
                 client = WorkerClient(self.python, warm_imports=WARM_IMPORTS, warm_up=WARM_UP,
                                       learn_imports=LEARN_IMPORTS, sandbox=True,
                                       learn_libraries=self.learn_libraries,
