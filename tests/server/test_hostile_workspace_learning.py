@@ -16,14 +16,14 @@ import pytest
 import pytest_lsp
 from pytest_lsp import LanguageClient
 
-from fxls.worker import sandbox
 from fxls.worker.pool import IDLE_CHILDREN
 from tests.server.conftest import editor_session, open_and_wait, serve_config
 from tests.server.test_workspace_libraries import SITE, holders
+from tests.worker import probes
 from tests.worker.test_worker import children_of
 
-pytestmark = pytest.mark.skipif(not sandbox.can_fork_siblings(),
-                                reason="libraries are learned by zygotes only")
+pytestmark = pytest.mark.skipif(not probes.SIBLING_FORKS,
+                                reason="libraries are learned by zygotes, which need Linux")
 
 WORKSPACE = "hostile-ws"
 MARKER = "outside-marker"

@@ -12,15 +12,15 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from fxls.worker import sandbox
 from fxls.worker.pool import IDLE_CHILDREN
 from tests.server.conftest import editor_session, open_and_wait, serve_config
 from tests.server.test_multi_root import _wrapper
 from tests.server.test_workspace_libraries import MODEL, SITE, holders
+from tests.worker import probes
 from tests.worker.test_worker import children_of
 
-pytestmark = pytest.mark.skipif(not sandbox.can_fork_siblings(),
-                                reason="libraries are learned by zygotes only")
+pytestmark = pytest.mark.skipif(not probes.SIBLING_FORKS,
+                                reason="libraries are learned by zygotes, which need Linux")
 
 MARKER = "FOLDER-ALPHA"
 

@@ -12,9 +12,9 @@ import pytest
 import pytest_lsp
 from pytest_lsp import LanguageClient
 
-from fxls.worker import sandbox
 from fxls.worker.pool import IDLE_CHILDREN
 from tests.server.conftest import editor_session, open_and_wait, serve_config
+from tests.worker import probes
 from tests.worker.test_worker import children_of
 
 SITE = Path(__file__).resolve().parent.parent / "data" / "learned_site"
@@ -38,8 +38,8 @@ class Net(nn.Module):
         return self.fc(x)
 """
 
-pytestmark = pytest.mark.skipif(not sandbox.can_fork_siblings(),
-                                reason="libraries are learned by zygotes only")
+pytestmark = pytest.mark.skipif(not probes.SIBLING_FORKS,
+                                reason="libraries are learned by zygotes, which need Linux")
 
 
 @pytest_lsp.fixture(config=serve_config(env={"PYTHONPATH": str(SITE)}))

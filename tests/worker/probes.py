@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import re
 import shutil
 import subprocess
 import sys
@@ -41,6 +42,18 @@ def _seccomp() -> bool:
     return kernel and ctypes.util.find_library("seccomp") is not None
 
 
+def _kernel_release() -> tuple[int, int]:
+    """The running kernel's (major, minor), from ``uname``."""
+    import platform
+
+    found = re.match(r"(\d+)\.(\d+)", platform.release()) if LINUX else None
+    return (int(found.group(1)), int(found.group(2))) if found else (0, 0)
+
+
 NAMESPACES = _namespaces()
+#: a process may create siblings of itself (``clone(CLONE_PARENT)``, every Linux): zygotes
+#: fork the job processes, and learned libraries live in zygotes
+SIBLING_FORKS = LINUX
+KERNEL = _kernel_release()
 LANDLOCK_ABI = _landlock_abi()
 SECCOMP = _seccomp()

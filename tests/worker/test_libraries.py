@@ -19,15 +19,14 @@ import pytest
 
 from fxls.runner import WARM_IMPORTS, AnalysisRequest, run_analysis
 from fxls.settings import Settings
-from fxls.worker import sandbox
 from fxls.worker.client import JobResult, WorkerClient
 from fxls.worker.library_learner import QUIET_S
 from fxls.worker.pool import CORES, IDLE_CHILDREN
 from tests.worker import probes
 from tests.worker.test_worker import JOBS, children_of
 
-pytestmark = pytest.mark.skipif(not sandbox.can_fork_siblings(),
-                                reason="libraries are learned by zygotes only")
+pytestmark = pytest.mark.skipif(not probes.SIBLING_FORKS,
+                                reason="libraries are learned by zygotes, which need Linux")
 
 ZOO = Path("~/.cache/fxls-model-zoo/site").expanduser()
 LEARNED_WITHIN_S = 60.0

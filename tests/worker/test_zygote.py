@@ -15,13 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from fxls.worker import sandbox
 from fxls.worker.client import WorkerClient
 from fxls.worker.policy import JobPolicy
 from fxls.worker.pool import IDLE_CHILDREN
+from tests.worker import probes
 from tests.worker.test_worker import JOBS, children_of, wait_gone
-
-SUPPORT = sandbox.support()
 
 MODES = ["sandbox", "plain"]
 
@@ -118,7 +116,7 @@ async def test_job_processes_asked_for_before_a_change_of_network_policy_are_not
         await worker.close()
 
 
-@pytest.mark.skipif(not SUPPORT.namespaces or SUPPORT.landlock_abi < 6,
+@pytest.mark.skipif(not probes.NAMESPACES or probes.LANDLOCK_ABI < 6,
                     reason="shared only where Landlock scopes abstract sockets (ABI 6)")
 async def test_job_processes_without_network_share_the_zygotes_empty_network_namespace() -> None:
     """One network namespace for all of them (made once, not per job), not the worker's."""
