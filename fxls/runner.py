@@ -3,7 +3,7 @@
 The bridge between worker job results and reports: a timeout, crash or memory blow-up of
 the job becomes an FX102 diagnostic on the file instead of an error of the caller, and so
 does a report that does not fit the protocol (the job runs the user's code, which can forge
-it: ``fxls.report_validation`` checks every report, partial or final, before it is used).
+it: ``fxls.report.wire`` checks every report, partial or final, before it is used).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 
 from fxls.codes import CODES
 from fxls.report import Diagnostic, FileReport, Span
-from fxls.report_validation import InvalidReport, SentAhead, check_report, suspect_line
+from fxls.report.wire import InvalidReport, SentAhead, check_report, suspect_line
 from fxls.settings import Settings
 from fxls.source_text import source_text
 from fxls.worker.job_results import JobResult

@@ -8,15 +8,28 @@ import json
 import pytest
 
 from fxls.codes import Severity
-from fxls.report import Diagnostic, FileReport, ModuleReport, NodeInfo, Span, TraceStatus
+from fxls.report import (
+    Diagnostic,
+    FileReport,
+    ModuleReport,
+    NodeInfo,
+    Span,
+    TraceStatus,
+    check_report,
+)
+from fxls.source_text import source_text
+
+PATH = "/p/m.py"
+#: the analysed file the report's spans point into
+TEXT = source_text("import torch\n\n    x = relu(x)\n")
 
 
 def _report() -> FileReport:
-    span = Span("/p/m.py", 3, 3, 4, 9)
+    span = Span(PATH, 3, 3, 4, 9)
     node = NodeInfo("x", "placeholder", "x", "()", "{}", ["relu"], span)
     module = ModuleReport("Net", TraceStatus.PARTIAL, 1, span, [node], via="Root")
     diagnostic = Diagnostic("FX001", Severity.ERROR, "branch", span, "Net")
-    return FileReport("m.py", [module], [diagnostic])
+    return FileReport(PATH, [module], [diagnostic])
 
 
 def test_enums_travel_as_their_plain_strings_and_come_back_as_enums() -> None:
@@ -24,7 +37,7 @@ def test_enums_travel_as_their_plain_strings_and_come_back_as_enums() -> None:
     assert data["modules"][0]["status"] == "partial"
     assert data["diagnostics"][0]["severity"] == "error"
     assert "stack" not in data["modules"][0]["nodes"][0]
-    back = FileReport.from_dict(data)
+    back = check_report(data, path=PATH, text=TEXT).report
     assert back.modules[0].status is TraceStatus.PARTIAL
     assert back.diagnostics[0].severity is Severity.ERROR
     assert back.modules[0].verdict() == "partial via Root"
@@ -41,7 +54,7 @@ def test_unknown_values_are_refused_when_read(where: str, value: str) -> None:
     else:
         data["diagnostics"][0]["severity"] = value
     with pytest.raises(ValueError):
-        FileReport.from_dict(data)
+        check_report(data, path=PATH, text=TEXT)
 
 
 def test_statuses_rank_from_not_constructed_to_traced() -> None:

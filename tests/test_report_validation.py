@@ -1,5 +1,5 @@
-"""Reports are untrusted input (issue 20): every field is checked against report.py's types,
-ranges against the document, sizes capped; the runner turns an invalid one into FX102."""
+"""Reports are untrusted input (issue 20): every field is checked against the report model's
+types, ranges against the document, sizes capped; the runner turns an invalid one into FX102."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from fxls.report import Diagnostic, FileReport, ModuleReport, NodeInfo, Span
-from fxls.report_validation import (
+from fxls.report.wire import (
     MAX_DIAGNOSTICS,
     MAX_MESSAGE,
     InvalidReport,

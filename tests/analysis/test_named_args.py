@@ -9,9 +9,10 @@ import torch
 import fxcore
 from fxls.analysis.named_args import named_arguments
 from fxls.analysis.pipeline import analyze_source
-from fxls.report import ModuleReport, NodeInfo
+from fxls.report import ModuleReport, NodeInfo, check_report
 from fxls.server.hover import node_markdown
 from fxls.settings import Settings
+from fxls.source_text import source_text
 
 
 class _Calls(torch.nn.Module):
@@ -93,7 +94,10 @@ def test_the_report_carries_them_and_hover_shows_them(tmp_path: Path) -> None:
     module = next(m for m in report.modules if m.name == "Net")
     clamp = next(n for n in module.nodes if n.name == "clamp")
     assert clamp.named_args == [["input", "%x"], ["min", "0.0"]]
-    assert NodeInfo.from_dict(clamp.to_dict()).named_args == clamp.named_args
+    sent = check_report(report.to_dict(), path=str(path), text=source_text(MODEL)).report
+    sent_module = next(m for m in sent.modules if m.name == "Net")
+    sent_clamp = next(n for n in sent_module.nodes if n.name == "clamp")
+    assert sent_clamp.named_args == clamp.named_args
     text = node_markdown(module, clamp)
     assert "- args: `input=%x`, `min=0.0`" in text
     assert "- kwargs:" not in text

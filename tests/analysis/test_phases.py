@@ -7,9 +7,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from fxls.report import FileReport
+from fxls.report import FileReport, check_report
 from fxls.runner import ANALYZE_TARGET, WARM_IMPORTS, WARM_UP, AnalysisRequest
 from fxls.settings import Settings
+from fxls.source_text import source_text
 from fxls.worker.client import WorkerClient
 
 SOURCE = '''import torch
@@ -56,12 +57,22 @@ async def _analyse(path: Path, source: str) -> tuple[Any, list[dict[str, Any]]]:
     return result, early
 
 
+def _decoded(path: Path, source: str, early: list[dict[str, Any]],
+             value: Any) -> tuple[list[FileReport], FileReport]:
+    """The partial reports and the final one as the runner decodes them: by ``check_report``,
+    the final one continuing the last partial one."""
+    text = source_text(source)
+    partials = [check_report(data, path=str(path), text=text) for data in early]
+    sent_ahead = partials[-1].sent_ahead if partials else None
+    final = check_report(value, path=str(path), text=text, partial=sent_ahead)
+    return [checked.report for checked in partials], final.report
+
+
 async def test_diagnostics_arrive_before_the_complete_report(tmp_path: Path) -> None:
     result, early = await _analyse(tmp_path / "model.py", SOURCE)
     assert result.status == "ok", result
     assert len(early) == 1
-    first = FileReport.from_dict(early[0])
-    final = FileReport.from_dict(result.value, first)
+    (first,), final = _decoded(tmp_path / "model.py", SOURCE, early, result.value)
     # tracing's diagnostics travelled once: the final frame refers to the partial one's
     assert [d["code"] for d in result.value["diagnostics"]] == ["FX014", "FX020"]
     assert result.value["from_partial"] == [[1, 0]]  # FX001, second in the final order
@@ -111,8 +122,7 @@ async def test_a_file_with_passes_sends_the_models_report_before_its_passes(
     result, early = await _analyse(tmp_path / "passes.py", PASSES)
     assert result.status == "ok", result
     assert len(early) == 2
-    tracing, models = (FileReport.from_dict(value) for value in early)
-    final = FileReport.from_dict(result.value, models)
+    (tracing, models), final = _decoded(tmp_path / "passes.py", PASSES, early, result.value)
     assert not tracing.modules[0].nodes
     net = models.modules[0]
     assert net.name == "Net" and net.nodes and all(n.shape for n in net.nodes if n.op != "output")
@@ -150,8 +160,8 @@ async def test_an_initialiser_that_raises_leaves_tracing_diagnostics_in_the_firs
     for real and reports the failure as a construction failure."""
     result, early = await _analyse(tmp_path / "model.py", RAISING_INITIALISER)
     assert result.status == "ok", result
-    first = FileReport.from_dict(early[0])
-    final = FileReport.from_dict(result.value, first)
+    (first, *_), final = _decoded(tmp_path / "model.py", RAISING_INITIALISER, early,
+                                  result.value)
     assert [(d.code, d.span.line, d.span.col, d.span.end_col) for d in first.diagnostics] == [
         ("FX001", 15, 11, 22)]
     assert [(d.code, d.span.line) for d in final.diagnostics] == [("FX004", 12), ("FX001", 15)]

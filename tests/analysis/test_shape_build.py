@@ -11,8 +11,9 @@ from torch import nn
 
 from fxls.analysis.pipeline import analyze_source
 from fxls.analysis.shape_build import Budget, initialisers_skipped
-from fxls.report import FileReport, ModuleReport
+from fxls.report import FileReport, ModuleReport, check_report
 from fxls.settings import Settings
+from fxls.source_text import source_text
 
 RAISING = '''import torch
 from torch import nn
@@ -143,8 +144,13 @@ def _staged(tmp_path: Path, name: str, source: str) -> tuple[list[FileReport], F
     path.write_text(source, encoding="utf-8")
     sent: list[FileReport] = []
     final = analyze_source(str(path), source, Settings(root=str(tmp_path)),
-                           lambda report: sent.append(FileReport.from_dict(report.to_dict())))
+                           lambda report: sent.append(_as_sent(report, path, source)))
     return sent, final
+
+
+def _as_sent(report: FileReport, path: Path, source: str) -> FileReport:
+    """``report`` as the runner receives it: encoded, then decoded by ``check_report``."""
+    return check_report(report.to_dict(), path=str(path), text=source_text(source)).report
 
 
 def _module(report: FileReport, name: str) -> ModuleReport:
@@ -174,7 +180,7 @@ def test_a_model_whose_initialiser_raises_gets_its_tracing_diagnostics(tmp_path:
 
     def first(report: FileReport) -> None:
         marks_at_first.append(mark.read_text().split())
-        sent.append(FileReport.from_dict(report.to_dict()))
+        sent.append(_as_sent(report, path, source))
 
     final = analyze_source(str(path), source, Settings(root=str(tmp_path)), first)
 

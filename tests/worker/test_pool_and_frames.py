@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from fxls.report import Diagnostic, FileReport, RelatedInfo, Span
+from fxls.report import Diagnostic, FileReport, RelatedInfo, Span, check_report
+from fxls.source_text import source_text
 from fxls.worker.client import WorkerClient
 from fxls.worker.pool import IDLE_CHILDREN
 from fxls.worker.protocol import (
@@ -204,10 +205,12 @@ def test_the_final_report_sends_only_what_the_partial_one_lacked() -> None:
     assert [d["code"] for d in data["diagnostics"]] == ["FX014", "FX002", "FX020"]
     assert data["from_partial"] == [[1, 0]]
 
-    received_partial = FileReport.from_dict(decode(encode_status("partial", value=sent)[8:])
-                                            ["value"])
-    merged = FileReport.from_dict(data, received_partial)
+    text = source_text("code\n" * 9)  # the analysed file the spans point into
+    received_partial = check_report(decode(encode_status("partial", value=sent)[8:])["value"],
+                                    path="/p/m.py", text=text)
+    merged = check_report(data, path="/p/m.py", text=text,
+                          partial=received_partial.sent_ahead).report
     assert [d.code for d in merged.diagnostics] == ["FX014", "FX001", "FX002", "FX020"]
     assert [len(d.related) for d in merged.diagnostics] == [0, 0, 1, 0]
     with pytest.raises(ValueError, match="partial report that is missing"):
-        FileReport.from_dict(data)
+        check_report(data, path="/p/m.py", text=text)

@@ -1,5 +1,8 @@
 """The report of one analysed file: plain data that crosses the worker boundary.
 
+Encoded here (``to_dict``); decoded only by ``fxls.report.wire.check_report``, which trusts
+nothing of what the analysed code may have changed.
+
 Spans are in Python code-position units (1-based lines, 0-based UTF-8 byte columns) as
 fxcore records them; ``fxls.source_text`` converts them to editor units, once, at the edge.
 """
@@ -8,14 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, is_dataclass
 from enum import StrEnum
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
 from fxls.codes import Severity
 
 #: what a graph node does (torch.fx's six ops)
 NodeOp = Literal["placeholder", "get_attr", "call_function", "call_method", "call_module",
                  "output"]
-NODE_OPS: tuple[NodeOp, ...] = get_args(NodeOp)
 
 
 class TraceStatus(StrEnum):
@@ -46,10 +48,6 @@ class Span:
     col: int
     end_col: int
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Span:
-        return cls(data["file"], data["line"], data["end_line"], data["col"], data["end_col"])
-
     def key(self) -> tuple[str, int, int, int, int]:
         return (self.file, self.line, self.col, self.end_line, self.end_col)
 
@@ -62,10 +60,6 @@ class Span:
 class RelatedInfo:
     span: Span
     message: str
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> RelatedInfo:
-        return cls(Span.from_dict(data["span"]), data["message"])
 
 
 @dataclass(slots=True)
@@ -81,18 +75,6 @@ class Diagnostic:
 
     def __post_init__(self) -> None:
         self.severity = Severity(self.severity)  # also from its plain string
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Diagnostic:
-        return cls(
-            data["code"],
-            data["severity"],
-            data["message"],
-            Span.from_dict(data["span"]),
-            data.get("module"),
-            [RelatedInfo.from_dict(r) for r in data.get("related", [])],
-            data.get("data", {}),
-        )
 
 
 @dataclass(slots=True)
@@ -126,14 +108,6 @@ class NodeInfo:
             "backward": self.backward, "named_args": self.named_args,
         }
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> NodeInfo:
-        fields = dict(data)
-        fields["span"] = Span.from_dict(data["span"]) if data.get("span") else None
-        if fields["op"] not in NODE_OPS:
-            raise ValueError(f"not a node op: {fields['op']!r}")
-        return cls(**fields)
-
 
 @dataclass(slots=True)
 class CallInfo:
@@ -153,12 +127,6 @@ class CallInfo:
         return {"span": self.span.to_dict(), "path": self.path,
                 "module_type": self.module_type, "nodes": list(self.nodes),
                 "inputs": list(self.inputs), "outputs": list(self.outputs)}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> CallInfo:
-        return cls(Span.from_dict(data["span"]), data.get("path"), data.get("module_type"),
-                   list(data["nodes"]), list(data.get("inputs", [])),
-                   list(data.get("outputs", [])))
 
 
 @dataclass(slots=True)
@@ -211,23 +179,6 @@ class ModuleReport:
             return f"not constructed: {self.reason}" if self.reason else "not traced"
         return f"failed: {self.reason}" if self.reason else "failed"
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ModuleReport:
-        return cls(
-            data["name"],
-            data["status"],
-            data.get("node_count", 0),
-            Span.from_dict(data["span"]) if data.get("span") else None,
-            [NodeInfo.from_dict(n) for n in data.get("nodes", [])],
-            data.get("code"),
-            data.get("output_signature"),
-            data.get("via"),
-            data.get("entry"),
-            data.get("reason"),
-            [CallInfo.from_dict(c) for c in data.get("calls", [])],
-            dict(data.get("module_types", {})),
-        )
-
 
 @dataclass(slots=True)
 class PassGraphRun:
@@ -262,13 +213,6 @@ class PassGraphRun:
                 "nodes": [n.to_dict() for n in self.nodes], "before": self.before,
                 "after": self.after}
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> PassGraphRun:
-        return cls(data["graph"], list(data.get("added", [])), list(data.get("removed", [])),
-                   list(data.get("rewired", [])), data.get("problem"),
-                   [NodeInfo.from_dict(n) for n in data.get("nodes", [])],
-                   data.get("before"), data.get("after"))
-
 
 @dataclass(slots=True)
 class PassReport:
@@ -286,13 +230,6 @@ class PassReport:
         return {"name": self.name, "kind": self.kind,
                 "span": self.span.to_dict() if self.span is not None else None,
                 "runs": [r.to_dict() for r in self.runs], "graphs_from": self.graphs_from}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> PassReport:
-        return cls(data["name"], data["kind"],
-                   Span.from_dict(data["span"]) if data.get("span") else None,
-                   [PassGraphRun.from_dict(r) for r in data.get("runs", [])],
-                   data.get("graphs_from", "models"))
 
     @property
     def has_problem(self) -> bool:
@@ -313,8 +250,8 @@ class FileReport:
     def to_dict(self, partial: dict[str, Any] | None = None) -> dict[str, Any]:
         """Plain data. ``partial`` is a report sent ahead of this one (as plain data): the
         diagnostics it holds unchanged are not repeated: ``from_partial`` lists, for each,
-        its place in this report and its index in the partial one (``from_dict`` puts them
-        back)."""
+        its place in this report and its index in the partial one (``check_report`` puts
+        them back)."""
         diagnostics = [_plain(d) for d in self.diagnostics]
         data: dict[str, Any] = {
             "path": self.path,
@@ -335,28 +272,6 @@ class FileReport:
                     new.append(item)
             data["diagnostics"], data["from_partial"] = new, reused
         return data
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any], partial: FileReport | None = None) -> FileReport:
-        """The report of ``to_dict``'s data; ``partial`` is the report that was sent ahead
-        of it (required when the data refers to it)."""
-        diagnostics = [Diagnostic.from_dict(d) for d in data.get("diagnostics", [])]
-        reused = data.get("from_partial")
-        if reused:
-            if partial is None:
-                raise ValueError("this report continues a partial report that is missing")
-            new = iter(diagnostics)
-            taken = dict(reused)
-            diagnostics = [partial.diagnostics[taken[place]] if place in taken else next(new)
-                           for place in range(len(diagnostics) + len(taken))]
-        return cls(
-            data["path"],
-            [ModuleReport.from_dict(m) for m in data.get("modules", [])],
-            diagnostics,
-            data.get("timings_ms", {}),
-            [ModuleReport.from_dict(g) for g in data.get("graphs", [])],
-            [PassReport.from_dict(p) for p in data.get("passes", [])],
-        )
 
 
 def _diagnostic_key(data: dict[str, Any]) -> tuple[Any, ...]:

@@ -1,8 +1,8 @@
-"""Reports from the worker are untrusted input.
+"""The one decoder of the report format: reports from the worker are untrusted input.
 
 The analysis runs the user's code in its own process: that code can change fxls itself
 (``FileReport.to_dict``) or write to the result pipe, so what comes back is checked here
-before anything uses it: every field against the type ``fxls.report`` declares for it
+before anything uses it: every field against the type ``fxls.report.model`` declares for it
 (required fields, types, enums), the diagnostics' ranges inside the analysed document, and
 sizes (at most ``MAX_DIAGNOSTICS`` diagnostics per file, then one that says how many were
 dropped; messages and related information cut to a length). A report that does not fit
@@ -21,7 +21,7 @@ from enum import Enum
 from typing import Any, Literal, get_args, get_origin, get_type_hints
 
 from fxls.codes import Severity
-from fxls.report import Diagnostic, FileReport, Span
+from fxls.report.model import Diagnostic, FileReport, Span
 from fxls.source_text import SourceText
 
 #: diagnostics shown per file; the rest (the least severe) become one diagnostic saying so
