@@ -17,14 +17,14 @@ from dataclasses import replace
 from typing import Any
 
 from fxls.graph_render import _groups, _overlaps, graph_page
-from fxls.output.pass_graph import (
+from fxls.output.pass_nodes import (
     ADDED,
     REMOVED,
     REWIRED,
-    _code_nodes,
-    _guessed,
-    _names_in,
     after_graph,
+    code_nodes,
+    guessed_node,
+    names_in,
 )
 from fxls.pass_view import graph_label, lens_title, run_diff, run_summary
 from fxls.report import Diagnostic, ModuleReport, NodeInfo, PassGraphRun, PassReport, TraceStatus
@@ -44,12 +44,12 @@ def _before_nodes(run: PassGraphRun, before: ModuleReport | None) -> list[NodeIn
     run on representative graphs or the project's pass_models)."""
     if before is not None and before.nodes:
         return list(before.nodes)
-    order = _code_nodes(run.before or "") or []
+    order = code_nodes(run.before or "") or []
     names = {name for name, _ in order}
-    nodes = [_guessed(name, expression, names) for name, expression in order]
+    nodes = [guessed_node(name, expression, names) for name, expression in order]
     users: dict[str, list[str]] = {n.name: [] for n in nodes}
     for (name, expression), node in zip(order, nodes, strict=True):
-        for used in _names_in(expression, names - {name}):
+        for used in names_in(expression, names - {name}):
             users[used].append(node.name)
     return [replace(n, users=users[n.name]) for n in nodes]
 

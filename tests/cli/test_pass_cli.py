@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from fxls import cli
-from fxls.output.pass_graph import after_graph, removed_nodes
+from fxls.output.pass_nodes import after_graph, removed_nodes
 from fxls.report import (
     FileReport,
     ModuleReport,
