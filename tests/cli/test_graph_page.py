@@ -25,6 +25,9 @@ EXTENSION = REPO / "editors" / "vscode"
 BUNDLE = REPO / "fxls" / "graph_page" / "graph.js"
 DRIVER = REPO / "scripts" / "graph_page_browser.cjs"
 ZOO_SITE = Path(os.environ.get("FXLS_MODEL_ZOO", "~/.cache/fxls-model-zoo")).expanduser() / "site"
+# editors/vscode's node_modules (`npm ci` when missing), fxls.vsix and Chromium are
+# shared: every test that uses them runs on one xdist worker, one after another
+pytestmark = pytest.mark.xdist_group("editors-vscode")
 
 NESTED = """\
 import torch

@@ -13,6 +13,9 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 EXTENSION = REPO / "editors" / "vscode"
+# editors/vscode's node_modules (`npm ci` when missing), fxls.vsix and Chromium are
+# shared: every test that uses them runs on one xdist worker, one after another
+pytestmark = pytest.mark.xdist_group("editors-vscode")
 
 needs_npm = pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed")
 
