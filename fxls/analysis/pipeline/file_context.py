@@ -15,15 +15,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import fxcore
+import fxls
 from fxcore.source import SourceSpan
 from fxls.analysis.loading import parse_source
 from fxls.analysis.packages import ModuleLocation, locate_module
 from fxls.analysis.pragmas import FilePragmas, parse_pragmas
 from fxls.analysis.user_rules import UserRule
-from fxls.settings import Settings
-from fxls.source_text import SourceText, source_text
+from fxls.project.settings import Settings
+from fxls.project.source_text import SourceText, source_text
 
 _SITE_MARKERS = ("site-packages", "dist-packages")
+#: fxcore's and fxls's own folders: inside a project root when fxls's checkout is the project
+#: (its examples/), but their frames are the analysis, never the user's code
+_OWN_PACKAGES = tuple(f"{Path(package.__file__).parent}/" for package in (fxcore, fxls))
 
 
 @dataclass(frozen=True)
@@ -79,8 +84,9 @@ class SourceFile:
         project, *packages = self.own_folders or (self.root,)
         if any(candidate.startswith(f"{folder.rstrip('/')}/") for folder in packages):
             return True  # the file's own package, even where pip installed it
-        return candidate.startswith(f"{project.rstrip('/')}/") and not any(
-            m in candidate for m in _SITE_MARKERS)
+        return (candidate.startswith(f"{project.rstrip('/')}/")
+                and not any(m in candidate for m in _SITE_MARKERS)
+                and not candidate.startswith(_OWN_PACKAGES))
 
 
 def own_folders(project_root: str, location: ModuleLocation, filename: str) -> tuple[str, ...]:
