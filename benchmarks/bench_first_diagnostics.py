@@ -122,7 +122,7 @@ def _nothing_skipped(budget: object = None) -> Iterator[Callable[[], int]]:
 def analysis_ms(path: Path, real_build: bool = False) -> tuple[float, float, dict[str, float]]:
     import fxls.analysis.construction as construction
     from fxls.analysis.pipeline import analyze_source
-    from fxls.settings import Settings
+    from fxls.project.settings import Settings
 
     skipping = construction.initialisers_skipped
     if real_build:  # a build that skipped nothing is a real one

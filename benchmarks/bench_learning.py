@@ -25,9 +25,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from fxls.project.settings import Settings
 from fxls.runner import AnalysisRequest
 from fxls.server.analysis_service import AnalysisService
-from fxls.settings import Settings
 
 FILES = {
     "timm_vit": (
@@ -65,7 +65,7 @@ SETTLE_S = (0.0, 15.0)
 _FLOOR = r"""
 import json, sys, time
 from fxls.analysis.pipeline import analyze_source
-from fxls.settings import Settings
+from fxls.project.settings import Settings
 path, root = sys.argv[1], sys.argv[2]
 source = open(path).read()
 times = []

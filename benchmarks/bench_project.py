@@ -204,7 +204,7 @@ async def project_phase(
     """The files through one warm worker, ``jobs`` at a time, as ``analyze_many`` runs them
     (same client, same semaphore); the worker's start is not timed."""
     from fxls.cli import _read_requests
-    from fxls.files import collect_python_files
+    from fxls.project.files import collect_python_files
     from fxls.runner import (
         LEARN_IMPORTS,
         WARM_IMPORTS,

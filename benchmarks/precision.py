@@ -135,7 +135,7 @@ def _child(path: str, out: str) -> None:
     from fxls.analysis.inputs import infer_inputs, spatial_size
     from fxls.analysis.pipeline import node_tables, symbolic_trace
     from fxls.analysis.pragmas import ClassPragmas
-    from fxls.settings import load_settings
+    from fxls.project.settings import load_settings
 
     seen: list[_Seen] = []
     original = symbolic_trace.trace_class

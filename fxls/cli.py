@@ -14,17 +14,17 @@ from dataclasses import dataclass
 
 from fxls.codes import CODES, Severity, code_selected, parse_code_list, unknown_codes
 from fxls.environment import VersionAction
-from fxls.files import Skipped, SkippedFile, find_python_files, skip_reason
 from fxls.output.json_format import format_json
 from fxls.output.located import SourceCache
 from fxls.output.sarif import format_sarif
 from fxls.output.setting_problems import problem_lines, unique_problems
 from fxls.output.statistics import collect_statistics, why_not_traced
 from fxls.output.text import format_text
-from fxls.python_source import UndecodableSource, read_python_source
+from fxls.project.files import Skipped, SkippedFile, find_python_files, skip_reason
+from fxls.project.python_source import UndecodableSource, read_python_source
+from fxls.project.settings import Settings, load_settings
 from fxls.report import Diagnostic, FileReport, ModuleReport, Span, TraceStatus
 from fxls.runner import AnalysisRequest, analyze_many
-from fxls.settings import Settings, load_settings
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
 

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from fxls.codes import CODES
+from fxls.project.settings import Settings
+from fxls.project.source_text import source_text
 from fxls.report import Diagnostic, FileReport, Span
 from fxls.report.wire import InvalidReport, SentAhead, check_report, suspect_line
-from fxls.settings import Settings
-from fxls.source_text import source_text
 from fxls.worker.job_results import JobResult
 from fxls.worker.messages import WhereLines
 from fxls.worker.protocol import JobStatus, JsonValue

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from fxls.python_source import read_python_source, read_python_source_or_replace
+from fxls.project.python_source import read_python_source, read_python_source_or_replace
 from fxls.report import Diagnostic, FileReport, Span
 from fxls.server.dependencies import report_files
 from fxls.server.lsp_convert import RangeConverter, on_disk

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from fxls.codes import Severity
+from fxls.project.source_text import source_text
 from fxls.report import (
     Diagnostic,
     FileReport,
@@ -17,7 +18,6 @@ from fxls.report import (
     TraceStatus,
     check_report,
 )
-from fxls.source_text import source_text
 
 PATH = "/p/m.py"
 #: the analysed file the report's spans point into

@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from fxls.project.settings import Settings
+from fxls.project.source_text import source_text
 from fxls.report import Diagnostic, FileReport, ModuleReport, NodeInfo, Span
 from fxls.report.wire import (
     MAX_DIAGNOSTICS,
@@ -17,8 +19,6 @@ from fxls.report.wire import (
     suspect_line,
 )
 from fxls.runner import AnalysisRequest, report_from_result
-from fxls.settings import Settings
-from fxls.source_text import source_text
 from fxls.worker.client import JobResult
 from fxls.worker.protocol import JobStatus
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fxls.project.source_text import UTF8, UTF16, UTF32, Position, SourceText
 from fxls.report import Span
-from fxls.source_text import UTF8, UTF16, UTF32, Position, SourceText
 
 ENCODINGS = (UTF8, UTF16, UTF32)
 #: every separator Python or str.splitlines knows; only the first three break lines

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from fxls.analysis.diagnostics import diagnostic
+from fxls.project.settings import Settings
 from fxls.report import Diagnostic, Span
-from fxls.settings import Settings
 
 if TYPE_CHECKING:
     import torch

@@ -14,8 +14,8 @@ import torch
 from fxls.analysis.library_names import module_named_by_file
 from fxls.analysis.network import refuse_network
 from fxls.analysis.pipeline import analyze_source
+from fxls.project.settings import Settings
 from fxls.report import FileReport
-from fxls.settings import Settings
 from fxls.worker.api import catch_process_exits, job_policy, job_waiting, send_partial
 
 #: a small model that goes through every step of the analysis (never a user's file)

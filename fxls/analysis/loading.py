@@ -25,7 +25,7 @@ from typing import Any
 
 from fxcore.source import SourceSpan, spans_of_traceback
 from fxls.analysis.packages import ModuleLocation, import_path
-from fxls.source_text import SourceText, source_text
+from fxls.project.source_text import SourceText, source_text
 
 
 @dataclass

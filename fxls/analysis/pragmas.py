@@ -9,7 +9,7 @@ import re
 import tokenize
 from dataclasses import dataclass, field
 
-from fxls.source_text import source_text
+from fxls.project.source_text import source_text
 
 _PRAGMA = re.compile(r"#\s*fxls:\s*(\w+)\s*(.*?)\s*$")
 _IGNORE = re.compile(r"#\s*fxls:\s*ignore(?:\[([A-Za-z0-9_,\s]*)\])?")

@@ -16,8 +16,8 @@ from fxcore.source import SourceSpan
 from fxls.analysis.context import ModuleContext, TraceTimeCall
 from fxls.analysis.diagnostics import diagnostic, to_span
 from fxls.analysis.liveness import read_later
+from fxls.project.source_text import source_text
 from fxls.report import Diagnostic, RelatedInfo, Span
-from fxls.source_text import source_text
 
 _INPLACE_DUNDERS = {"__setitem__", "__iadd__", "__isub__", "__imul__", "__itruediv__",
                     "__ifloordiv__", "__imod__", "__ipow__", "__iand__", "__ior__", "__ixor__",

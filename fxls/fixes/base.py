@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fxls.source_text import source_text
+from fxls.project.source_text import source_text
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from fxls.project.source_text import SourceText, source_text
 from fxls.report import Span
-from fxls.source_text import SourceText, source_text
 
 
 @dataclass(slots=True)

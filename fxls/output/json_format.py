@@ -9,8 +9,8 @@ from typing import Any
 from fxls.output.located import SourceCache, locate, pass_origin
 from fxls.output.setting_problems import problem_entries
 from fxls.output.statistics import Statistics
+from fxls.project.settings import SettingProblem
 from fxls.report import FileReport, ModuleReport, PassReport
-from fxls.settings import SettingProblem
 
 
 def report_to_json(report: FileReport, sources: SourceCache) -> dict[str, Any]:

@@ -10,9 +10,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from fxls.python_source import read_python_source_or_replace
+from fxls.project.python_source import read_python_source_or_replace
+from fxls.project.source_text import UTF16, Position, SourceText
 from fxls.report import Diagnostic, FileReport
-from fxls.source_text import UTF16, Position, SourceText
 
 
 @dataclass(slots=True)

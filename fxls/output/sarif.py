@@ -12,8 +12,8 @@ from fxls.codes import CODES, doc_url
 from fxls.output.located import SourceCache, locate, pass_origin
 from fxls.output.setting_problems import sarif_notifications
 from fxls.output.statistics import Statistics
+from fxls.project.settings import SettingProblem
 from fxls.report import FileReport
-from fxls.settings import SettingProblem
 
 _LEVELS = {"error": "error", "warning": "warning", "information": "note", "hint": "note"}
 

@@ -1,4 +1,4 @@
-"""Settings that were bad or refused (``fxls.settings.SettingProblem``) in ``fxls check``'s
+"""Settings that were bad or refused (``fxls.project.settings.SettingProblem``) in ``fxls check``'s
 outputs: a line each on stderr, ``"settings_problems"`` in JSON, configuration
 notifications in SARIF."""
 
@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from fxls.settings import SettingProblem
+from fxls.project.settings import SettingProblem
 
 
 def unique_problems(problems: Iterable[SettingProblem]) -> list[SettingProblem]:

@@ -6,9 +6,9 @@ from collections.abc import Sequence
 
 from fxls.output.located import SourceCache, locate
 from fxls.output.statistics import Statistics, format_statistics_text
+from fxls.project.settings import SettingProblem
+from fxls.project.source_text import UTF32
 from fxls.report import FileReport
-from fxls.settings import SettingProblem
-from fxls.source_text import UTF32
 
 
 def format_text(

@@ -4,7 +4,7 @@ Encoded here (``to_dict``); decoded only by ``fxls.report.wire.check_report``, w
 nothing of what the analysed code may have changed.
 
 Spans are in Python code-position units (1-based lines, 0-based UTF-8 byte columns) as
-fxcore records them; ``fxls.source_text`` converts them to editor units, once, at the edge.
+fxcore records them; ``fxls.project.source_text`` converts them to editor units, once, at the edge.
 """
 
 from __future__ import annotations

@@ -21,8 +21,8 @@ from enum import Enum
 from typing import Any, Literal, get_args, get_origin, get_type_hints
 
 from fxls.codes import Severity
+from fxls.project.source_text import SourceText
 from fxls.report.model import Diagnostic, FileReport, Span
-from fxls.source_text import SourceText
 
 #: diagnostics shown per file; the rest (the least severe) become one diagnostic saying so
 MAX_DIAGNOSTICS = 1000

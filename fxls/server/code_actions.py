@@ -31,9 +31,9 @@ from fxls.codes import CODES, Severity
 from fxls.fixes import Fix, apply_edits, fixes_for
 from fxls.fixes.base import TextEdit
 from fxls.fixes.verify import fix_holds
+from fxls.project.source_text import source_text
 from fxls.report import Diagnostic, FileReport, Span
 from fxls.server.lsp_convert import RangeConverter, to_lsp_diagnostic
-from fxls.source_text import source_text
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ keeps the default and an unknown key (in an ``fxls`` section) is ignored, each w
 ``problems``: nothing is ignored silently.
 
 ``allowWrite`` and ``allowNetwork`` widen what analysed code may do: they are the user's
-(editor settings), which a repository's ``[tool.fxls]`` cannot do (``fxls.settings``).
+(editor settings), which a repository's ``[tool.fxls]`` cannot do (``fxls.project.settings``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from fxls.settings import DEFAULT_TIMEOUT_S, TIMEOUT_RANGE_S, check_number, shown_value
+from fxls.project.settings import DEFAULT_TIMEOUT_S, TIMEOUT_RANGE_S, check_number, shown_value
 
 TRACE_MODES = ("", "eval", "train", "both")
 #: the pause before an on-change trace (ms)

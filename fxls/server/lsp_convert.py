@@ -11,9 +11,9 @@ from typing import Any
 from lsprotocol import types
 
 from fxls.codes import CODES, doc_url
-from fxls.python_source import read_python_source_or_replace
+from fxls.project.python_source import read_python_source_or_replace
+from fxls.project.source_text import SourceText, source_text
 from fxls.report import Diagnostic, FileReport, Span
-from fxls.source_text import SourceText, source_text
 
 _SEVERITIES = {
     "error": types.DiagnosticSeverity.Error,

@@ -12,8 +12,9 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 from fxls.codes import CODES
-from fxls.files import Skipped, SkippedFile, walk_python_files
-from fxls.python_source import UndecodableSource, read_python_source
+from fxls.project.files import Skipped, SkippedFile, walk_python_files
+from fxls.project.python_source import UndecodableSource, read_python_source
+from fxls.project.settings import load_settings
 from fxls.report import Diagnostic, FileReport, Span
 from fxls.runner import AnalysisRequest
 from fxls.server.analysis_service import WorkerStartError
@@ -23,7 +24,6 @@ from fxls.server.publisher import Publisher
 from fxls.server.reporting import tell
 from fxls.server.scheduler import AnalysisScheduler
 from fxls.server.session import Session, workspace_roots
-from fxls.settings import load_settings
 
 #: files a project check analyses at most
 MAX_PROJECT_FILES = 500

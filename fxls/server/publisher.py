@@ -13,7 +13,8 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
-from fxls.python_source import read_python_source_or_replace
+from fxls.project.python_source import read_python_source_or_replace
+from fxls.project.settings import Settings
 from fxls.report import FileReport
 from fxls.server.client_traits import (
     position_encoding,
@@ -29,7 +30,6 @@ from fxls.server.settings_diagnostics import (
     pyproject_uri,
     settings_diagnostics,
 )
-from fxls.settings import Settings
 
 log = logging.getLogger("fxls.server")
 

@@ -1,7 +1,7 @@
 """Lookups in a document's report: what is at a position (nodes, calls, a module, a pass).
 
 Lookups take Python positions (1-based line, UTF-8 byte column); the server converts the
-client's position once, with :mod:`fxls.source_text`.
+client's position once, with :mod:`fxls.project.source_text`.
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
+from fxls.project.settings import load_settings
 from fxls.report import FileReport
 from fxls.runner import AnalysisRequest, failure_report
 from fxls.server.analysis_service import WorkerStartError
@@ -28,7 +29,6 @@ from fxls.server.progress import TraceProgress
 from fxls.server.publisher import Publisher
 from fxls.server.reporting import tell
 from fxls.server.session import DocumentController, DocumentSnapshot, Session, open_text
-from fxls.settings import load_settings
 
 log = logging.getLogger("fxls.server")
 

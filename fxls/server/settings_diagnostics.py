@@ -8,8 +8,8 @@ from pathlib import Path
 
 from lsprotocol import types
 
-from fxls.files import read_regular_file
-from fxls.settings import PYPROJECT_LIMIT_BYTES, SettingProblem
+from fxls.project.files import read_regular_file
+from fxls.project.settings import PYPROJECT_LIMIT_BYTES, SettingProblem
 
 #: the source name of a project's settings diagnostics (``DiagnosticsByUri``)
 SOURCE_PREFIX = "fxls-settings:"

@@ -13,7 +13,7 @@ import os
 import time
 from collections.abc import Iterable
 
-from fxls.files import read_regular_file, walk_python_files
+from fxls.project.files import read_regular_file, walk_python_files
 
 FILES_LIMIT = 2000
 FILE_BYTES_LIMIT = 1 << 20

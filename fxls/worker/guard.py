@@ -23,7 +23,7 @@ from typing import Any
 
 NETWORK_MESSAGE = ("fxls refuses network access while analysing (allow it with "
                    "`fxls check --allow-network` or the editor setting `fxls.allowNetwork`)")
-#: how to allow a folder: a repository's pyproject.toml only inside its root (fxls.settings)
+#: how to allow a folder: a repository's pyproject.toml only inside its root (fxls.project.settings)
 HOW_TO_ALLOW_WRITE = ("add the folder to `allow_write` in [tool.fxls] if it is inside the project, "
                       "else `fxls check --allow-write DIR` or the editor setting `fxls.allowWrite`")
 WRITE_MESSAGE = ("fxls refuses writes outside the job's temporary folder while analysing "

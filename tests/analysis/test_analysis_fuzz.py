@@ -21,10 +21,10 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from fxls.analysis.pipeline import analyze_source
-from fxls.python_source import read_python_source_or_replace
+from fxls.project.python_source import read_python_source_or_replace
+from fxls.project.settings import Settings
+from fxls.project.source_text import SourceText
 from fxls.report import FileReport
-from fxls.settings import Settings
-from fxls.source_text import SourceText
 
 TEMPLATES = [
     "import torch\nfrom torch import nn\n\n\nclass Gate(nn.Module):\n"

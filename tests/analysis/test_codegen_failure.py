@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from fxls.analysis.pipeline import analyze_source
+from fxls.project.settings import Settings
 from fxls.report import FileReport
-from fxls.settings import Settings
 
 SOURCE = '''import torch
 from torch import nn

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from fxls.analysis.pipeline import analyze_source
+from fxls.project.settings import Settings
 from fxls.report import FileReport, ModuleReport
-from fxls.settings import Settings
 
 DATA = Path(__file__).parents[1] / "data" / "construction"
 

@@ -12,7 +12,7 @@ import pytest
 import torch.fx
 
 from fxls.analysis.pipeline import analyze_source
-from fxls.settings import Settings
+from fxls.project.settings import Settings
 
 GUARDED = '''import torch
 import torch.nn.functional as F

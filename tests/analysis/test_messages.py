@@ -13,8 +13,8 @@ import pytest
 
 from fxls.analysis.pipeline import analyze_source
 from fxls.analysis.wording import in_user_terms
+from fxls.project.settings import Settings
 from fxls.report import Diagnostic, FileReport
-from fxls.settings import Settings
 
 DATA = Path(__file__).parents[1] / "data" / "messages"
 

@@ -9,10 +9,10 @@ import torch
 import fxcore
 from fxls.analysis.named_args import named_arguments
 from fxls.analysis.pipeline import analyze_source
+from fxls.project.settings import Settings
+from fxls.project.source_text import source_text
 from fxls.report import ModuleReport, NodeInfo, check_report
 from fxls.server.hover import node_markdown
-from fxls.settings import Settings
-from fxls.source_text import source_text
 
 
 class _Calls(torch.nn.Module):

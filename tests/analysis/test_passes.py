@@ -225,7 +225,7 @@ def _analyze_in_child(path: Path, text: str, result: str) -> object:
     script = (
         "import json\n"
         "from fxls.analysis.pipeline import analyze_source\n"
-        "from fxls.settings import Settings\n"
+        "from fxls.project.settings import Settings\n"
         f"report = analyze_source({str(path)!r}, {text!r}, Settings(root={str(path.parent)!r}))\n"
         f"print(json.dumps({result}))\n"
     )

@@ -253,8 +253,8 @@ class Net(nn.Module):
 
     # the quick fix keeps that library function opaque; with it the module traces cleanly
     from fxls.fixes import apply_edits, fixes_for
+    from fxls.project.settings import load_settings
     from fxls.runner import AnalysisRequest, analyze_many
-    from fxls.settings import load_settings
 
     monkeypatch.setenv("PYTHONPATH", str(tmp_path / "site"))
     path = project / "net.py"

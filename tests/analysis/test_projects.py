@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from fxls.analysis.packages import locate_module
+from fxls.project.settings import load_settings
 from fxls.runner import AnalysisRequest, analyze_many
-from fxls.settings import load_settings
 
 FIXTURE = Path(__file__).parents[1] / "data" / "minizoo"
 MODELS = Path("src/minizoo/models")

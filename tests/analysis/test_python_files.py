@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 from fxls.analysis.pipeline import analyze_source
+from fxls.project.settings import Settings
 from fxls.report import FileReport
 from fxls.runner import AnalysisRequest, failure_report
-from fxls.settings import Settings
 
 HEAD = "import torch\nfrom torch import nn\n"
 

@@ -9,8 +9,8 @@ from torch import nn
 
 from fxls.analysis.context import ModuleContext, run_rule
 from fxls.analysis.pipeline import analyze_source
+from fxls.project.settings import Settings, load_settings
 from fxls.report import Span
-from fxls.settings import Settings, load_settings
 
 MODEL = """import torch
 from torch import nn

@@ -11,9 +11,9 @@ from torch import nn
 
 from fxls.analysis.pipeline import analyze_source
 from fxls.analysis.shape_build import Budget, initialisers_skipped
+from fxls.project.settings import Settings
+from fxls.project.source_text import source_text
 from fxls.report import FileReport, ModuleReport, check_report
-from fxls.settings import Settings
-from fxls.source_text import source_text
 
 RAISING = '''import torch
 from torch import nn

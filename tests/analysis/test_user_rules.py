@@ -6,7 +6,7 @@ from pathlib import Path
 
 from fxls.analysis.pipeline import analyze_source
 from fxls.fixes import apply_edits, fixes_for
-from fxls.settings import load_settings
+from fxls.project.settings import load_settings
 
 RULES = '''import torch
 

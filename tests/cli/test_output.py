@@ -11,8 +11,8 @@ from fxls.output.json_format import format_json
 from fxls.output.located import SourceCache
 from fxls.output.sarif import format_sarif
 from fxls.output.text import format_text
+from fxls.project.source_text import UTF8, UTF16, UTF32, SourceText
 from fxls.report import Diagnostic, FileReport, ModuleReport, Span
-from fxls.source_text import UTF8, UTF16, UTF32, SourceText
 
 SOURCE = (
     "import torch\n"

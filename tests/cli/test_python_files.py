@@ -90,7 +90,7 @@ def test_an_unknown_code_is_a_usage_error(folder: Path):
 
 def test_tool_fxls_select_and_ignore_take_prefixes(tmp_path: Path):
     from fxls.analysis.pipeline import analyze_source
-    from fxls.settings import load_settings
+    from fxls.project.settings import load_settings
 
     (tmp_path / "pyproject.toml").write_text(
         '[tool.fxls]\nselect = ["fx0"]\nignore = ["FX013", " fx00"]\n', encoding="utf-8")

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from fxls.fixes import apply_edits, fixes_for
+from fxls.project.source_text import SourceText
 from fxls.report import Diagnostic, Span
-from fxls.source_text import SourceText
 
 
 def _span_of(source: str, needle: str, occurrence: int = 0) -> Span:

@@ -88,7 +88,7 @@ from pathlib import Path
 from fxls.analysis.pipeline import analyze_source
 from fxls.server.hover import hover_text as _hover_text
 from fxls.server.inlay import shape_hints
-from fxls.settings import Settings
+from fxls.project.settings import Settings
 path = Path(sys.argv[1])
 source = path.read_text()
 report = analyze_source(str(path), source, Settings(root=str(path.parents[1])))

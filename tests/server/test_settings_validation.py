@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from fxls.project.settings import DEFAULT_TIMEOUT_S, PROJECT, USER, Settings, load_settings
 from fxls.server.config import ServerConfig
-from fxls.settings import DEFAULT_TIMEOUT_S, PROJECT, USER, Settings, load_settings
 
 
 @pytest.mark.parametrize("bad", [math.inf, math.nan, -1, 1e-9, 10**9, "soon", True, None])

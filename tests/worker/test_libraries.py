@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
+from fxls.project.settings import Settings
 from fxls.runner import WARM_IMPORTS, AnalysisRequest, run_analysis
-from fxls.settings import Settings
 from fxls.worker.client import JobResult, WorkerClient
 from fxls.worker.library_learner import QUIET_S
 from fxls.worker.pool import CORES, IDLE_CHILDREN

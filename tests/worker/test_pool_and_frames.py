@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from fxls.project.source_text import source_text
 from fxls.report import Diagnostic, FileReport, RelatedInfo, Span, check_report
-from fxls.source_text import source_text
 from fxls.worker.client import WorkerClient
 from fxls.worker.pool import IDLE_CHILDREN
 from fxls.worker.protocol import (

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
+from fxls.project.settings import Settings
 from fxls.runner import LEARN_IMPORTS, WARM_IMPORTS, AnalysisRequest, run_analysis
-from fxls.settings import Settings
 from fxls.worker import client as client_module
 from fxls.worker.client import JobResult, WorkerClient, WorkerError
 from fxls.worker.protocol import (

@@ -322,7 +322,7 @@ def test_the_worker_starts_over_without_the_callers_variables(tmp_path: Path) ->
 
 
 def test_env_setting_reaches_the_job_policy() -> None:
-    from fxls.settings import Settings
+    from fxls.project.settings import Settings
     from fxls.worker.policy import JobPolicy
 
     good = Settings.from_dict({"env": {"TORCH_HOME": "/models"}})

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from fxls.project.settings import Settings
 from fxls.runner import AnalysisRequest, failure_report
-from fxls.settings import Settings
 from fxls.worker.client import WorkerClient
 from fxls.worker.where import innermost_lines, read_where
 from tests.worker import where_jobs

@@ -32,8 +32,8 @@ from fxls.analysis.pipeline.pass_stage import run_file_passes
 from fxls.analysis.pipeline.stopwatch import Stopwatch
 from fxls.analysis.pipeline.symbolic_trace import trace_classes
 from fxls.analysis.pipeline.weights import give_real_weights
+from fxls.project.settings import Settings
 from fxls.report import FileReport
-from fxls.settings import Settings
 
 __all__ = ["analyze_source"]
 

@@ -17,8 +17,8 @@ from fxls.analysis.issue_kinds import REPORTING
 from fxls.analysis.library_names import library_function, opaque_target
 from fxls.analysis.pipeline.file_context import SourceFile
 from fxls.analysis.wording import in_user_terms
+from fxls.project.source_text import source_text
 from fxls.report import Diagnostic, RelatedInfo, Span
-from fxls.source_text import source_text
 from fxls.worker.api import ProcessExit
 
 

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from fxls.files import read_regular_file
-from fxls.setting_lines import KeyLines, key_lines
+from fxls.project.files import read_regular_file
+from fxls.project.setting_lines import KeyLines, key_lines
 from fxls.worker.policy import JobPolicy
 
 #: a pyproject.toml is read up to this size (a bigger one is a settings problem)

@@ -1,7 +1,7 @@
 """Reading a Python file's text as Python does: a UTF-8 BOM, a PEP 263 coding declaration.
 
 Line breaks are kept as they are in the file (positions count them as Python does, see
-:mod:`fxls.source_text`).
+:mod:`fxls.project.source_text`).
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import io
 import tokenize
 from pathlib import Path
 
-from fxls.files import read_regular_file
-from fxls.source_text import source_text
+from fxls.project.files import read_regular_file
+from fxls.project.source_text import source_text
 
 
 class UndecodableSource(Exception):
@@ -30,8 +30,8 @@ class UndecodableSource(Exception):
 
 def read_python_source(path: str | Path) -> str:
     """The text of the regular file at ``path``, read with a bounded read that cannot block
-    (:func:`fxls.files.read_regular_file`); raises OSError (``SkippedFile``, ``FileTooLarge``
-    among them) or :class:`UndecodableSource`."""
+    (:func:`fxls.project.files.read_regular_file`); raises OSError (``SkippedFile``,
+    ``FileTooLarge`` among them) or :class:`UndecodableSource`."""
     return decode_python_source(read_regular_file(path))
 
 
