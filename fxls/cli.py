@@ -221,7 +221,7 @@ def _has_errors(reports: list[FileReport]) -> bool:
 
 
 def run_graph(args: argparse.Namespace) -> int:
-    from fxls.graph_render import render_module
+    from fxls.graph_view.module_graph import render_module
     from fxls.output.pass_graph import graphs_of, render_pass
 
     path, sep, class_name = args.target.rpartition("::")

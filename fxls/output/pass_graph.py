@@ -15,11 +15,12 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from fxls.graph_render import (
+from fxls.graph_view.module_graph import (
     TABLE_HEADER,
     format_table,
     node_cells,
 )
+from fxls.graph_view.pass_view import graph_label, pass_text, run_diff, run_summary
 from fxls.output.pass_nodes import (
     ADDED,
     REMOVED,
@@ -29,7 +30,6 @@ from fxls.output.pass_nodes import (
     removed_nodes,
 )
 from fxls.output.pass_page import render_pass_page
-from fxls.pass_view import graph_label, pass_text, run_diff, run_summary
 from fxls.report import Diagnostic, FileReport, ModuleReport, PassGraphRun, PassReport
 
 _DOT_MARK = {

@@ -1,7 +1,8 @@
 """An FX pass's before/after as the graph view draws it: per graph the pass ran on, the graph
-before and the graph after, as two graph documents (:func:`fxls.graph_render.graph_document`)
-whose nodes carry a ``mark`` (``added``, ``removed``, ``rewired``), with the pass's
-diagnostics located at the nodes they concern.
+before and the graph after, as two graph documents
+(:func:`fxls.graph_view.module_graph.graph_document`) whose nodes carry a ``mark``
+(``added``, ``removed``, ``rewired``), with the pass's diagnostics located at the nodes they
+concern.
 
 ``fxls graph FILE::<pass> --format html`` writes it as one self-contained page, the VS Code
 extension draws the same document in its webview (``fxls.showGraph`` with the format ``pass``
@@ -16,7 +17,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from fxls.graph_render import _groups, _overlaps, graph_page
+from fxls.graph_view.module_graph import _groups, _overlaps, graph_page
+from fxls.graph_view.pass_view import graph_label, lens_title, run_diff, run_summary
 from fxls.output.pass_nodes import (
     ADDED,
     REMOVED,
@@ -26,7 +28,6 @@ from fxls.output.pass_nodes import (
     guessed_node,
     names_in,
 )
-from fxls.pass_view import graph_label, lens_title, run_diff, run_summary
 from fxls.report import Diagnostic, ModuleReport, NodeInfo, PassGraphRun, PassReport, TraceStatus
 
 #: ``mark`` of a node in the page's documents

@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Iterable
 from urllib.parse import quote
 
-from fxls.pass_view import graph_label
+from fxls.graph_view.pass_view import graph_label
 from fxls.report import (
     CallInfo,
     FileReport,

@@ -10,7 +10,7 @@ import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from fxls.pass_view import lens_title, pass_text, short_problem
+from fxls.graph_view.pass_view import lens_title, pass_text, short_problem
 from fxls.report import PassGraphRun, PassReport
 from tests.pass_samples import PASSES
 from tests.server.conftest import open_and_wait

@@ -7,7 +7,7 @@ import os
 
 from lsprotocol import types
 
-from fxls.pass_view import PASS_FORMAT, lens_title
+from fxls.graph_view.pass_view import PASS_FORMAT, lens_title
 from fxls.server.client_traits import position_encoding
 from fxls.server.handlers.show_graph import SHOW_GRAPH
 from fxls.server.language_server import FxlsServer

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from fxls.graph_render import RENDERERS, render_module
+from fxls.graph_view.module_graph import RENDERERS, render_module
+from fxls.graph_view.pass_view import PASS_FORMAT, find_pass, pass_view
 from fxls.output.pass_graph import graphs_of
 from fxls.output.pass_page import pass_document, render_pass_page
-from fxls.pass_view import PASS_FORMAT, find_pass, pass_view
 from fxls.report import FileReport, PassReport
 from fxls.server.language_server import FxlsServer
 
