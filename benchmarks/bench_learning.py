@@ -25,8 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from fxls.analysis_runs.request import AnalysisRequest
 from fxls.project.settings import Settings
-from fxls.runner import AnalysisRequest
 from fxls.server.analysis_service import AnalysisService
 
 FILES = {

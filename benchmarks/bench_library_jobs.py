@@ -25,8 +25,8 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 import bench_libraries  # noqa: E402
 
+from fxls.analysis_runs.request import ANALYZE_TARGET, WARM_IMPORTS, WARM_UP, AnalysisRequest  # noqa: E402
 from fxls.project.settings import Settings  # noqa: E402
-from fxls.runner import ANALYZE_TARGET, WARM_IMPORTS, WARM_UP, AnalysisRequest  # noqa: E402
 from fxls.server.workspace_imports import workspace_imports  # noqa: E402
 from fxls.worker.client import WorkerClient  # noqa: E402
 

@@ -24,8 +24,9 @@ DEFAULT_FILES = ["timm/models/resnet.py", "timm/models/vision_transformer.py"]
 
 
 async def bench(files: list[Path], runs: int) -> None:
+    from fxls.analysis_runs.request import LEARN_IMPORTS, WARM_IMPORTS, AnalysisRequest
+    from fxls.analysis_runs.runs import run_analysis
     from fxls.project.settings import load_settings
-    from fxls.runner import LEARN_IMPORTS, WARM_IMPORTS, AnalysisRequest, run_analysis
     from fxls.worker.client import WorkerClient
 
     client = WorkerClient(sys.executable, warm_imports=WARM_IMPORTS, learn_imports=LEARN_IMPORTS)

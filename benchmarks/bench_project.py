@@ -203,15 +203,10 @@ async def project_phase(
 ) -> tuple[dict[int, list[float]], dict[int, list[float]], dict[int, list[float]]]:
     """The files through one warm worker, ``jobs`` at a time, as ``analyze_many`` runs them
     (same client, same semaphore); the worker's start is not timed."""
+    from fxls.analysis_runs.request import LEARN_IMPORTS, WARM_IMPORTS, WARM_UP
+    from fxls.analysis_runs.runs import longest_first, run_analysis
     from fxls.cli import _read_requests
     from fxls.project.files import collect_python_files
-    from fxls.runner import (
-        LEARN_IMPORTS,
-        WARM_IMPORTS,
-        WARM_UP,
-        longest_first,
-        run_analysis,
-    )
     from fxls.worker.client import WorkerClient
 
     requests = _read_requests(collect_python_files([str(package)]), {})
@@ -220,7 +215,7 @@ async def project_phase(
     overlap: dict[int, list[float]] = {jobs: [] for jobs in jobs_list}
     #: the worker process's own CPU time per job (ms)
     parent: dict[int, list[float]] = {jobs: [] for jobs in jobs_list}
-    # as ``runner.analyze_many`` makes it
+    # as ``analysis_runs.runs.analyze_many`` makes it
     client = WorkerClient(sys.executable, warm_imports=WARM_IMPORTS, learn_imports=LEARN_IMPORTS,
                           sandbox=True, prime=WARM_UP, env=env)
     await client.start()

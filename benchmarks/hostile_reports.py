@@ -112,8 +112,9 @@ def _rss_mb(pid: int, field: str = "VmRSS") -> int:
 
 
 async def _worker_run(attack: str, after: Any = None) -> None:
+    from fxls.analysis_runs.request import LEARN_IMPORTS, WARM_IMPORTS, AnalysisRequest
+    from fxls.analysis_runs.runs import run_analysis
     from fxls.project.settings import Settings
-    from fxls.runner import LEARN_IMPORTS, WARM_IMPORTS, AnalysisRequest, run_analysis
     from fxls.worker.client import WorkerClient
 
     folder = _folder(attack)

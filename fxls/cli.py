@@ -12,6 +12,8 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from fxls.analysis_runs.request import AnalysisRequest
+from fxls.analysis_runs.runs import analyze_many
 from fxls.codes import CODES, Severity, code_selected, parse_code_list, unknown_codes
 from fxls.environment import VersionAction
 from fxls.output.json_format import format_json
@@ -24,7 +26,6 @@ from fxls.project.files import Skipped, SkippedFile, find_python_files, skip_rea
 from fxls.project.python_source import UndecodableSource, read_python_source
 from fxls.project.settings import Settings, load_settings
 from fxls.report import Diagnostic, FileReport, ModuleReport, Span, TraceStatus
-from fxls.runner import AnalysisRequest, analyze_many
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
 

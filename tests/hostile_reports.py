@@ -95,7 +95,7 @@ for number in range(300):
 """ + MODEL
 
 #: ``imports`` frames naming 3,000 modules: torch's own (real files, outside the packages
-#: the worker learns from: ``fxls.runner.LEARN_IMPORTS``), others, nonsense
+#: the worker learns from: ``fxls.analysis_runs.request.LEARN_IMPORTS``), others, nonsense
 FORGED_IMPORTS = HEAD + """import os
 from fxls.worker import api
 from fxls.worker.protocol import encode_status

@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from fxls.analysis_runs.outcome import report_from_result
+from fxls.analysis_runs.request import AnalysisRequest
 from fxls.project.settings import Settings
 from fxls.project.source_text import source_text
 from fxls.report import Diagnostic, FileReport, ModuleReport, NodeInfo, Span
@@ -18,7 +20,6 @@ from fxls.report.wire import (
     check_report,
     suspect_line,
 )
-from fxls.runner import AnalysisRequest, report_from_result
 from fxls.worker.client import JobResult
 from fxls.worker.protocol import JobStatus
 
@@ -152,7 +153,7 @@ def test_an_invalid_report_is_fx102_at_the_line_importing_fxls_and_keeps_the_par
 def test_two_partial_reports_then_the_final_one_referring_to_the_second(tmp_path: Path) -> None:
     """The analysis sends tracing's report, then the complete model report (issue 20's
     lead change), then the final one referring to the newest partial."""
-    from fxls.runner import ReportReader
+    from fxls.analysis_runs.outcome import ReportReader
 
     path = tmp_path / "model.py"
     resolved = str(path.resolve())

@@ -7,8 +7,9 @@ import contextlib
 import logging
 from collections.abc import Callable
 
+from fxls.analysis_runs.request import LEARN_IMPORTS, WARM_IMPORTS, WARM_UP, AnalysisRequest
+from fxls.analysis_runs.runs import run_analysis
 from fxls.report import FileReport
-from fxls.runner import LEARN_IMPORTS, WARM_IMPORTS, WARM_UP, AnalysisRequest, run_analysis
 from fxls.server.workspace_imports import workspace_imports
 from fxls.worker.client import WorkerClient
 

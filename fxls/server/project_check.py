@@ -11,12 +11,12 @@ from typing import Any
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
+from fxls.analysis_runs.request import AnalysisRequest
 from fxls.codes import CODES
 from fxls.project.files import Skipped, SkippedFile, walk_python_files
 from fxls.project.python_source import UndecodableSource, read_python_source
 from fxls.project.settings import load_settings
 from fxls.report import Diagnostic, FileReport, Span
-from fxls.runner import AnalysisRequest
 from fxls.server.analysis_service import WorkerStartError
 from fxls.server.folders import FolderInterpreters
 from fxls.server.progress import TaskProgress

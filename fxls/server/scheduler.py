@@ -18,9 +18,10 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
+from fxls.analysis_runs.outcome import failure_report
+from fxls.analysis_runs.request import AnalysisRequest
 from fxls.project.settings import load_settings
 from fxls.report import FileReport
-from fxls.runner import AnalysisRequest, failure_report
 from fxls.server.analysis_service import WorkerStartError
 from fxls.server.background import BackgroundTasks
 from fxls.server.dependencies import depends_on

@@ -293,7 +293,7 @@ DUMP_SIGNAL = signal.SIGUSR1
 def _report_where_on_fault() -> None:
     """Crashes (SIGSEGV...) and the signal the worker sends before it ends a job (a timeout,
     a limit) print the Python stack to the output, so the caller can tell which line was
-    running. The dump lists every thread, the main one last (``runner.running_line`` reads
+    running. The dump lists every thread, the main one last (``outcome.running_line`` reads
     the last); a thread of its own that never blocks a signal takes the worker's when the
     job's code blocked it in the main thread (``pthread_sigmask``), started once the job is
     confined. Code that ignores the signal is located by the watchdog's samples instead

@@ -7,10 +7,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from fxls.analysis_runs.request import ANALYZE_TARGET, WARM_IMPORTS, WARM_UP, AnalysisRequest
 from fxls.project.settings import Settings
 from fxls.project.source_text import source_text
 from fxls.report import FileReport, check_report
-from fxls.runner import ANALYZE_TARGET, WARM_IMPORTS, WARM_UP, AnalysisRequest
 from fxls.worker.client import WorkerClient
 
 SOURCE = '''import torch

@@ -252,9 +252,10 @@ class Net(nn.Module):
     assert agrees_with_torch_fx(result, text, "Net", torch.randn(2, 4, 6)) == "fails"
 
     # the quick fix keeps that library function opaque; with it the module traces cleanly
+    from fxls.analysis_runs.request import AnalysisRequest
+    from fxls.analysis_runs.runs import analyze_many
     from fxls.fixes import apply_edits, fixes_for
     from fxls.project.settings import load_settings
-    from fxls.runner import AnalysisRequest, analyze_many
 
     monkeypatch.setenv("PYTHONPATH", str(tmp_path / "site"))
     path = project / "net.py"

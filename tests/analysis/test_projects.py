@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from fxls.analysis.packages import locate_module
+from fxls.analysis_runs.request import AnalysisRequest
+from fxls.analysis_runs.runs import analyze_many
 from fxls.project.settings import load_settings
-from fxls.runner import AnalysisRequest, analyze_many
 
 FIXTURE = Path(__file__).parents[1] / "data" / "minizoo"
 MODELS = Path("src/minizoo/models")

@@ -6,9 +6,10 @@ import json
 from pathlib import Path
 
 from fxls.analysis.pipeline import analyze_source
+from fxls.analysis_runs.outcome import failure_report
+from fxls.analysis_runs.request import AnalysisRequest
 from fxls.project.settings import Settings
 from fxls.report import FileReport
-from fxls.runner import AnalysisRequest, failure_report
 
 HEAD = "import torch\nfrom torch import nn\n"
 

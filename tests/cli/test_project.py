@@ -82,8 +82,9 @@ def test_one_job_and_two_jobs_give_the_same_output(project: Path) -> None:
 
 
 def test_the_longest_files_start_first() -> None:
+    from fxls.analysis_runs.request import AnalysisRequest
+    from fxls.analysis_runs.runs import longest_first
     from fxls.project.settings import Settings
-    from fxls.runner import AnalysisRequest, longest_first
 
     sizes = [10, 300, 0, 120]
     requests = [AnalysisRequest(f"f{i}.py", "x" * n, Settings()) for i, n in enumerate(sizes)]

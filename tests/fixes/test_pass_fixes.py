@@ -13,13 +13,14 @@ from dataclasses import dataclass
 
 import pytest
 
+from fxls.analysis_runs.request import AnalysisRequest
+from fxls.analysis_runs.runs import analyze_many
 from fxls.codes import Severity
 from fxls.fixes import Fix, apply_edits, fixes_for
 from fxls.fixes.verify import fix_holds
 from fxls.project.settings import Settings
 from fxls.project.source_text import SourceText
 from fxls.report import Diagnostic, FileReport, Span
-from fxls.runner import AnalysisRequest, analyze_many
 from tests.analysis.test_passes import HEADER
 
 NEGATE = '''def negate_after_relu(gm: fx.GraphModule) -> fx.GraphModule:

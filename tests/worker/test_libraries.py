@@ -17,8 +17,9 @@ from typing import Any
 
 import pytest
 
+from fxls.analysis_runs.request import WARM_IMPORTS, AnalysisRequest
+from fxls.analysis_runs.runs import run_analysis
 from fxls.project.settings import Settings
-from fxls.runner import WARM_IMPORTS, AnalysisRequest, run_analysis
 from fxls.worker.client import JobResult, WorkerClient
 from fxls.worker.library_learner import QUIET_S
 from fxls.worker.pool import CORES, IDLE_CHILDREN

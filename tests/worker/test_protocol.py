@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
+from fxls.analysis_runs.request import LEARN_IMPORTS, WARM_IMPORTS, AnalysisRequest
+from fxls.analysis_runs.runs import run_analysis
 from fxls.project.settings import Settings
-from fxls.runner import LEARN_IMPORTS, WARM_IMPORTS, AnalysisRequest, run_analysis
 from fxls.worker import client as client_module
 from fxls.worker.client import JobResult, WorkerClient, WorkerError
 from fxls.worker.protocol import (

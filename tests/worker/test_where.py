@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from fxls.analysis_runs.outcome import failure_report
+from fxls.analysis_runs.request import AnalysisRequest
 from fxls.project.settings import Settings
-from fxls.runner import AnalysisRequest, failure_report
 from fxls.worker.client import WorkerClient
 from fxls.worker.where import innermost_lines, read_where
 from tests.worker import where_jobs

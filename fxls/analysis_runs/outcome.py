@@ -1,23 +1,19 @@
-"""Run analyses in the worker and turn every outcome, including failures, into a FileReport.
+"""Every outcome of an analysis job as a FileReport, failures included.
 
-The bridge between worker job results and reports: a timeout, crash or memory blow-up of
-the job becomes an FX102 diagnostic on the file instead of an error of the caller, and so
-does a report that does not fit the protocol (the job runs the user's code, which can forge
-it: ``fxls.report.wire`` checks every report, partial or final, before it is used).
+A timeout, crash or memory blow-up of the job becomes an FX102 diagnostic on the file
+instead of an error of the caller, and so does a report that does not fit the protocol (the
+job runs the user's code, which can forge it: ``fxls.report.wire`` checks every report,
+partial or final, before it is used).
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from fxls.analysis_runs.request import AnalysisRequest
 from fxls.codes import CODES
-from fxls.project.settings import Settings
 from fxls.project.source_text import source_text
 from fxls.report import Diagnostic, FileReport, Span
 from fxls.report.wire import InvalidReport, SentAhead, check_report, suspect_line
@@ -27,36 +23,6 @@ from fxls.worker.protocol import JobStatus, JsonValue
 from fxls.worker.where import line_in
 
 log = logging.getLogger(__name__)
-
-ANALYZE_TARGET = "fxls.analysis.job:analyze"
-#: imported once by the warm worker so that each job starts with them loaded
-WARM_IMPORTS = ("torch", "fxcore", "fxls.analysis.job")
-#: run by each pre-forked job process while it waits for its job (analyses a bundled model);
-#: for the editor, whose saves are apart, so the warm-up is done when a save comes
-WARM_UP = "fxls.analysis.job:warm_up"
-#: packages whose modules a job imported are imported by the warm worker for later jobs:
-#: torch's costly ones (``torch._dynamo``, which torchvision and timm pull in, costs seconds
-#: per job); never more (a job can forge the list: ``fxls.worker.worker_imports``)
-LEARN_IMPORTS = ("torch._dynamo", "torch._functorch", "torch.fx.experimental")
-
-
-@dataclass(slots=True)
-class AnalysisRequest:
-    path: str  # as the user gave it (reported back unchanged)
-    source: str
-    settings: Settings
-
-    def params(self) -> dict[str, Any]:
-        return {
-            "path": str(Path(self.path).resolve()),
-            "source": self.source,
-            "settings": self.settings.to_dict(),
-        }
-
-    def sources(self) -> tuple[str, ...]:
-        """The job's own code: the document and its project root."""
-        root = self.settings.root
-        return (str(Path(self.path).resolve()), *((str(Path(root).resolve()),) if root else ()))
 
 
 _FAILURE_MESSAGES = {
@@ -187,87 +153,6 @@ def _failed(
     return report
 
 
-async def run_analysis(
-    client: Any,
-    request: AnalysisRequest,
-    *,
-    job_id: str | None = None,
-    on_diagnostics: Callable[[FileReport], None] | None = None,
-) -> FileReport | None:
-    """Analyse ``request`` in ``client``'s worker; None when the job was cancelled (a newer
-    one with the same ``job_id``, or the worker closed). ``on_diagnostics`` gets tracing's
-    diagnostics as soon as the job sends them, before the complete report."""
-    reader = ReportReader(request)
-
-    def on_partial(value: JsonValue) -> None:
-        report = reader.partial(value)
-        if report is not None and on_diagnostics is not None:
-            on_diagnostics(report)
-
-    result = await client.run(
-        ANALYZE_TARGET, request.params(), timeout=request.settings.timeout, job_id=job_id,
-        on_partial=on_partial, policy=request.settings.job_policy(),
-        sources=request.sources(),
-    )
-    if result.status == JobStatus.CANCELLED:
-        return None
-    try:
-        if result.last_partial is not None:
-            reader.partial(result.last_partial)  # coalesced: referred to, never published
-        return reader.result(result)
-    except Exception as error:  # a bug of ours must not lose the other files' results
-        log.warning("reading the report of %s failed: %s: %s", request.path,
-                    type(error).__name__, error)
-        return failure_report(request, JobStatus.INVALID, f"{type(error).__name__}: {error}")
-
-
 def _last_line(text: str) -> str:
     lines = text.strip().splitlines()
     return lines[-1] if lines else ""
-
-
-def longest_first(requests: list[AnalysisRequest]) -> list[int]:
-    """The order to start jobs in: the longest files first (a file's length stands for its
-    cost), so that the last job to end is a short one and the other job processes do not
-    sit idle waiting for it."""
-    return sorted(range(len(requests)), key=lambda i: -len(requests[i].source))
-
-
-async def analyze_many(
-    requests: list[AnalysisRequest],
-    *,
-    python: str,
-    jobs: int,
-    on_done: Callable[[FileReport], None] | None = None,
-) -> list[FileReport]:
-    """Analyse files in one worker, ``jobs`` at a time; reports come back in request order."""
-    from fxls.worker.client import WorkerClient
-
-    if not requests:
-        return []
-    # the worker warms itself up once (prime); its job processes do not: back-to-back jobs
-    # would wait for that (measured: no gain for `fxls check`)
-    roots = tuple(dict.fromkeys(str(Path(r.settings.root or Path(r.path).parent).resolve())
-                                for r in requests))  # the project roots
-    client = WorkerClient(python, warm_imports=WARM_IMPORTS, learn_imports=LEARN_IMPORTS,
-                          sandbox=True, prime=WARM_UP, roots=roots)
-    await client.start()
-    slots = asyncio.Semaphore(max(1, jobs))
-
-    async def analyze_one(request: AnalysisRequest) -> FileReport:
-        async with slots:
-            report = await run_analysis(client, request)
-        if report is None:
-            report = failure_report(request, JobStatus.CANCELLED, "")
-        if on_done is not None:
-            on_done(report)
-        return report
-
-    tasks = {i: asyncio.ensure_future(analyze_one(requests[i])) for i in longest_first(requests)}
-    try:
-        await asyncio.gather(*tasks.values())
-        return [tasks[i].result() for i in range(len(requests))]
-    finally:
-        for task in tasks.values():
-            task.cancel()
-        await client.close()
