@@ -106,7 +106,8 @@ def render_dot(module: ModuleReport, report: FileReport | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _overlaps(a: Span, b: Span) -> bool:
+def spans_overlap(a: Span, b: Span) -> bool:
+    """Whether ``a`` and ``b`` share a character (a node located at a diagnostic)."""
     if a.file != b.file:
         return False
     return (a.line, a.col) < (b.end_line, b.end_col) and (b.line, b.col) < (a.end_line, a.end_col)
@@ -128,12 +129,12 @@ def module_problems(module: ModuleReport, report: FileReport | None) -> list[dic
 
 def _problem(diagnostic: Diagnostic, nodes: Sequence[NodeInfo]) -> dict[str, Any]:
     span = diagnostic.span
-    at = [n.name for n in nodes if n.span is not None and _overlaps(n.span, span)]
+    at = [n.name for n in nodes if n.span is not None and spans_overlap(n.span, span)]
     return {"code": diagnostic.code, "severity": str(diagnostic.severity),
             "message": diagnostic.message, "span": span.to_dict(), "nodes": at}
 
 
-def _groups(module: ModuleReport) -> list[dict[str, Any]]:
+def module_groups(module: ModuleReport) -> list[dict[str, Any]]:
     """Every module path of the graph's nodes and their prefixes, with how many nodes each
     holds at any depth."""
     counts: dict[str, int] = {}
@@ -171,7 +172,7 @@ def graph_document(module: ModuleReport, report: FileReport | None = None) -> di
         "verdict": module.verdict(),
         "file": module.span.file if module.span is not None else None,
         "nodes": nodes,
-        "groups": _groups(module),
+        "groups": module_groups(module),
         "problems": module_problems(module, report),
         "code": module.code,
     }

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from fxls.graph_view.module_graph import _groups, _overlaps, graph_page
+from fxls.graph_view.module_graph import graph_page, module_groups, spans_overlap
 from fxls.graph_view.pass_view import graph_label, lens_title, run_diff, run_summary
 from fxls.output.pass_nodes import (
     ADDED,
@@ -124,7 +124,7 @@ def _problem_entry(diagnostic: Diagnostic, nodes: Sequence[NodeInfo]) -> dict[st
         at = [named]
     else:
         at = [n.name for n in nodes
-              if n.span is not None and _overlaps(n.span, diagnostic.span)]
+              if n.span is not None and spans_overlap(n.span, diagnostic.span)]
     return {"code": diagnostic.code, "severity": str(diagnostic.severity),
             "message": diagnostic.message, "span": diagnostic.span.to_dict(), "nodes": at}
 
@@ -140,7 +140,7 @@ def _document(name: str, status: str, nodes: list[NodeInfo], marks: dict[str, st
         "status": status,
         "file": before.span.file if before is not None and before.span is not None else None,
         "nodes": [_node_entry(n, marks.get(n.name), origins.get(n.name)) for n in nodes],
-        "groups": _groups(module),
+        "groups": module_groups(module),
         "problems": problems,
         "code": code,
     }
