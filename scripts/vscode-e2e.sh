@@ -24,6 +24,9 @@ log() { printf '[vscode-e2e %3ss] %s\n' "$(( $(date +%s) - start ))" "$*"; }
 if [ "${1:-}" != "--inside-netns" ]; then
     # ---- preparation (needs the package registries) ----------------------------------
     [ -x .venv/bin/python ] || bash scripts/bootstrap.sh
+    # the installs below, one at a time with the tests' own (tests/editors/installs.py)
+    exec {install_lock}>"${TMPDIR:-/tmp}/fxls-editor-installs.lock"
+    flock "$install_lock"
     need=()
     command -v chromium >/dev/null || need+=(chromium)
     command -v rg >/dev/null || need+=(ripgrep)
@@ -52,6 +55,7 @@ if [ "${1:-}" != "--inside-netns" ]; then
     if [ ! -d "$ext/node_modules" ]; then
         (cd "$ext" && npm ci --no-audit --no-fund --loglevel=error)
     fi
+    flock --unlock "$install_lock"
     log "packaging the extension"
     (cd "$ext" && npm run --silent package >/dev/null)
 

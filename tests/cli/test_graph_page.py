@@ -19,15 +19,13 @@ from typing import Any
 import pytest
 
 from benchmarks.graph_models import model_source
+from tests.editors.installs import installs_locked
 
 REPO = Path(__file__).resolve().parents[2]
 EXTENSION = REPO / "editors" / "vscode"
 BUNDLE = REPO / "fxls" / "graph_page" / "graph.js"
 DRIVER = REPO / "scripts" / "graph_page_browser.cjs"
 ZOO_SITE = Path(os.environ.get("FXLS_MODEL_ZOO", "~/.cache/fxls-model-zoo")).expanduser() / "site"
-# editors/vscode's node_modules (`npm ci` when missing), fxls.vsix and Chromium are
-# shared: every test that uses them runs on one xdist worker, one after another
-pytestmark = pytest.mark.xdist_group("editors-vscode")
 
 NESTED = """\
 import torch
@@ -145,12 +143,13 @@ def _node_modules() -> None:
     missing; skips the test without node or npm."""
     if shutil.which("node") is None:
         pytest.skip("node is not installed")
-    if not (EXTENSION / "node_modules" / "playwright-core").is_dir():
-        if shutil.which("npm") is None:
-            pytest.skip("editors/vscode has no node_modules and npm is not installed")
-        done = subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"],
-                              cwd=EXTENSION, capture_output=True, text=True, timeout=900)
-        assert done.returncode == 0, done.stderr[-3000:]
+    with installs_locked():
+        if not (EXTENSION / "node_modules" / "playwright-core").is_dir():
+            if shutil.which("npm") is None:
+                pytest.skip("editors/vscode has no node_modules and npm is not installed")
+            done = subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"],
+                                  cwd=EXTENSION, capture_output=True, text=True, timeout=900)
+            assert done.returncode == 0, done.stderr[-3000:]
 
 
 def _chromium() -> Path | None:
@@ -166,15 +165,17 @@ def browser() -> None:
     chromium (apt-get, as scripts/vscode-e2e.sh installs it), installed when missing and
     possible; else the browser tests skip."""
     _node_modules()
-    if _chromium() is None:
-        if shutil.which("apt-get") is None:
-            pytest.skip("no chromium (apt-get install chromium)")
-        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        for command in (["apt-get", "update", "-qq"],
-                        ["apt-get", "install", "-y", "-qq", "chromium"]):
-            done = subprocess.run(command, capture_output=True, text=True, timeout=900, env=env)
-            assert done.returncode == 0, done.stderr[-3000:]
-        assert _chromium() is not None
+    with installs_locked():
+        if _chromium() is None:
+            if shutil.which("apt-get") is None:
+                pytest.skip("no chromium (apt-get install chromium)")
+            env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+            for command in (["apt-get", "update", "-qq"],
+                            ["apt-get", "install", "-y", "-qq", "chromium"]):
+                done = subprocess.run(command, capture_output=True, text=True, timeout=900,
+                                      env=env)
+                assert done.returncode == 0, done.stderr[-3000:]
+            assert _chromium() is not None
 
 
 def drive(page: Path, *arguments: str, timeout: float = 400) -> dict[str, Any]:

@@ -27,9 +27,6 @@ LINES = PASSES.splitlines()
 NEG_LINE = LINES.index("                neg = gm.graph.call_function(torch.neg, (node,))") + 1
 GELU_LINE = next(i for i, line in enumerate(LINES, 1) if "functional.gelu" in line)
 MODEL_LINE = next(i for i, line in enumerate(LINES, 1) if "torch.relu(self.lin(x))" in line)
-# editors/vscode's node_modules (`npm ci` when missing), fxls.vsix and Chromium are
-# shared: every test that uses them runs on one xdist worker, one after another
-pytestmark = pytest.mark.xdist_group("editors-vscode")
 
 
 @pytest.fixture(scope="module")

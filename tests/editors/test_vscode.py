@@ -11,11 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.editors.installs import installs_locked
+
 REPO = Path(__file__).resolve().parents[2]
 EXTENSION = REPO / "editors" / "vscode"
-# editors/vscode's node_modules (`npm ci` when missing), fxls.vsix and Chromium are
-# shared: every test that uses them runs on one xdist worker, one after another
-pytestmark = pytest.mark.xdist_group("editors-vscode")
 
 needs_npm = pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed")
 
@@ -28,9 +27,10 @@ def _run(command: list[str], cwd: Path, timeout: float) -> subprocess.CompletedP
 
 @needs_npm
 def test_extension_unit_tests_and_package():
-    if not (EXTENSION / "node_modules").is_dir():
-        done = _run(["npm", "ci", "--loglevel=error"], EXTENSION, 600)
-        assert done.returncode == 0, done.stderr[-3000:]
+    with installs_locked():
+        if not (EXTENSION / "node_modules").is_dir():
+            done = _run(["npm", "ci", "--loglevel=error"], EXTENSION, 600)
+            assert done.returncode == 0, done.stderr[-3000:]
     done = _run(["npm", "test"], EXTENSION, 600)
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     assert " fail 0" in done.stdout

@@ -255,8 +255,6 @@ async def test_udp_and_name_lookups_are_refused(mode: str, client: WorkerClient)
                 server.recvfrom(16)
 
 
-# /tmp/.X11-unix and /run/docker.sock are the machine's: both modes on one xdist worker
-@pytest.mark.xdist_group("machine-x11-and-docker-sockets")
 @pytest.mark.parametrize("mode", [pytest.param("namespaces", marks=needs_namespaces),
                                   pytest.param("relay", marks=needs_namespaces)])
 async def test_x11_and_service_sockets_are_hidden(mode: str) -> None:
