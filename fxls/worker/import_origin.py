@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import importlib.abc
 import importlib.machinery
+import importlib.metadata
 import os
 import sys
 import sysconfig
@@ -147,6 +148,18 @@ class _OutsideRoots(importlib.abc.MetaPathFinder):
             if found is not None:
                 return None
         return None
+
+    def find_distributions(self, context: importlib.metadata.DistributionFinder.Context
+                           | None = None) -> Iterable[importlib.metadata.Distribution]:
+        """``importlib.metadata`` asks ``sys.meta_path`` for installed distributions:
+        ``PathFinder``'s answer, without the folders inside a root in this process."""
+        finder = importlib.machinery.PathFinder
+        context = context or importlib.metadata.DistributionFinder.Context()
+        if os.getpid() != self.pid or not self.roots:
+            return finder.find_distributions(context)
+        allowed = [e for e in context.path if self._allows(e)]
+        return finder.find_distributions(
+            importlib.metadata.DistributionFinder.Context(name=context.name, path=allowed))
 
     def invalidate_caches(self) -> None:
         importlib.machinery.PathFinder.invalidate_caches()

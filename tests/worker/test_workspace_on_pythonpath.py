@@ -17,8 +17,14 @@ from pathlib import Path
 #: CLI imports
 SHADOWS = ("typing_extensions", "filelock", "sympy", "numpy", "networkx", "jinja2", "fsspec",
            "argparse")
-MODEL = """from helper_ws import WIDTH
+MODEL = """from importlib.metadata import version
+
+from helper_ws import WIDTH
 from torch import nn
+
+# installed distributions' metadata stays visible to jobs (transformers checks its
+# dependencies' versions at import)
+assert version("torch")
 
 
 class Net(nn.Module):
