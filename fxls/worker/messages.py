@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
-from typing import ClassVar, TypeVar
+from typing import ClassVar, Self, TypeVar
 
 from fxls.worker.policy import JobPolicy
 from fxls.worker.protocol import PROTOCOL_VERSION, JsonValue, Op, ProtocolError, short
@@ -104,6 +104,16 @@ class Members:
         return value if isinstance(value, str) else None
 
 
+class OperationOnly:
+    """A message that is its operation alone: reading it is making it."""
+
+    __slots__ = ()
+
+    @classmethod
+    def read(cls, members: Members) -> Self:
+        return cls()
+
+
 # ------------------------------------------------------------------ requests
 @dataclass(frozen=True, slots=True)
 class RunRequest:
@@ -155,21 +165,13 @@ class CancelRequest:
 
 
 @dataclass(frozen=True, slots=True)
-class PingRequest:
+class PingRequest(OperationOnly):
     op: ClassVar[Op] = Op.PING
-
-    @classmethod
-    def read(cls, members: Members) -> PingRequest:
-        return cls()
 
 
 @dataclass(frozen=True, slots=True)
-class ShutdownRequest:
+class ShutdownRequest(OperationOnly):
     op: ClassVar[Op] = Op.SHUTDOWN
-
-    @classmethod
-    def read(cls, members: Members) -> ShutdownRequest:
-        return cls()
 
 
 Request = RunRequest | WarmRequest | CancelRequest | PingRequest | ShutdownRequest
@@ -253,23 +255,15 @@ class Result:
 
 
 @dataclass(frozen=True, slots=True)
-class Pong:
+class Pong(OperationOnly):
     op: ClassVar[Op] = Op.PONG
-
-    @classmethod
-    def read(cls, members: Members) -> Pong:
-        return cls()
 
 
 @dataclass(frozen=True, slots=True)
-class Busy:
+class Busy(OperationOnly):
     """The worker is about to block its loop for seconds (the heartbeat waits longer)."""
 
     op: ClassVar[Op] = Op.BUSY
-
-    @classmethod
-    def read(cls, members: Members) -> Busy:
-        return cls()
 
 
 @dataclass(frozen=True, slots=True)
