@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from fxcore._tracing_flag import is_fx_tracing
 from fxcore.node import map_aggregate
 from fxcore.proxy import Proxy
 
@@ -25,8 +26,6 @@ class ProxyableClassMeta(type):
         super().__init__(name, bases, attrs)
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
-        from fxcore._symbolic_trace import is_fx_tracing
-
         if is_fx_tracing():
             proxy = _first_proxy(args, kwargs)
             if proxy is not None:

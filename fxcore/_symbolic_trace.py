@@ -13,7 +13,6 @@ import collections
 import functools
 import inspect
 import math
-import os
 import warnings
 from collections.abc import Callable
 from itertools import chain
@@ -25,6 +24,8 @@ import torch.utils._pytree as pytree
 
 from fxcore._proxyable import is_proxyable_instance
 from fxcore._pytree import PyTreeInfo
+from fxcore._tracing_flag import is_fx_tracing, set_fx_tracing
+from fxcore._wrap_registry import _wrapped_fns_to_patch, _wrapped_methods_to_patch, wrap
 from fxcore.graph import Graph
 from fxcore.graph_module import GraphModule
 from fxcore.node import Argument, Node, map_aggregate
@@ -36,20 +37,6 @@ __all__ = ["Tracer", "symbolic_trace", "wrap", "PH", "PHBase", "is_fx_tracing"]
 _HAS_VARSTUFF = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS
 _orig_module_call: Callable[..., Any] = torch.nn.Module.__call__
 _orig_module_getattr: Callable[..., Any] = torch.nn.Module.__getattr__
-_is_fx_tracing = False
-
-#: (id of a module's globals, function name) -> those globals; filled by ``wrap()``
-_wrapped_fns_to_patch: dict[tuple[int, str], dict[str, Any]] = {}
-#: (class, method name): calls of these methods on traced values become call_method nodes
-_wrapped_methods_to_patch: list[tuple[type, str]] = []
-if os.environ.get("FX_PATCH_GETITEM") == "1":
-    # torch.Tensor.__getitem__ on a constant tensor with a traced index (pytorch#50710)
-    _wrapped_methods_to_patch.append((torch.Tensor, "__getitem__"))
-
-
-def is_fx_tracing() -> bool:
-    return _is_fx_tracing
-
 
 class PHBase:
     """A placeholder inside a ``concrete_args`` structure: this leaf stays an input."""
@@ -485,9 +472,7 @@ class Tracer(TracerBase):
         root: torch.nn.Module | Callable[..., Any],
         concrete_args: dict[str, Any] | None = None,
     ) -> Graph:
-        global _is_fx_tracing
-        previous_flag = _is_fx_tracing
-        _is_fx_tracing = True
+        previous_flag = set_fx_tracing(True)
         try:
             if isinstance(root, torch.nn.Module):
                 self.root = root
@@ -554,7 +539,7 @@ class Tracer(TracerBase):
                 )
             self.submodule_paths = None
         finally:
-            _is_fx_tracing = previous_flag
+            set_fx_tracing(previous_flag)
             forget_frames()
         return self.graph
 
@@ -575,21 +560,6 @@ class Tracer(TracerBase):
         for k, v in self.__dict__.items():
             setattr(new_tracer, k, v if k == "_autowrap_search" else copy.deepcopy(v, memo))
         return new_tracer
-
-
-def wrap(fn_or_name: str | Callable[..., Any]) -> Any:
-    """Called at module top level: calls to this global function become single nodes."""
-    if not callable(fn_or_name) and not isinstance(fn_or_name, str):
-        raise RuntimeError(
-            "Unsupported type for global function! Must be either a callable or string name"
-        )
-    fn_name = fn_or_name if isinstance(fn_or_name, str) else fn_or_name.__name__
-    caller = inspect.currentframe()
-    caller = caller.f_back if caller is not None else None
-    if caller is None or caller.f_code.co_name != "<module>":
-        raise NotImplementedError("wrap must be called at the top level of a module")
-    _wrapped_fns_to_patch[(id(caller.f_globals), fn_name)] = caller.f_globals
-    return fn_or_name
 
 
 def symbolic_trace(

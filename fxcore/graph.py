@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from fxcore import source
 from fxcore._codegen import (
     CodeGen,
     PythonCode,
@@ -21,6 +22,7 @@ from fxcore._codegen import (
 )
 from fxcore._naming import Namespace, is_magic, snake_case
 from fxcore._pytree import PyTreeInfo
+from fxcore._wrap_registry import wrap
 from fxcore.immutable_collections import immutable_dict
 from fxcore.node import OPCODES, Argument, Node, Target, map_arg
 from fxcore.source import record_source
@@ -383,10 +385,8 @@ class Graph:
 
     # -- printing ----------------------------------------------------------------------
     def python_code(self, root_module: str, *, verbose: bool = False, **_: Any) -> PythonCode:
-        from fxcore import _symbolic_trace
-
         return self._codegen._gen_python_code(
-            self.nodes, root_module, verbose=verbose, wrap_fn=_symbolic_trace.wrap
+            self.nodes, root_module, verbose=verbose, wrap_fn=wrap
         )
 
     def set_codegen(self, codegen: CodeGen) -> None:
@@ -458,8 +458,6 @@ class Graph:
 
     @contextmanager
     def _recording_off(self) -> Iterator[None]:
-        from fxcore import source
-
         previous, source.record_sources = source.record_sources, False
         try:
             yield

@@ -17,7 +17,7 @@ import torch
 
 from fxcore import _codegen
 from fxcore.graph import Graph
-from fxcore.node import Node, _get_qualified_name
+from fxcore.node import Node, _get_qualified_name, map_aggregate, map_arg
 
 __all__ = ["GraphModule"]
 
@@ -395,8 +395,6 @@ class _TargetRef:
 
 
 def _serialize_graph(graph: Graph) -> list[tuple[Any, ...]]:
-    from fxcore.node import map_arg
-
     index_of: dict[Node, int] = {}
     rows = []
     for i, node in enumerate(graph.nodes):
@@ -422,8 +420,6 @@ def _plain(value: Any) -> Any:
 
 
 def _deserialize_graph(rows: list[tuple[Any, ...]]) -> Graph:
-    from fxcore.node import map_aggregate
-
     graph = Graph()
     nodes: list[Node] = []
 

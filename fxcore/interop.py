@@ -11,7 +11,7 @@ from typing import Any
 import torch
 import torch.fx
 
-from fxcore import _symbolic_trace
+from fxcore import _wrap_registry
 from fxcore._pytree import PyTreeInfo
 from fxcore.graph import Graph
 from fxcore.graph_module import GraphModule
@@ -58,5 +58,5 @@ def adopt_torch_fx_wraps() -> int:
     """Honour ``torch.fx.wrap(...)`` registrations in fxcore traces; returns how many."""
     registry = getattr(torch.fx._symbolic_trace, "_wrapped_fns_to_patch", {})
     for key, frame_dict in list(registry.items()):
-        _symbolic_trace._wrapped_fns_to_patch.setdefault(key, frame_dict)
+        _wrap_registry._wrapped_fns_to_patch.setdefault(key, frame_dict)
     return len(registry)
