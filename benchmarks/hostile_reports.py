@@ -28,7 +28,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests import hostile_reports as hostile  # noqa: E402
+from tests.security import hostile_reports as hostile  # noqa: E402
 
 ATTACKS = ("FORGED_TO_DICT", "BAD_TYPES", "OUT_OF_RANGE", "MANY_DIAGNOSTICS",
            "OVERSIZED_FRAME", "PARTIAL_FLOOD", "FORGED_IMPORTS")
@@ -69,7 +69,7 @@ def cli(attack: str) -> None:
 
 
 def server(attack: str) -> None:
-    from tests.server.raw_lsp import RawServer, frame, notification, request
+    from tests.lsp.raw_lsp import RawServer, frame, notification, request
 
     folder = _folder(attack)
     log = folder / "server.log"
@@ -144,7 +144,7 @@ async def _worker_run(attack: str, after: Any = None) -> None:
 
 
 async def _torch_modules(client: Any) -> int:
-    result = await client.run("tests.hostile_reports:torch_modules", {}, timeout=60)
+    result = await client.run("tests.security.hostile_reports:torch_modules", {}, timeout=60)
     return int(result.value) if isinstance(result.value, int) else -1
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.server.test_pass_lsp import PASSES
+from tests.passes.samples import PASSES
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "tests" / "editors" / "nvim_e2e.lua"

@@ -28,7 +28,7 @@ from fxls.worker.protocol import (
     encode_status,
     peek_status,
 )
-from tests.worker import probes
+from tests import probes
 from tests.worker.test_worker import JOBS, children_of
 
 REPO = Path(__file__).resolve().parents[2]

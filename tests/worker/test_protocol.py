@@ -28,9 +28,9 @@ from fxls.worker.protocol import (
 )
 from fxls.worker.worker_imports import ROUND_LIMIT, import_plan, learnable
 from fxls.worker.worker_process import check_ready, worker_command
-from tests import hostile_reports as hostile
+from tests.security import hostile_reports as hostile
 
-HOSTILE = "tests.hostile_reports"
+HOSTILE = "tests.security.hostile_reports"
 REPO = Path(__file__).resolve().parents[2]
 
 

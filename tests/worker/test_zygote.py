@@ -18,7 +18,7 @@ import pytest
 from fxls.worker.client import WorkerClient
 from fxls.worker.policy import JobPolicy
 from fxls.worker.pool import IDLE_CHILDREN
-from tests.worker import probes
+from tests import probes
 from tests.worker.test_worker import JOBS, children_of, wait_gone
 
 MODES = ["sandbox", "plain"]
