@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/hostile_reports.py [cli] [server] [frame] [imports]
 
 - ``cli``: ``fxls check --format json`` of a folder holding one attack file and one good
-  file (``tests/hostile_reports.py``): exit code, seconds, peak RSS of the CLI, JSON size,
+  file (``tests/security/hostile_reports.py``): exit code, seconds, peak RSS of the CLI, JSON size,
   whether the good file's FX001 survived, what the attack file got.
 - ``server``: a raw LSP client opens the attack file: seconds until ``fxls/analysisDone``,
   publishes for that document, a hover's latency, the server's RSS.

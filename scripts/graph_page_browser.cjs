@@ -1,7 +1,7 @@
 // Drives a graph page written by `fxls graph FILE::Class --format html` in headless Chromium
 // (playwright-core from editors/vscode/node_modules, the system's chromium) as a person
 // would, and prints what happened as one JSON object on stdout. Used by
-// tests/cli/test_graph_page.py and benchmarks/bench_graph_page.py.
+// tests/graph_view/test_graph_page.py and benchmarks/bench_graph_page.py.
 //
 //   node scripts/graph_page_browser.cjs PAGE.html [--search QUERY] [--click NODE]
 //        [--screenshot OUT.png] [--repeat N] [--expand-depth D] [--expand-all] [--width W --height H]

@@ -1,7 +1,7 @@
 // Drives an FX pass's before/after page (`fxls graph FILE::pass --format html`) in headless
 // Chromium (playwright-core from editors/vscode/node_modules, the system's chromium) as a
 // person would, and prints what it saw as one JSON object on stdout. Used by
-// tests/cli/test_pass_page.py.
+// tests/passes/test_pass_page.py.
 //
 //   node scripts/pass_page_browser.cjs PAGE.html [--click-after NODE] [--click-before NODE]
 //        [--screenshot OUT.png] [--width W --height H]

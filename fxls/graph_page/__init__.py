@@ -3,7 +3,7 @@
 
 It is built by ``cd editors/vscode && npm run build:page`` and committed, so that
 ``fxls graph --format html`` works from a fresh clone or a wheel without Node;
-``tests/cli/test_graph_page.py`` checks that it is up to date with its sources."""
+``tests/graph_view/test_graph_page.py`` checks that it is up to date with its sources."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@ unicode and deep nesting never make ``analyze_source`` raise, and every diagnost
 analysed file lies inside the document.
 
 Counts for docs/reliability.md: ``FXLS_FUZZ_EXAMPLES=2000 FXLS_FUZZ_CLI_RUNS=40
-.venv/bin/python -m pytest -q tests/analysis/test_analysis_fuzz.py
+.venv/bin/python -m pytest -q tests/diagnostics/test_analysis_fuzz.py
 --hypothesis-show-statistics`` (in the suite: 40 sources in-process, one `fxls check` of 24).
 """
 

@@ -1,6 +1,6 @@
 """The server outlives any byte stream: bad frames are skipped, every request is answered.
 
-Each test drives a real ``fxls serve`` over raw stdio bytes (tests/server/raw_lsp.py).
+Each test drives a real ``fxls serve`` over raw stdio bytes (tests/lsp/raw_lsp.py).
 """
 
 from __future__ import annotations

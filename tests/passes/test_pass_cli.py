@@ -150,7 +150,7 @@ def test_graph_dot_highlights_added_nodes_and_draws_removed_ones(folder: Path) -
 
 
 def test_graph_html_is_the_graph_views_before_after_page(folder: Path) -> None:
-    """The page itself is driven in a browser by tests/cli/test_pass_page.py."""
+    """The page itself is driven in a browser by tests/passes/test_pass_page.py."""
     done = _fxls(folder, "graph", "passes.py::negate_after_relu", "--format", "html")
     assert done.returncode == 0, done.stderr
     page = done.stdout

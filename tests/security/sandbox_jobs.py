@@ -1,4 +1,4 @@
-"""Jobs that attack their sandbox, run by tests/worker/test_sandbox*.py."""
+"""Jobs that attack their sandbox, run by tests/security/test_sandbox*.py."""
 
 from __future__ import annotations
 
