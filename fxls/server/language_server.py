@@ -45,7 +45,7 @@ class FxlsServer(LanguageServer):
                                           self.interpreters)
 
     def report_server_error(self, error: Exception, source: Any) -> None:
-        """pygls' own errors (a failed send, a handler outside :func:`reported`): logged,
-        never a pop-up."""
+        """pygls' own errors (a failed send, a command that raised: the handlers of methods
+        are guarded, ``handler_guard``): logged, never a pop-up."""
         log.error("%s: %s", getattr(source, "__name__", source), error)
         tell(self, f"fxls: internal error: {error}")

@@ -1,8 +1,14 @@
 """Every LSP method and command fxls answers, routed to its handler module (as ruff's
 ``api.rs`` routes each method to ``api/requests/*.rs`` and ``api/notifications/*.rs``).
 
-``textDocument/diagnostic`` is not here: ``initialize`` registers it for a client that pulls
-diagnostics only (``handlers/pull_diagnostics.py``).
+Each method's handler is registered behind one guard (``handler_guard.guarded``): a handler
+that raises is logged with the method's name and answers the route's ``empty`` result, so a
+failure never ends the session nor leaves a request unanswered. Commands are not guarded:
+a command that cannot do what it was asked raises, and the error that says why is its answer
+(pygls sends it and reports it through ``FxlsServer.report_server_error``).
+
+``textDocument/diagnostic`` is not here: ``initialize`` registers it (behind the same
+guard) for a client that pulls diagnostics only (``handlers/pull_diagnostics.py``).
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from typing import Any
 
 from lsprotocol import types
 
+from fxls.server.handler_guard import guarded
 from fxls.server.handlers import (
     check_project,
     code_action,
@@ -43,26 +50,34 @@ class Route:
     handler: Callable[..., Any]
     #: the options advertised in the server's capabilities for it
     options: Any = None
+    #: the answer when the handler fails: None, or [] for a method that answers a list
+    empty: list[Any] | None = None
+    #: a failure the user must see (a message shown), not only a log line
+    user_facing: bool = False
 
 
 FEATURES = (
-    Route(types.INITIALIZE, initialize.on_initialize),
+    Route(types.INITIALIZE, initialize.on_initialize, user_facing=True),
     Route(types.INITIALIZED, initialized.on_initialized),
     Route(types.WORKSPACE_DID_CHANGE_WATCHED_FILES, did_change_watched_files.on_watched_files),
     Route(types.WINDOW_WORK_DONE_PROGRESS_CANCEL, progress_cancel.on_progress_cancel),
-    Route(types.WORKSPACE_DID_CHANGE_CONFIGURATION, did_change_configuration.on_configuration),
+    Route(types.WORKSPACE_DID_CHANGE_CONFIGURATION, did_change_configuration.on_configuration,
+          user_facing=True),
     Route(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS,
           did_change_workspace_folders.on_workspace_folders),
-    Route(types.TEXT_DOCUMENT_DID_OPEN, did_open.on_open),
+    Route(types.TEXT_DOCUMENT_DID_OPEN, did_open.on_open, user_facing=True),
     Route(types.TEXT_DOCUMENT_DID_CHANGE, did_change.on_change),
     # pygls advertises `save` only with a didSave handler
-    Route(types.TEXT_DOCUMENT_DID_SAVE, did_save.on_save, types.SaveOptions(include_text=False)),
+    Route(types.TEXT_DOCUMENT_DID_SAVE, did_save.on_save, types.SaveOptions(include_text=False),
+          user_facing=True),
     Route(types.TEXT_DOCUMENT_DID_CLOSE, did_close.on_close),
     Route(types.TEXT_DOCUMENT_HOVER, hover.on_hover),
-    Route(types.TEXT_DOCUMENT_INLAY_HINT, inlay_hint.on_inlay_hint, types.InlayHintOptions()),
+    Route(types.TEXT_DOCUMENT_INLAY_HINT, inlay_hint.on_inlay_hint, types.InlayHintOptions(),
+          empty=[]),
     Route(types.TEXT_DOCUMENT_CODE_LENS, code_lens.on_code_lens,
-          types.CodeLensOptions(resolve_provider=False)),
-    Route(types.TEXT_DOCUMENT_CODE_ACTION, code_action.on_code_action, code_action.OPTIONS),
+          types.CodeLensOptions(resolve_provider=False), empty=[]),
+    Route(types.TEXT_DOCUMENT_CODE_ACTION, code_action.on_code_action, code_action.OPTIONS,
+          empty=[]),
     Route(types.SHUTDOWN, shutdown.on_shutdown),
 )
 
@@ -74,9 +89,11 @@ COMMANDS = (
 
 
 def routed(server: FxlsServer) -> FxlsServer:
-    """``server`` with every route registered."""
+    """``server`` with every route registered, each method behind the guard."""
     for route in FEATURES:
-        server.feature(route.method, route.options)(route.handler)
+        handler = guarded(route.method, route.handler, route.empty,
+                          user_facing=route.user_facing)
+        server.feature(route.method, route.options)(handler)
     for route in COMMANDS:
         server.command(route.method)(route.handler)
     return server

@@ -3,6 +3,7 @@
 
 A handler is thin: it reads the session (a document's :class:`~fxls.server.session.
 DocumentSnapshot`) and calls the server's roles (``scheduler``, ``publisher``,
-``project_check``); :func:`~fxls.server.reporting.reported` turns its failure into a log
-line and its default answer.
+``project_check``) and lets what it cannot do raise: the one guard that ``routes`` puts on
+every route (``handler_guard.guarded``) turns a failure into a log line and the method's
+empty answer.
 """

@@ -22,7 +22,6 @@ from fxls.server.code_actions import (
 )
 from fxls.server.language_server import FxlsServer
 from fxls.server.lsp_convert import RangeConverter
-from fxls.server.reporting import reported
 from fxls.server.scheduler import REQUEST_WAIT_SLACK_S
 from fxls.server.session import open_text
 
@@ -32,7 +31,6 @@ OPTIONS = types.CodeActionOptions(
 )
 
 
-@reported(default=[])
 async def on_code_action(
     ls: FxlsServer, params: types.CodeActionParams
 ) -> list[types.CodeAction]:

@@ -11,10 +11,8 @@ from fxls.graph_view.pass_view import PASS_FORMAT, lens_title
 from fxls.server.client_traits import position_encoding
 from fxls.server.handlers.show_graph import SHOW_GRAPH
 from fxls.server.language_server import FxlsServer
-from fxls.server.reporting import reported
 
 
-@reported(default=[])
 async def on_code_lens(ls: FxlsServer, params: types.CodeLensParams) -> list[types.CodeLens]:
     uri = params.text_document.uri
     snapshot = await ls.scheduler.answering(uri)

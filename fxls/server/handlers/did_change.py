@@ -6,10 +6,8 @@ from __future__ import annotations
 from lsprotocol import types
 
 from fxls.server.language_server import FxlsServer
-from fxls.server.reporting import reported
 
 
-@reported()
 def on_change(ls: FxlsServer, params: types.DidChangeTextDocumentParams) -> None:
     uri = params.text_document.uri
     ls.publisher.withdraw_stale(uri)

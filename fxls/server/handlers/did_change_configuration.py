@@ -7,10 +7,8 @@ from lsprotocol import types
 
 from fxls.server.editor_settings import apply_settings, load_folder_interpreters
 from fxls.server.language_server import FxlsServer
-from fxls.server.reporting import reported
 
 
-@reported(user_facing=True)
 async def on_configuration(ls: FxlsServer, params: types.DidChangeConfigurationParams) -> None:
     apply_settings(ls, params.settings)
     config = ls.session.config

@@ -11,11 +11,9 @@ from lsprotocol import types
 from pygls.uris import to_fs_path
 
 from fxls.server.language_server import FxlsServer
-from fxls.server.reporting import reported
 from fxls.server.scheduler import DEPENDENTS_DELAY_S
 
 
-@reported()
 def on_watched_files(ls: FxlsServer, params: types.DidChangeWatchedFilesParams) -> None:
     documents = ls.session.documents
     open_paths = {os.path.realpath(document.path) for document in documents.values()}

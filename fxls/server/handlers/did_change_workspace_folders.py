@@ -10,10 +10,8 @@ from pygls.uris import to_fs_path
 from fxls.server.client_traits import supports_configuration
 from fxls.server.editor_settings import reload_folder_interpreters
 from fxls.server.language_server import FxlsServer
-from fxls.server.reporting import reported
 
 
-@reported()
 def on_workspace_folders(ls: FxlsServer, params: types.DidChangeWorkspaceFoldersParams) -> None:
     if supports_configuration(ls.client_capabilities):
         ls.interpreters.loading()

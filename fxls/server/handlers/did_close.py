@@ -7,10 +7,8 @@ from __future__ import annotations
 from lsprotocol import types
 
 from fxls.server.language_server import FxlsServer
-from fxls.server.reporting import reported
 
 
-@reported()
 def on_close(ls: FxlsServer, params: types.DidCloseTextDocumentParams) -> None:
     uri = params.text_document.uri
     ls.scheduler.forget(uri)

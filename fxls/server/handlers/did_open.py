@@ -6,12 +6,10 @@ from __future__ import annotations
 from lsprotocol import types
 
 from fxls.server.language_server import FxlsServer
-from fxls.server.reporting import reported
 from fxls.server.scheduler import DEPENDENTS_DELAY_S
 from fxls.server.session import DocumentController
 
 
-@reported(user_facing=True)
 def on_open(ls: FxlsServer, params: types.DidOpenTextDocumentParams) -> None:
     uri = params.text_document.uri
     if uri not in ls.session.documents:

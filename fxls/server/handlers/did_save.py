@@ -6,11 +6,9 @@ from __future__ import annotations
 from lsprotocol import types
 
 from fxls.server.language_server import FxlsServer
-from fxls.server.reporting import reported
 from fxls.server.scheduler import DEPENDENTS_DELAY_S
 
 
-@reported(user_facing=True)
 def on_save(ls: FxlsServer, params: types.DidSaveTextDocumentParams) -> None:
     if not ls.session.config.trace_on_save:
         return

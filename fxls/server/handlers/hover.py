@@ -8,10 +8,8 @@ from lsprotocol import types
 from fxls.server.client_traits import position_encoding
 from fxls.server.hover import hover_text
 from fxls.server.language_server import FxlsServer
-from fxls.server.reporting import reported
 
 
-@reported()
 async def on_hover(ls: FxlsServer, params: types.HoverParams) -> types.Hover | None:
     uri = params.text_document.uri
     snapshot = await ls.scheduler.answering(uri)

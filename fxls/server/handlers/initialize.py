@@ -6,12 +6,11 @@ from lsprotocol import types
 
 from fxls.server.client_traits import pulls_diagnostics
 from fxls.server.editor_settings import apply_settings
+from fxls.server.handler_guard import guarded
 from fxls.server.handlers.pull_diagnostics import on_pull_diagnostics
 from fxls.server.language_server import FxlsServer
-from fxls.server.reporting import reported
 
 
-@reported(user_facing=True)
 def on_initialize(ls: FxlsServer, params: types.InitializeParams) -> None:
     apply_settings(ls, params.initialization_options)
     window = ls.interpreters.default
@@ -25,4 +24,4 @@ def on_initialize(ls: FxlsServer, params: types.InitializeParams) -> None:
         # would show each diagnostic twice in VS Code); any other client gets pushes
         ls.feature(types.TEXT_DOCUMENT_DIAGNOSTIC, types.DiagnosticOptions(
             identifier="fxls", inter_file_dependencies=True, workspace_diagnostics=False,
-        ))(on_pull_diagnostics)
+        ))(guarded(types.TEXT_DOCUMENT_DIAGNOSTIC, on_pull_diagnostics))

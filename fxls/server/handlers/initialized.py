@@ -10,7 +10,6 @@ from lsprotocol import types
 from fxls.server.client_traits import supports_configuration, watches_files
 from fxls.server.editor_settings import load_folder_interpreters
 from fxls.server.language_server import FxlsServer
-from fxls.server.reporting import reported
 from fxls.server.session import workspace_roots
 
 log = logging.getLogger("fxls.server")
@@ -18,7 +17,6 @@ log = logging.getLogger("fxls.server")
 WATCH_REGISTRATION_ID = "fxls-watch-python"
 
 
-@reported()
 def on_initialized(ls: FxlsServer, params: types.InitializedParams) -> None:
     if supports_configuration(ls.client_capabilities) and ls.workspace.folders:
         ls.interpreters.loading()  # analyses of the files opened next wait for the answer

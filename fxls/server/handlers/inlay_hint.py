@@ -7,10 +7,8 @@ from lsprotocol import types
 from fxls.server.client_traits import position_encoding
 from fxls.server.inlay import shape_hints
 from fxls.server.language_server import FxlsServer
-from fxls.server.reporting import reported
 
 
-@reported(default=[])
 async def on_inlay_hint(ls: FxlsServer, params: types.InlayHintParams) -> list[types.InlayHint]:
     if not ls.session.config.inlay_hints_shapes:
         return []

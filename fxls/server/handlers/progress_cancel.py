@@ -5,10 +5,8 @@ from __future__ import annotations
 from lsprotocol import types
 
 from fxls.server.language_server import FxlsServer
-from fxls.server.reporting import reported
 
 
-@reported()
 def on_progress_cancel(ls: FxlsServer, params: types.WorkDoneProgressCancelParams) -> None:
     if not ls.progress.cancelled(params.token):
         ls.project_check.cancel(params.token)

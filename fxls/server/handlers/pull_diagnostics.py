@@ -6,10 +6,8 @@ from __future__ import annotations
 from lsprotocol import types
 
 from fxls.server.language_server import FxlsServer
-from fxls.server.reporting import reported
 
 
-@reported()
 async def on_pull_diagnostics(
     ls: FxlsServer, params: types.DocumentDiagnosticParams
 ) -> types.DocumentDiagnosticReport:
