@@ -17,6 +17,14 @@ use in ``__init__`` (and ``forward``) says what it is:
   or the largest index says;
 - ``f(**p)``: keyword arguments for ``f`` -> ``f``'s own inferred arguments.
 
+Inherited ``__init__`` and ``forward`` count as the class's own (``member_use`` reads every
+class of the MRO), and an annotation says what a parameter is before its use does
+(``backbone: nn.Module``, ``Callable``, ``Sequence[...]``, ``Optional[...]``). A module
+argument gets more than one stand-in to try (``stand_ins``): an identity, then one with the
+methods the class calls on it and the output its caller unpacks, or a list of identities
+where it is indexed or measured; ints are ``GuessedInt``, so a trace that fails on one of
+these values is known to have failed on the guess (``guess_blame``).
+
 ``**kwargs`` handed on to a base class bring the base's required parameters in. Each
 parameter gets a short list of candidate values (a name known as a size keeps its usual
 value first: heads 4, kernels 3); ``attempts`` tries the first of each, then changes one
@@ -28,8 +36,11 @@ required ones alone do not pass (``depth=None`` and then "depth must be supplied
 from __future__ import annotations
 
 import ast
+import collections.abc
 import inspect
 import textwrap
+import types
+import typing
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,6 +48,8 @@ from typing import Any
 import torch
 
 from fxls.analysis import sizes
+from fxls.analysis.member_use import MemberUse, class_trees, member_use, stored_as
+from fxls.analysis.stand_ins import ShapedStandIn, StandIn, StandInList, guessed
 
 _SIZES = (32, 64, 16, 8, 128, 4, 96, 224)
 _COUNTS = (1, 2)
@@ -136,6 +149,7 @@ def infer(cls: type, namespace: dict[str, Any], file_tree: ast.Module | None,
     required = {name for name, _ in required_parameters(cls)}
     class_node = _class_node(cls, file_tree)
     trees: dict[int, ast.FunctionDef | None] = {}
+    classes: list[ast.ClassDef] | None = None
     result = []
     for name, init in wanted:
         if id(init) not in trees:
@@ -143,8 +157,14 @@ def infer(cls: type, namespace: dict[str, Any], file_tree: ast.Module | None,
             trees[id(init)] = (_method(class_node, "__init__") if own else None) or \
                 _function_tree(init)
         tree = trees[id(init)]
-        forward_calls = _called_in_forward(class_node, tree, name) if tree is not None else False
-        kind, choices = _kind(name, tree, forward_calls)
+        if classes is None:
+            classes = _class_trees(cls, class_node)
+        use = member_use(classes, stored_as(tree, name)) if tree is not None else MemberUse()
+        kind, choices = _kind(name, tree, use.called)
+        annotated = _annotated_kind(_annotation(init, name))
+        kind = _with_annotation(kind, annotated)
+        if use.measured and kind in ("unknown", "size", "count"):
+            kind = "sequence"  # only ``forward`` says: ``len(self.layers)``
         passed = _passed_elsewhere(cls.__name__, name, _position(init, name), file_tree,
                                    namespace)
         if name not in required and kind not in ("size", "count", "sequence", "mapping",
@@ -154,8 +174,88 @@ def infer(cls: type, namespace: dict[str, Any], file_tree: ast.Module | None,
             candidates = _mappings(choices, namespace, file_tree, depth)
         else:
             candidates = _candidates(name, kind, choices, passed)
+        if kind in ("module", "config"):
+            candidates = _module_stand_ins(candidates, choices, use, annotated == "modules")
+        elif kind == "sequence" and use.measured:
+            candidates = [*candidates, _StandInList(2)]  # a list of modules, maybe
         result.append(Parameter(name, kind, candidates))
     return result
+
+
+def _class_trees(cls: type, class_node: ast.ClassDef | None) -> list[ast.ClassDef]:
+    """The class definitions of the MRO; the class itself as the analysed text has it."""
+    inherited = list(class_trees(cls))
+    if class_node is None:
+        return inherited
+    return [class_node, *(c for c in inherited if c.name != cls.__name__)]
+
+
+def _annotation(init: Callable[..., Any], name: str) -> Any:
+    try:
+        return typing.get_type_hints(init).get(name)
+    except Exception:  # a name the annotation uses that is not importable at run time
+        return None
+
+
+def _annotated_kind(annotation: Any) -> str | None:
+    """What an annotation says a parameter is: ``module``, ``modules`` (a module list),
+    ``callable``, ``sequence``, ``flag``, ``size``; None when it says nothing we use."""
+    if annotation is None:
+        return None
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin in (typing.Union, types.UnionType):  # Optional[X]: what X is
+        rest = [a for a in args if a is not type(None)]
+        return _annotated_kind(rest[0]) if len(rest) == 1 else None
+    if isinstance(annotation, type) and not origin:
+        if issubclass(annotation, torch.nn.ModuleList):
+            return "modules"
+        if issubclass(annotation, torch.nn.Module):
+            return "module"
+        if annotation is bool:
+            return "flag"
+        if annotation in (int, float):
+            return "size"
+        return None
+    if annotation is collections.abc.Callable or origin in (collections.abc.Callable, type):
+        return "callable"
+    if origin in (list, tuple, collections.abc.Sequence, collections.abc.Iterable):
+        element = _annotated_kind(args[0]) if args else None
+        return "modules" if element in ("module", "modules") else "sequence"
+    return None
+
+
+def _with_annotation(kind: str, annotated: str | None) -> str:
+    """The kind an annotation declares wins over the one guessed from use, except where the
+    use says more of the same thing (an ``int`` used in ``range()`` is a count)."""
+    if annotated in ("module", "modules"):
+        return "config" if kind == "config" else "module"
+    if annotated == "callable" and kind == "module":
+        return kind  # called in ``forward``: a module is a callable, and returns a tensor
+    if annotated in ("callable", "sequence"):
+        return annotated
+    if annotated == "flag" and kind in ("unknown", "size"):
+        return "flag"
+    if annotated == "size" and kind in ("unknown", "callable", "module", "sequence"):
+        return "size"
+    return kind
+
+
+def _module_stand_ins(candidates: list[Any], choices: list[Any], use: MemberUse,
+                      a_list: bool) -> list[Any]:
+    """A module argument's stand-ins: after the identity, one with the methods the class
+    calls on it and the output its caller unpacks, and a list of identities where the class
+    indexes or measures it (first when annotated as a module list)."""
+    read = tuple(sorted({c.name for c in choices if isinstance(c, _Attribute)}))
+    called = tuple(sorted({c.name for c in choices if isinstance(c, _Attribute) and c.called}))
+    if not candidates:
+        candidates = [_WithAttributes(read, called)]
+    more: list[Any] = []
+    if use.methods or use.output_shaped:
+        more.append(_Shaped(read, called, tuple(sorted(use.methods)), use.unpacked,
+                            tuple(use.keys)))
+    if a_list or (use.measured and not use.called):  # a list of modules is not called
+        more.insert(0 if a_list else len(more), _StandInList(2))
+    return [*more, *candidates] if a_list else [*candidates, *more]
 
 
 def _mappings(choices: list[Any], namespace: dict[str, Any], file_tree: ast.Module | None,
@@ -284,28 +384,6 @@ def _use(node: ast.Name, parent: ast.AST | None, parents: dict, choices: list) -
     return None
 
 
-def _called_in_forward(class_node: ast.ClassDef | None, init: ast.FunctionDef, name: str
-                       ) -> bool:
-    """``self.x = name`` in ``__init__`` and ``self.x(...)`` in a method of the class."""
-    attributes = {
-        t.attr for node in ast.walk(init) if isinstance(node, ast.Assign)
-        and isinstance(node.value, ast.Name) and node.value.id == name
-        for t in node.targets if isinstance(t, ast.Attribute)
-        and isinstance(t.value, ast.Name) and t.value.id == "self"
-    }
-    if not attributes or class_node is None:
-        return False
-    for method in class_node.body:
-        if not isinstance(method, ast.FunctionDef) or method.name == "__init__":
-            continue
-        for node in ast.walk(method):
-            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                    and node.func.attr in attributes and isinstance(node.func.value, ast.Name)
-                    and node.func.value.id == "self"):
-                return True
-    return False
-
-
 def _passed_elsewhere(class_name: str, name: str, position: int | None,
                       tree: ast.Module | None, namespace: dict[str, Any]) -> list[Any]:
     """What the file passes for ``name`` where it builds the class: a class or function of
@@ -407,27 +485,67 @@ class _WithAttributes:
     called: tuple[str, ...] = ()
 
     def make(self, build: Callable[[type], Any]) -> Any:
-        module = torch.nn.Identity()
-        for name in self.names:
-            value = sizes.value_for(name)
-            if name in self.called:
-                value = torch.nn.Identity
-            object.__setattr__(module, name, value if value is not None else _SIZES[0])
-        return module
+        return StandIn(attributes=_attribute_values(self.names, self.called))
 
     def __repr__(self) -> str:
         return "nn.Identity(" + ", ".join(f"{n}=..." for n in self.names) + ")"
 
 
+def _attribute_values(names: tuple[str, ...], called: tuple[str, ...]) -> dict[str, Any]:
+    """Sizes for the attributes read, a stand-in class for those called."""
+    values: dict[str, Any] = {}
+    for name in names:
+        value = StandIn if name in called else sizes.value_for(name)
+        values[name] = guessed(value if value is not None else _SIZES[0])
+    return values
+
+
+@dataclass(frozen=True)
+class _Shaped:
+    """A stand-in with the methods the class calls on it, returning what its caller
+    unpacks (``stand_ins.ShapedStandIn``)."""
+
+    names: tuple[str, ...]
+    called: tuple[str, ...]
+    methods: tuple[str, ...]
+    unpacked: int | None
+    keys: tuple[str, ...]
+
+    def make(self, build: Callable[[type], Any]) -> Any:
+        return ShapedStandIn(attributes=_attribute_values(self.names, self.called),
+                             methods=self.methods, unpacked=self.unpacked, keys=self.keys)
+
+    def __repr__(self) -> str:
+        shown = [f"{n}=..." for n in (*self.names, *self.methods)]
+        if self.keys:
+            shown.append("returns {" + ", ".join(repr(k) for k in self.keys) + "}")
+        elif self.unpacked:
+            shown.append(f"returns {self.unpacked} values")
+        return "nn.Identity(" + ", ".join(shown) + ")"
+
+
+@dataclass(frozen=True)
+class _StandInList:
+    """A module list of identities, for a module argument the class indexes or measures."""
+
+    length: int
+
+    def make(self, build: Callable[[type], Any]) -> Any:
+        return StandInList(self.length)
+
+    def __repr__(self) -> str:
+        return f"nn.ModuleList([nn.Identity()] * {self.length})"
+
+
+@dataclass(frozen=True)
 class _Identity:
     """An identity stand-in: a module for a module parameter, a module class (any arguments,
     an identity) for a callable one."""
 
-    def __init__(self, kind: str) -> None:
-        self.kind = kind
+    kind: str
 
     def make(self, build: Callable[[type], Any]) -> Any:
-        return torch.nn.Identity() if self.kind == "module" else torch.nn.Identity
+        return StandIn() if self.kind == "module" else StandIn
 
     def __repr__(self) -> str:
         return "nn.Identity()" if self.kind == "module" else "nn.Identity"
@@ -449,9 +567,25 @@ def realise(value: Any, build: Callable[[type], Any]) -> Any:
     """A candidate as the value passed: stand-in modules made, mappings' values too."""
     if isinstance(value, dict):
         return {k: realise(v, build) for k, v in value.items()}
-    if isinstance(value, _Identity | _Elsewhere | _WithAttributes):
+    if isinstance(value, _Identity | _Elsewhere | _WithAttributes | _Shaped | _StandInList):
         return value.make(build)
-    return value
+    return guessed(value)
+
+
+def other_kinds(parameters: list[Parameter], name: str, misuse: str) -> list[Parameter] | None:
+    """The plan again with ``name`` given the kinds of value its failed use asks for (a
+    guessed int that is called: a module; measured, iterated or indexed: a sequence, a list
+    of modules); None when the use asks for nothing else."""
+    kinds: dict[str, list[Any]] = {
+        "call": [_Identity("module")],
+        "len": [(_SIZES[0],) * 2, _StandInList(2)],
+        "iterate": [_StandInList(2), (_SIZES[0],) * 2],
+        "index": [(_SIZES[0],) * 2, _StandInList(2)],
+    }
+    if misuse not in kinds or not any(p.name == name for p in parameters):
+        return None
+    return [Parameter(p.name, p.kind, kinds[misuse]) if p.name == name else p
+            for p in parameters]
 
 
 def attempts(parameters: list[Parameter]) -> Iterator[dict[str, Any]]:

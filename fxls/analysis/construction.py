@@ -5,7 +5,12 @@ constructor's defaults (a configuration parameter gets a built, shrunk configura
 module-level factory functions of the file that reach it (``resnet18()``, called with
 their defaults and ``pretrained=False``/``weights=None``; one representative, the cheapest);
 literal-argument constructions written in the file (``Block(dim=64)``); and instances
-found inside the models built so far (``traced via ResNet (resnet18())``).
+found inside the models built so far (``traced via ResNet (resnet18())``). A factory that
+returns an instance of the class itself is preferred to inferred arguments however big its
+model; arguments inferred from their use are the last resort, and an instance built with them
+is traced once to check that the trace does not fail on one of the guesses (``guess_blame``:
+a guessed int called, a stand-in without the method the forward calls...): the failed use
+asks for another kind of value, and FX101 says which guess failed where when none works.
 
 Models are built within a memory budget, their expensive weight initialisers skipped
 (``shape_build``: tracing needs no parameter values; ``Built.weights`` builds the real ones
@@ -21,6 +26,7 @@ import gc
 import importlib
 import inspect
 import traceback
+from collections import deque
 from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -33,10 +39,12 @@ import torch
 
 from fxcore.source import is_internal_file
 from fxls.analysis import arguments, configs
+from fxls.analysis.guess_blame import Blame, trace_blame
 from fxls.analysis.meta_build import is_out_of_memory, memory_budget, on_meta
 from fxls.analysis.pragmas import ClassPragmas, FilePragmas
 from fxls.analysis.real_weights import RealWeights
 from fxls.analysis.shape_build import Budget, initialisers_skipped
+from fxls.analysis.stand_ins import GuessedInt
 
 #: how an instance built from inferred arguments says so (its entry)
 INFERRED = "arguments inferred from their use"
@@ -55,6 +63,9 @@ _FACTORY_CALLS = 2
 _MAX_CENSUS = 24
 _CENSUS_PER_CLASS = 6
 _CENSUS_SECONDS = 2.0
+#: at most this many instances built with inferred arguments are traced to check that the
+#: trace does not fail on a guess (each is a trace of the class)
+_GUESS_TRACES = 6
 #: factories never called: entry points of scripts, not builders of models
 _NOT_FACTORIES = ("main", "train", "test", "run", "demo", "bench", "evaluate", "cli")
 
@@ -219,7 +230,8 @@ class _Builder:
         if not wanted or self.scope.tree is None:
             return
         factories = _factories(self.scope, self.by_name)
-        census: dict[str, tuple[set[type], int] | None] = {}  # call -> (classes, size)
+        #: call -> (the classes in the model, its size, the model's own class)
+        census: dict[str, tuple[set[type], int, type] | None] = {}
         deadline = perf_counter() + _CENSUS_SECONDS
         for cls in wanted:
             if self._has_instance(cls) or self._in_a_root(cls):
@@ -230,6 +242,7 @@ class _Builder:
                 continue
             self.tried[cls].append(f"{len(reaching)} factory function(s)")
             containing: list[tuple[int, _Factory]] = []
+            builds_it = False  # a factory returns an instance of the class itself
             unknown: list[_Factory] = []
             new_for_class = 0
             for factory in reaching:
@@ -244,10 +257,12 @@ class _Builder:
                     unknown.append(factory)
                 elif cls in seen[0]:
                     containing.append((seen[1], factory))
+                    builds_it = builds_it or seen[2] is cls
                     if len(containing) >= _FACTORY_CANDIDATES:
                         break
             containing.sort(key=lambda item: item[0])
-            if containing and containing[0][0] > PREFER_FACTORY_ABOVE and self._guess_sizes(cls):
+            if (containing and not builds_it and containing[0][0] > PREFER_FACTORY_ABOVE
+                    and self._guess_sizes(cls)):
                 continue  # rather than building a big model for one block: small sizes did
             choices = [f for _, f in containing] + unknown
             for factory in choices[:_FACTORY_CALLS]:
@@ -269,16 +284,16 @@ class _Builder:
                 if _contains_instance_of(model, cls):
                     break
 
-    def _meta_census(self, factory: _Factory) -> tuple[set[type], int] | None:
-        """The classes in the model a factory builds, and its size, from a meta-device build
-        (None when the factory cannot build on the meta device)."""
+    def _meta_census(self, factory: _Factory) -> tuple[set[type], int, type] | None:
+        """The classes in the model a factory builds, its size and its class, from a
+        meta-device build (None when the factory cannot build on the meta device)."""
         try:
             model = on_meta(lambda: factory.function(**factory.defaults))
         except Exception:
             return None
         if not isinstance(model, torch.nn.Module):
             return None
-        return {type(m) for m in model.modules()}, _count(model)
+        return {type(m) for m in model.modules()}, _count(model), type(model)
 
     def _in_a_root(self, cls: type) -> bool:
         return any(_contains_instance_of(root.instance, cls) for _, root in self.roots)
@@ -341,23 +356,38 @@ class _Builder:
         self._making.add(cls)
         # then with the None defaults it uses as sizes too ("depth, heads must be supplied")
         more = arguments.infer(cls, self.scope.namespace, self.scope.tree, optional=True)
-        plans = [parameters] + ([more] if len(more) > len(parameters) else [])
+        plans = deque([parameters] + ([more] if len(more) > len(parameters) else []))
+        failed = _FailedGuesses()
         try:
-            for assignment in (a for plan in plans for a in arguments.attempts(plan)):
-                try:
-                    kwargs = {k: arguments.realise(v, self._fresh) for k, v in
-                              assignment.items()}
-                except Exception:
-                    continue
-                kwargs.update(_switched_off(cls))
-                shown = ", ".join(f"{k}={v!r}" for k, v in assignment.items())
-                outcome = self._build(cls, lambda k=kwargs: cls(**k),
-                                      f"{cls.__name__}({shown}), {INFERRED}",
-                                      required=kwargs)
-                if isinstance(outcome, Built):
-                    return outcome
-                if first is None:
-                    first = (shown, outcome)
+            while plans and failed.traces < _GUESS_TRACES:
+                plan = plans.popleft()
+                for assignment in arguments.attempts(plan):
+                    if failed.covers(assignment):
+                        continue
+                    try:
+                        kwargs = {k: arguments.realise(v, self._fresh) for k, v in
+                                  assignment.items()}
+                    except Exception:
+                        continue
+                    kwargs.update(_switched_off(cls))
+                    shown = ", ".join(f"{k}={v!r}" for k, v in assignment.items())
+                    outcome = self._build(cls, lambda k=kwargs: cls(**k),
+                                          f"{cls.__name__}({shown}), {INFERRED}",
+                                          required=kwargs)
+                    if isinstance(outcome, Built):
+                        blamed = trace_blame(outcome.instance)
+                        if blamed is None:
+                            return outcome
+                        name = failed.add(blamed, assignment, kwargs)
+                        if first is None or first[1].error is not None:
+                            first = (shown, _guess_failed(cls, blamed))  # says more than a raise
+                        other = arguments.other_kinds(plan, name, blamed.misuse)
+                        if other is not None:  # what the failed use asks for, next
+                            plans.extendleft([plan, other])
+                        if other is not None or failed.traces >= _GUESS_TRACES:
+                            break
+                    elif first is None:
+                        first = (shown, outcome)
         finally:
             self._making.discard(cls)
         return first
@@ -545,6 +575,44 @@ def _switched_off(cls: type) -> dict[str, Any]:
             if arguments.is_off_switch(p.name) and p.default is not inspect.Parameter.empty
             and p.default is not None and p.default is not False
             and p.kind is not p.VAR_KEYWORD}
+
+
+class _FailedGuesses:
+    """The guesses a trace failed on, never tried again: a candidate of a parameter, or
+    every int for a parameter whose guessed int was called, measured or iterated."""
+
+    def __init__(self) -> None:
+        self.traces = 0
+        self.candidates: list[tuple[str, Any]] = []
+        self.no_ints: set[str] = set()
+
+    def add(self, blamed: Blame, assignment: dict[str, Any], kwargs: dict[str, Any]) -> str:
+        """Note the parameter whose value ``blamed`` names (the first one when the value is
+        none of them: a size inside a stand-in); its name."""
+        self.traces += 1
+        name = next((k for k, v in kwargs.items() if v is blamed.value), None)
+        if name is None:
+            name = blamed.attribute.removeprefix("self.").split(".")[0]
+        if name not in assignment:
+            name = next(iter(assignment), "")
+        if isinstance(blamed.value, GuessedInt):
+            self.no_ints.add(name)
+        self.candidates.append((name, assignment.get(name)))
+        return name
+
+    def covers(self, assignment: dict[str, Any]) -> bool:
+        if any(type(assignment.get(name)) is int for name in self.no_ints):
+            return True
+        return any((name in assignment and assignment[name] is value) or (
+            type(assignment.get(name)) is type(value) and assignment.get(name) == value)
+            for name, value in self.candidates)
+
+
+def _guess_failed(cls: type, blamed: Blame) -> NotBuilt:
+    """The FX101 of a class whose every guess made its trace fail."""
+    reason = f"its trace fails on fxls's guess, not on the code: {blamed.describe()}"
+    message = f"`{cls.__name__}` cannot be constructed with known arguments: {reason}"
+    return NotBuilt("FX101", message, reason)
 
 
 def _inference_reason(cls: type, shown: str, failure: NotBuilt) -> str:
