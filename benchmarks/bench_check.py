@@ -23,6 +23,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from fxls.analysis_runs.request import ANALYZE_TARGET, WARM_IMPORTS, WARM_UP, AnalysisRequest  # noqa: E402
+from fxls.project.setting_groups import ProjectLayout  # noqa: E402
 from fxls.project.settings import Settings  # noqa: E402
 from fxls.worker.client import WorkerClient  # noqa: E402
 
@@ -80,7 +81,8 @@ async def measure_examples() -> dict[str, float]:
     worker_start = (time.perf_counter() - start) * 1000
     import_ms = trace_ms = observe_ms = jobs_ms = 0.0
     for path in examples:
-        request = AnalysisRequest(str(path), path.read_text(), Settings(root=str(REPO)))
+        request = AnalysisRequest(str(path), path.read_text(),
+                                  Settings(project=ProjectLayout(root=str(REPO))))
         start = time.perf_counter()
         result = await client.run(ANALYZE_TARGET, request.params(), timeout=60,
                                   policy=request.settings.job_policy())
@@ -104,7 +106,7 @@ async def measure(repeat: int) -> dict[str, object]:
     start = time.perf_counter()
     await client.start()
     worker_start = (time.perf_counter() - start) * 1000
-    request = AnalysisRequest(str(path), source, Settings(root=str(folder)))
+    request = AnalysisRequest(str(path), source, Settings(project=ProjectLayout(root=str(folder))))
     first_ms, job_ms, import_ms, trace_ms, reference, nodes = [], [], [], [], [], 0
     await client.run(ANALYZE_TARGET, request.params(), timeout=60)  # warm-up
     in_process_torch_fx(path, source)

@@ -122,6 +122,7 @@ def _nothing_skipped(budget: object = None) -> Iterator[Callable[[], int]]:
 def analysis_ms(path: Path, real_build: bool = False) -> tuple[float, float, dict[str, float]]:
     import fxls.analysis.construction as construction
     from fxls.analysis.pipeline import analyze_source
+    from fxls.project.setting_groups import ProjectLayout
     from fxls.project.settings import Settings
 
     skipping = construction.initialisers_skipped
@@ -132,7 +133,8 @@ def analysis_ms(path: Path, real_build: bool = False) -> tuple[float, float, dic
     first: list[float] = []
     started = time.perf_counter()
     try:
-        report = analyze_source(str(path), source, Settings(root=str(path.parent)),
+        report = analyze_source(str(path), source,
+                                Settings(project=ProjectLayout(root=str(path.parent))),
                                 lambda _: first.append(time.perf_counter()))
     finally:
         construction.initialisers_skipped = skipping

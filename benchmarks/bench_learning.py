@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 from fxls.analysis_runs.request import AnalysisRequest
+from fxls.project.setting_groups import JobLimits, ProjectLayout
 from fxls.project.settings import Settings
 from fxls.server.analysis_service import AnalysisService
 
@@ -65,6 +66,7 @@ SETTLE_S = (0.0, 15.0)
 _FLOOR = r"""
 import json, sys, time
 from fxls.analysis.pipeline import analyze_source
+from fxls.project.setting_groups import ProjectLayout
 from fxls.project.settings import Settings
 path, root = sys.argv[1], sys.argv[2]
 source = open(path).read()
@@ -72,7 +74,7 @@ times = []
 for _ in range(4):
     start = time.perf_counter()
     first = []
-    analyze_source(path, source, Settings(root=root),
+    analyze_source(path, source, Settings(project=ProjectLayout(root=root)),
                    lambda r: first.append(time.perf_counter()) if not first else None)
     times.append(((first or [time.perf_counter()])[0] - start) * 1000)
 print(json.dumps(times))
@@ -112,8 +114,9 @@ async def saves(path: Path, source: str, settle_s: float, learn: bool
         for _ in range(SAVES + 1):
             first = _First()
             begin = time.perf_counter()
-            request = AnalysisRequest(str(path), source, Settings(root=str(path.parent),
-                                                                  timeout=120))
+            request = AnalysisRequest(str(path), source,
+                                      Settings(project=ProjectLayout(root=str(path.parent)),
+                                               limits=JobLimits(timeout=120)))
             report = await service.analyze("bench", request, on_diagnostics=first)
             assert report is not None
             times.append(((first.at or time.perf_counter()) - begin) * 1000)

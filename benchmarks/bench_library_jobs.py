@@ -26,6 +26,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 import bench_libraries  # noqa: E402
 
 from fxls.analysis_runs.request import ANALYZE_TARGET, WARM_IMPORTS, WARM_UP, AnalysisRequest  # noqa: E402
+from fxls.project.setting_groups import ProjectLayout  # noqa: E402
 from fxls.project.settings import Settings  # noqa: E402
 from fxls.server.workspace_imports import workspace_imports  # noqa: E402
 from fxls.worker.client import WorkerClient  # noqa: E402
@@ -40,7 +41,7 @@ async def run(name: str, source: str, saves: int, settle: float) -> None:
                           learn_libraries=True)
     await client.start()
     await client.warm(workspace_imports([str(folder)]))
-    request = AnalysisRequest(str(path), source, Settings(root=str(folder)))
+    request = AnalysisRequest(str(path), source, Settings(project=ProjectLayout(root=str(folder))))
 
     async def job(label: str) -> None:
         arrivals: list[float] = []

@@ -35,6 +35,7 @@ sys.path.insert(0, str(REPO))
 ZOO_SITE = Path(os.environ.get("FXLS_MODEL_ZOO", "~/.cache/fxls-model-zoo")).expanduser() / "site"
 
 from fxls.analysis_runs.request import ANALYZE_TARGET, WARM_IMPORTS, WARM_UP, AnalysisRequest  # noqa: E402
+from fxls.project.setting_groups import ProjectLayout  # noqa: E402
 from fxls.project.settings import Settings  # noqa: E402
 from fxls.worker.client import WorkerClient  # noqa: E402
 
@@ -166,7 +167,8 @@ async def measure(model: str, repeat: int, pause: float) -> dict[str, object]:
     for key, text in files.items():
         path = folder / f"model_{key}.py"
         path.write_text(text)
-        requests[key] = AnalysisRequest(str(path), text, Settings(root=str(folder)))
+        requests[key] = AnalysisRequest(str(path), text,
+                                        Settings(project=ProjectLayout(root=str(folder))))
     client = WorkerClient(sys.executable, warm_imports=WARM_IMPORTS, warm_up=WARM_UP)
     await client.start()
 
@@ -230,7 +232,7 @@ def profile(model: str, out: str) -> None:
     path = folder / "model_passes.py"
     text = model + PASSES
     path.write_text(text)
-    settings = Settings(root=str(folder))
+    settings = Settings(project=ProjectLayout(root=str(folder)))
     analyze_source(str(path), text, settings)
     profiler = cProfile.Profile()
     profiler.enable()
@@ -258,7 +260,7 @@ def breakdown(model: str, repeat: int) -> dict[str, float]:
     path = folder / "model_passes.py"
     text = model + PASSES
     path.write_text(text)
-    settings = Settings(root=str(folder))
+    settings = Settings(project=ProjectLayout(root=str(folder)))
     spent: dict[str, float] = {}
     captured: dict[str, object] = {}
 

@@ -114,6 +114,7 @@ def _rss_mb(pid: int, field: str = "VmRSS") -> int:
 async def _worker_run(attack: str, after: Any = None) -> None:
     from fxls.analysis_runs.request import LEARN_IMPORTS, WARM_IMPORTS, AnalysisRequest
     from fxls.analysis_runs.runs import run_analysis
+    from fxls.project.setting_groups import JobLimits, ProjectLayout
     from fxls.project.settings import Settings
     from fxls.worker.client import WorkerClient
 
@@ -127,7 +128,8 @@ async def _worker_run(attack: str, after: Any = None) -> None:
         before = _rss_mb(client.pid, "VmHWM")
         source = getattr(hostile, attack)
         request = AnalysisRequest(str(folder / "attack.py"), source,
-                                  Settings(root=str(folder), timeout=120))
+                                  Settings(project=ProjectLayout(root=str(folder)),
+                                           limits=JobLimits(timeout=120)))
         started = time.monotonic()
         report = await run_analysis(client, request)
         seconds = time.monotonic() - started

@@ -24,7 +24,7 @@ from fxls.output.statistics import collect_statistics, why_not_traced
 from fxls.output.text import format_text
 from fxls.project.files import Skipped, SkippedFile, find_python_files, skip_reason
 from fxls.project.python_source import UndecodableSource, read_python_source
-from fxls.project.settings import Settings, load_settings
+from fxls.project.settings import TARGET_NAMES, Settings, check_targets, load_settings
 from fxls.report import Diagnostic, FileReport, ModuleReport, Span, TraceStatus
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
@@ -42,6 +42,17 @@ def _code_list(text: str) -> list[str]:
     return list(codes)
 
 
+def _target_list(text: str) -> list[str]:
+    targets = [name.strip() for name in text.split(",") if name.strip()]
+    if not targets:
+        raise argparse.ArgumentTypeError(
+            f"expected one or more of {', '.join(TARGET_NAMES)}, comma-separated")
+    problem = check_targets(targets)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
+    return targets
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="fxls", description="FX traceability diagnostics for PyTorch models."
@@ -55,6 +66,10 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--select", type=_code_list, help="only these codes (prefixes allowed)")
     check.add_argument("--ignore", type=_code_list, help="never these codes")
     check.add_argument("--timeout", type=float, help="seconds per file (default 30)")
+    check.add_argument(
+        "--target", type=_target_list, metavar="TARGETS",
+        help=f"the tracers the code must pass, comma-separated ({', '.join(TARGET_NAMES)}); "
+        "overrides the project's `targets` (default: inferred from the code)")
     check.add_argument("--python", help="interpreter that runs the user code")
     check.add_argument("--jobs", type=int, default=0, help="files analysed at once")
     _add_policy_flags(check)
@@ -97,6 +112,8 @@ def _overrides(args: argparse.Namespace) -> dict[str, object]:
         overrides["select"] = args.select
     if getattr(args, "ignore", None):
         overrides["ignore"] = args.ignore
+    if getattr(args, "target", None):
+        overrides["targets"] = args.target
     if getattr(args, "timeout", None) is not None:  # 0 or nan too: said, not ignored
         overrides["timeout"] = args.timeout
     if getattr(args, "allow_write", None):
@@ -153,8 +170,8 @@ class _Unread:
         span = Span(os.path.realpath(self.path), self.line, self.line, self.col, self.end_col)
         diagnostic = Diagnostic("FX100", CODES["FX100"].severity, self.message, span)
         report = FileReport(self.path, [], [diagnostic])
-        selected = code_selected("FX100", parse_code_list(self.settings.select),
-                                 parse_code_list(self.settings.ignore))
+        selected = code_selected("FX100", parse_code_list(self.settings.diagnostics.select),
+                                 parse_code_list(self.settings.diagnostics.ignore))
         return report if selected else FileReport(self.path)
 
 

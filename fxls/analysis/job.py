@@ -14,6 +14,7 @@ import torch
 from fxls.analysis.library_names import module_named_by_file
 from fxls.analysis.network import refuse_network
 from fxls.analysis.pipeline import analyze_source
+from fxls.project.setting_groups import ProjectLayout
 from fxls.project.settings import Settings
 from fxls.report import FileReport
 from fxls.worker.api import catch_process_exits, job_policy, job_waiting, send_partial
@@ -52,7 +53,7 @@ def warm_up() -> None:
     meanwhile ends it after tracing (its one safe point). Leaves torch's random generator and
     the modules as they were (Python's ``random`` is reseeded in every fork anyway)."""
     source = WARM_UP_MODEL.read_text(encoding="utf-8")
-    settings = Settings(root=str(Path(_WARM_UP_PATH).parent))
+    settings = Settings(project=ProjectLayout(root=str(Path(_WARM_UP_PATH).parent)))
     rng = torch.random.get_rng_state()
     try:
         analyze_source(_WARM_UP_PATH, source, settings, _stop_if_job_waiting).to_dict()

@@ -246,7 +246,7 @@ def outputs_close(a: Any, b: Any) -> bool:
 
 def graph_failed(ctx: ModuleContext, class_span: SourceSpan, error: str) -> Iterable[Diagnostic]:
     """FX014 for a graph that raises on inputs its eager forward accepts."""
-    mode = "train" if ctx.settings.trace_mode == "train" else "eval"
+    mode = "train" if ctx.settings.tracing.trace_mode == "train" else "eval"
     return [diagnostic(
         "FX014", f"the traced graph of `{ctx.class_name}` raises {error} on inputs its eager "
         f"forward accepts (both in {mode} mode): a decision taken once at trace time (an "
@@ -259,7 +259,7 @@ def eager_mismatch(
 ) -> Iterable[Diagnostic]:
     if outputs_close(eager, traced):
         return []
-    mode = "train" if ctx.settings.trace_mode == "train" else "eval"
+    mode = "train" if ctx.settings.tracing.trace_mode == "train" else "eval"
     return [diagnostic(
         "FX014", f"the traced graph of `{ctx.class_name}` computes a different result than "
         f"its eager forward on the same inputs (both in {mode} mode): some Python logic was "

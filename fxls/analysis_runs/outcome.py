@@ -77,8 +77,8 @@ def failure_report(
             line = imports_fxls
             suspect = (f"; line {line} imports fxls: analysed code must not change fxls "
                        f"itself or write to its result pipe")
-    message = template.format(timeout=request.settings.timeout, detail=detail or status,
-                              where=where, memory=request.settings.memory_limit_mb,
+    message = template.format(timeout=request.settings.limits.timeout, detail=detail or status,
+                              where=where, memory=request.settings.limits.memory_limit_mb,
                               suspect=suspect)
     span = Span(path, line, line, text.indent_bytes(line), text.byte_length(line))
     diagnostic = Diagnostic("FX102", CODES["FX102"].severity, message, span)

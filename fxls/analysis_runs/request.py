@@ -36,5 +36,5 @@ class AnalysisRequest:
 
     def sources(self) -> tuple[str, ...]:
         """The job's own code: the document and its project root."""
-        root = self.settings.root
+        root = self.settings.project.root
         return (str(Path(self.path).resolve()), *((str(Path(root).resolve()),) if root else ()))

@@ -41,7 +41,7 @@ async def run_analysis(
             on_diagnostics(report)
 
     result = await client.run(
-        ANALYZE_TARGET, request.params(), timeout=request.settings.timeout, job_id=job_id,
+        ANALYZE_TARGET, request.params(), timeout=request.settings.limits.timeout, job_id=job_id,
         on_partial=on_partial, policy=request.settings.job_policy(),
         sources=request.sources(),
     )
@@ -78,7 +78,7 @@ async def analyze_many(
         return []
     # the worker warms itself up once (prime); its job processes do not: back-to-back jobs
     # would wait for that (measured: no gain for `fxls check`)
-    roots = tuple(dict.fromkeys(str(Path(r.settings.root or Path(r.path).parent).resolve())
+    roots = tuple(dict.fromkeys(str(Path(r.settings.project.root or Path(r.path).parent).resolve())
                                 for r in requests))  # the project roots
     client = WorkerClient(python, warm_imports=WARM_IMPORTS, learn_imports=LEARN_IMPORTS,
                           sandbox=True, prime=WARM_UP, roots=roots)

@@ -2,7 +2,9 @@
 
 Resolution order (later wins): built-in defaults -> the nearest pyproject.toml's
 ``[tool.fxls]`` above the analysed file -> editor settings / command-line flags
-(``allow_write`` folders of both count).
+(``allow_write`` folders of both count). The values are grouped by concern
+(``setting_groups``: ``settings.limits.timeout``, ``settings.tracers.targets``...), each key
+of ``[tool.fxls]`` keeping its own name in its group.
 
 The repository's pyproject.toml is written by whoever wrote the code being analysed, so it
 cannot widen the sandbox that code runs in: its path settings must resolve inside the
@@ -19,27 +21,31 @@ import math
 import os
 import re
 import tomllib
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 from fxls.project.files import read_regular_file
+from fxls.project.setting_groups import (
+    TARGET_NAMES,
+    TRACE_MODES,
+    DiagnosticFilter,
+    JobLimits,
+    ProjectLayout,
+    SandboxAccess,
+    TracerTargets,
+    TracingOptions,
+)
 from fxls.project.setting_lines import KeyLines, key_lines
 from fxls.worker.policy import JobPolicy
 
 #: a pyproject.toml is read up to this size (a bigger one is a settings problem)
 PYPROJECT_LIMIT_BYTES = 1 << 20
-DEFAULT_TIMEOUT_S = 30.0
 #: a trace needs at least this long (importing torch alone takes longer); and at most an hour
 TIMEOUT_RANGE_S = (1.0, 3600.0)
 MEMORY_RANGE_MB = (256, 1024 * 1024)
 PROCESSES_RANGE = (1, 4096)
 TMP_RANGE_MB = (1, 1024 * 1024)
-#: processes a job may run at once (DataLoader workers, a compiler, a shell command...)
-DEFAULT_MAX_PROCESSES = 64
-#: the size of a job's private temporary folder (memory-backed where the sandbox mounts it)
-DEFAULT_TMP_LIMIT_MB = 1024
-TRACE_MODES = ("eval", "train", "both")
 
 #: where a value came from: the analysed repository's pyproject.toml, or the user
 PROJECT, USER = "project", "user"
@@ -51,6 +57,13 @@ _REFUSED_ENV = re.compile(
     r"(LD_|DYLD_|PYTHON|MALLOC_|GLIBC_).*|PATH|HOME|TMPDIR|GCONV_PATH|LOCPATH|NLSPATH"
     r"|BASH_ENV|ENV|SHELLOPTS|BASHOPTS|PS4|IFS|PERL5LIB|PERL5OPT|RUBYOPT|NODE_OPTIONS")
 _INTERNAL = ("root", "problems", "sources")
+#: the groups of settings (``setting_groups``), by their attribute on :class:`Settings`
+GROUPS: dict[str, type] = {
+    "diagnostics": DiagnosticFilter, "limits": JobLimits, "tracing": TracingOptions,
+    "access": SandboxAccess, "project": ProjectLayout, "tracers": TracerTargets,
+}
+#: the group each setting is in, by its key
+_GROUP_OF = {member.name: group for group, kind in GROUPS.items() for member in fields(kind)}
 _HOW_TO_ALLOW_NETWORK = ("allow it yourself with `fxls check --allow-network` or the editor "
                          "setting `fxls.allowNetwork`")
 _HOW_TO_ALLOW_WRITE = ("allow a folder outside yourself with `fxls check --allow-write DIR` "
@@ -114,6 +127,27 @@ def _number(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
+def check_targets(value: Any) -> str | None:
+    """Why ``value`` is not a non-empty list of target names, or None."""
+    if not (isinstance(value, list) and value and all(isinstance(v, str) for v in value)):
+        return f"must be a non-empty list of {', '.join(TARGET_NAMES)}"
+    unknown = _unknown_target(value)
+    if unknown is not None:
+        return (f"{shown_value(unknown)} is not a target: the targets are "
+                f"{', '.join(TARGET_NAMES)}")
+    return None
+
+
+def _unknown_target(value: Any) -> str | None:
+    """The first name in ``value`` that is not a target (where its problem is written)."""
+    names = value if isinstance(value, list) else []
+    return next((n for n in names if isinstance(n, str) and n not in TARGET_NAMES), None)
+
+
+def _default(name: str) -> Any:
+    return getattr(GROUPS[_GROUP_OF[name]](), name)
+
+
 def _check_setting(name: str, value: Any) -> str | None:
     """Why ``value`` cannot be the setting ``name``, or None if it can."""
     if name == "timeout":
@@ -126,7 +160,9 @@ def _check_setting(name: str, value: Any) -> str | None:
         return check_number(value, *TMP_RANGE_MB, integer=True)
     if name == "trace_mode":
         return None if value in TRACE_MODES else f"must be one of {', '.join(TRACE_MODES)}"
-    default = getattr(Settings(), name)
+    if name == "targets":
+        return check_targets(value)
+    default = _default(name)
     if isinstance(default, dict):
         if isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, str)
                                            for k, v in value.items()):
@@ -143,68 +179,36 @@ def _check_setting(name: str, value: Any) -> str | None:
     return None
 
 
-def default_memory_limit_mb() -> int:
-    """Half of this machine's memory (at least 2 GB): room for real models, and for a second
-    job next to this one."""
-    try:
-        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // (1024 * 1024)
-    except (ValueError, OSError, AttributeError):
-        return 4096
-    return max(2048, total // 2)
-
-
 @dataclass(slots=True)
 class Settings:
-    select: list[str] = field(default_factory=list)
-    ignore: list[str] = field(default_factory=list)
-    timeout: float = DEFAULT_TIMEOUT_S
-    #: the memory one analysis job may use, all its processes together (MB; also each
-    #: process's address space); over it is FX102
-    memory_limit_mb: int = field(default_factory=default_memory_limit_mb)
-    #: the processes one analysis job may run at once, itself included; more is FX102
-    max_processes: int = DEFAULT_MAX_PROCESSES
-    #: the size of an analysis job's private temporary folder (MB)
-    tmp_limit_mb: int = DEFAULT_TMP_LIMIT_MB
-    #: qualified class names (``pkg.mod.Block``) or bare class names traced as leaves
-    leaf_modules: list[str] = field(default_factory=list)
-    #: qualified function names (``pkg.mod.helper``) wrapped as call_function leaves
-    autowrap_functions: list[str] = field(default_factory=list)
-    #: python files with pattern/replacement rewrite rules (paths relative to the project root)
-    rule_files: list[str] = field(default_factory=list)
-    #: compare the traced graph against eager forward (FX014); costs one eager run
-    check_eager: bool = True
-    #: let analysed code open internet connections (off: factories never download); only
-    #: the user's own settings can turn it on
-    allow_network: bool = False
-    #: folders analysed code may write to besides a temporary folder of its own: absolute,
-    #: symlinks resolved (the repository's are relative to the project root and stay inside)
-    allow_write: list[str] = field(default_factory=list)
-    #: environment variables analysed code gets besides PATH, the locale, PYTHONPATH and its
-    #: own HOME and TMPDIR (the caller's own variables never reach it)
-    env: dict[str, str] = field(default_factory=dict)
-    #: the mode modules are traced and run in: ``eval`` (as quantization and deployment
-    #: trace) or ``train``
-    trace_mode: str = "eval"
-    #: folders (relative to the project root) that imports start from, e.g. ``["src"]``;
-    #: by default the project root and its ``src/``
-    roots: list[str] = field(default_factory=list)
-    #: callables that build models, ``"pkg.models:build_net"`` or
-    #: ``"pkg.models:build_net(depth=2)"``; tried first for the classes they build
-    entry_points: list[str] = field(default_factory=list)
-    #: models a file of passes with no model of its own runs its passes on,
-    #: ``"pkg.models:resnet18()"``; by default a few representative graphs
-    pass_models: list[str] = field(default_factory=list)
-    #: the directory holding pyproject.toml (or the file's folder); put on sys.path
-    root: str = ""
+    """Every setting of one analysed file, by group, and what loading them said."""
+
+    diagnostics: DiagnosticFilter = field(default_factory=DiagnosticFilter)
+    limits: JobLimits = field(default_factory=JobLimits)
+    tracing: TracingOptions = field(default_factory=TracingOptions)
+    access: SandboxAccess = field(default_factory=SandboxAccess)
+    project: ProjectLayout = field(default_factory=ProjectLayout)
+    tracers: TracerTargets = field(default_factory=TracerTargets)
     #: settings that were bad or refused (their default, or the rest, was used instead)
     problems: list[SettingProblem] = field(default_factory=list)
-    #: where each setting that is not its default came from: ``PROJECT`` or ``USER``
+    #: where each setting that is not its default came from, by key: ``PROJECT`` or ``USER``
     sources: dict[str, str] = field(default_factory=dict)
 
+    def value(self, key: str) -> Any:
+        """The setting ``key`` (a key of ``[tool.fxls]``, e.g. ``timeout``)."""
+        return getattr(getattr(self, _GROUP_OF[key]), key)
+
+    def _replace(self, key: str, value: Any) -> None:
+        group = _GROUP_OF[key]
+        setattr(self, group, replace(getattr(self, group), **{key: value}))
+
     def to_dict(self) -> dict[str, Any]:
-        """The validated values, for the job (``from_dict``)."""
-        return {f.name: _copy(getattr(self, f.name)) for f in fields(self)
-                if f.name not in ("problems", "sources")}
+        """The validated values, for the job (``from_dict``). Targets left to inference are
+        left out: an empty ``targets`` is not a value one can set."""
+        values = {key: _as_json(self.value(key)) for key in _GROUP_OF}
+        if not values["targets"]:
+            del values["targets"]
+        return values
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Settings:
@@ -212,10 +216,9 @@ class Settings:
         and not judged again (a folder the user allowed is outside the root); an ill-typed
         value still keeps its default and adds to ``problems``."""
         settings = cls()
-        known = {f.name for f in fields(cls)} - {"problems", "sources"}
         for key, value in data.items():
             key = key.replace("-", "_")
-            if key in known and value is not None:
+            if key in _GROUP_OF and value is not None:
                 settings._set(key, value, USER, None)
         return settings
 
@@ -223,7 +226,7 @@ class Settings:
               lines: KeyLines | None = None) -> None:
         """Validate and apply ``data`` from ``source``; each bad or refused value is a
         problem (with its line of ``pyproject``) and the rest applies."""
-        known = {f.name for f in fields(self)} - set(_INTERNAL)
+        known = set(_GROUP_OF) - set(_INTERNAL)
         for raw_key, value in data.items():
             key = raw_key.replace("-", "_")
             place = _Place(source, pyproject, lines, raw_key)
@@ -236,27 +239,36 @@ class Settings:
     def _set(self, key: str, value: Any, source: str, place: _Place | None) -> None:
         problem = _check_setting(key, value)
         if problem is not None:
-            default = getattr(self, key)
-            self._problem(place, key, value, f"{problem}; using {shown_value(default)}")
+            entry = _unknown_target(value) if key == "targets" else None
+            self._problem(place, key, value, f"{problem}; {self._fallback(key)}", entry=entry)
             return
         if key in ("memory_limit_mb", "max_processes", "tmp_limit_mb"):
             value = int(value)
         elif key == "timeout":
             value = float(value)
+        elif key == "targets":
+            value = tuple(dict.fromkeys(value))
         if place is not None:
             value = self._judged(key, value, place)
             if value is None:
                 return
-        if key == "allow_write":
-            value = list(dict.fromkeys([*self.allow_write, *value]))  # both sources' folders
+        if key == "allow_write":  # both sources' folders
+            value = list(dict.fromkeys([*self.access.allow_write, *value]))
         if place is not None:
             self.sources[key] = source
-        setattr(self, key, _copy(value))
+        self._replace(key, _copy(value))
+
+    def _fallback(self, key: str) -> str:
+        """What is used instead of a bad value of ``key``: its current one."""
+        current = self.value(key)
+        if key == "targets" and not current:
+            return "inferring them from the code"
+        return f"using {shown_value(current)}"
 
     def _judged(self, key: str, value: Any, place: _Place) -> Any:
         """``value`` less what its source may not set (each refusal a problem); None: none of
         it applies."""
-        root = Path(self.root or ".").resolve()
+        root = Path(self.project.root or ".").resolve()
         if key == "allow_write":
             folders = []
             for folder in value:
@@ -306,15 +318,16 @@ class Settings:
 
     def job_policy(self) -> JobPolicy:
         """What an analysis job may do and use."""
-        return JobPolicy(network=self.allow_network, write=tuple(self.allow_write),
-                         memory_mb=self.memory_limit_mb, max_processes=self.max_processes,
-                         tmp_mb=self.tmp_limit_mb,
-                         env=tuple((str(k), str(v)) for k, v in self.env.items()))
+        access, limits = self.access, self.limits
+        return JobPolicy(network=access.allow_network, write=tuple(access.allow_write),
+                         memory_mb=limits.memory_limit_mb, max_processes=limits.max_processes,
+                         tmp_mb=limits.tmp_limit_mb,
+                         env=tuple((str(k), str(v)) for k, v in access.env.items()))
 
     def merged(self, overrides: dict[str, Any]) -> Settings:
         """A copy with the user's ``overrides`` applied (validated, problems added)."""
-        merged = Settings.from_dict(self.to_dict())
-        merged.problems, merged.sources = list(self.problems), dict(self.sources)
+        # the groups are frozen and every change copies their lists: shared safely
+        merged = replace(self, problems=list(self.problems), sources=dict(self.sources))
         merged.apply({k: v for k, v in overrides.items() if v is not None}, USER)
         return merged
 
@@ -340,6 +353,11 @@ def _copy(value: Any) -> Any:
         value, dict) else value
 
 
+def _as_json(value: Any) -> Any:
+    """``value`` as JSON holds it, never shared with the settings (tuples become lists)."""
+    return list(value) if isinstance(value, tuple) else _copy(value)
+
+
 def _inside(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
 
@@ -358,9 +376,8 @@ def load_settings(path: str | Path, overrides: dict[str, Any] | None = None) -> 
     problem, and the defaults apply."""
     target = Path(path).resolve()
     root = find_project_root(target)
-    settings = Settings()
     fallback = target if target.is_dir() else target.parent
-    settings.root = str(root if root is not None else fallback)
+    settings = Settings(project=ProjectLayout(root=str(root if root is not None else fallback)))
     if root is not None:
         pyproject = str(root / "pyproject.toml")
         table, lines, problem = _read_table(pyproject)

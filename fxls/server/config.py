@@ -16,7 +16,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from fxls.project.settings import DEFAULT_TIMEOUT_S, TIMEOUT_RANGE_S, check_number, shown_value
+from fxls.project.setting_groups import DEFAULT_TIMEOUT_S
+from fxls.project.settings import TIMEOUT_RANGE_S, check_number, check_targets, shown_value
 
 TRACE_MODES = ("", "eval", "train", "both")
 #: the pause before an on-change trace (ms)
@@ -43,6 +44,9 @@ class ServerConfig:
     allow_write: list[str] = field(default_factory=list)
     #: let analysed code open network connections
     allow_network: bool = False
+    #: the tracers the code must pass (``symbolic_trace``, ``export``, ``compile``); empty:
+    #: the project's ``[tool.fxls] targets``, else inferred from the code
+    targets: list[str] = field(default_factory=list)
     #: the settings of the last update that had bad values (their defaults were used)
     problems: list[str] = field(default_factory=list)
 
@@ -88,6 +92,7 @@ class ServerConfig:
             "trace_mode": self.trace_mode or None,
             "allow_write": self.allow_write or None,
             "allow_network": self.allow_network or None,
+            "targets": self.targets or None,
         }
 
 
@@ -96,6 +101,8 @@ def _problem(key: str, value: Any, kind: Any) -> str | None:
         return check_number(value, *TIMEOUT_RANGE_S)
     if key == "trace.onChangeDelay":
         return check_number(value, *CHANGE_DELAY_RANGE_MS, integer=True)
+    if key == "targets" and value != []:
+        return check_targets(value)
     if key == "trace.mode" and value not in TRACE_MODES:
         return f"must be one of {', '.join(shown_value(m) for m in TRACE_MODES)}"
     if kind is bool and not isinstance(value, bool):
@@ -120,6 +127,7 @@ _KEYS: list[tuple[str, str, Any]] = [
     ("worker.learnLibraries", "learn_libraries", bool),
     ("allowWrite", "allow_write", list),
     ("allowNetwork", "allow_network", bool),
+    ("targets", "targets", list),
 ]
 #: settings of the editor extensions themselves, which the server does not use
 _CLIENT_KEYS = frozenset({"interpreter", "trace.server"})

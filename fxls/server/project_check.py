@@ -117,7 +117,8 @@ class ProjectCheck:
             span = Span(str(path), 1, 1, 0, 0)
             report = FileReport(str(path), [], [
                 Diagnostic("FX100", CODES["FX100"].severity, unread, span)])
-            self._publisher.publish_report(uri, str(path), report, text, None, settings.root)
+            self._publisher.publish_report(uri, str(path), report, text, None,
+                                           settings.project.root)
             return
         try:
             service = await self._interpreters.for_path(str(path))
@@ -128,7 +129,7 @@ class ProjectCheck:
             raise asyncio.CancelledError from error
         if found is None or uri in self._session.documents:
             return  # opened meanwhile: its own analysis publishes
-        self._publisher.publish_report(uri, str(path), found, text, None, settings.root)
+        self._publisher.publish_report(uri, str(path), found, text, None, settings.project.root)
 
 
 def project_files(roots: list[str], skipped: list[Skipped] | None = None) -> list[Path]:

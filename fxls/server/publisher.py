@@ -172,9 +172,9 @@ class Publisher:
         """Each bad or refused setting is said once, and shown on the project's
         pyproject.toml at its line (replaced on every load: gone once fixed)."""
         for problem in settings.problems:
-            self.say_once(f"fxls: [tool.fxls] in {settings.root}: {problem}")
-        uri = pyproject_uri(settings.root)
-        diagnostics = settings_diagnostics(settings.problems, settings.root)
+            self.say_once(f"fxls: [tool.fxls] in {settings.project.root}: {problem}")
+        uri = pyproject_uri(settings.project.root)
+        diagnostics = settings_diagnostics(settings.problems, settings.project.root)
         if diagnostics == self._settings_shown.get(uri, []):
             return
         self._settings_shown[uri] = diagnostics

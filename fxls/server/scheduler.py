@@ -172,7 +172,7 @@ class AnalysisScheduler:
             self._progress.advance(key, 0.5)
             if current():
                 self._publisher.publish_report(uri, document.path, report, text, version,
-                                               settings.root)
+                                               settings.project.root)
 
         report, worker_started = await self._run(document, request, key, track, current,
                                                  publish_early)
@@ -181,7 +181,7 @@ class AnalysisScheduler:
         document.snapshot = snapshot = DocumentSnapshot(
             uri, document.path, report, text, version, document.fixes)
         self._publisher.publish_report(uri, document.path, report, text, version,
-                                       settings.root)
+                                       settings.project.root)
         self._server.protocol.notify(ANALYSIS_DONE, {"uri": uri, "version": version})
         self._publisher.refresh_views()
         if worker_started:

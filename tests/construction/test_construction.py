@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from fxls.analysis.pipeline import analyze_source
+from fxls.project.setting_groups import ProjectLayout
 from fxls.project.settings import Settings
 from fxls.report import FileReport, ModuleReport
 
@@ -21,7 +22,7 @@ def _analyze(tmp_path: Path, name: str) -> FileReport:
     path = tmp_path / f"{Path(name).stem}_{tmp_path.name}.py"
     shutil.copy(DATA / name, path)
     return analyze_source(str(path), path.read_text(encoding="utf-8"),
-                          Settings(root=str(tmp_path)))
+                          Settings(project=ProjectLayout(root=str(tmp_path))))
 
 
 @pytest.fixture(scope="module")
@@ -159,6 +160,7 @@ def test_a_module_named_like_its_package_imports_with_the_package_on_the_path(
               "        return self.layer(x)\n")
     (package / "pkg22.py").write_text(source)
     monkeypatch.syspath_prepend(str(tmp_path))
-    report = analyze_source(str(package / "pkg22.py"), source, Settings(root=str(package)))
+    report = analyze_source(str(package / "pkg22.py"), source,
+                            Settings(project=ProjectLayout(root=str(package))))
     assert not report.diagnostics
     assert _module(report, "Net").status.value == "traced"

@@ -11,6 +11,7 @@ from torch import nn
 
 from fxls.analysis.pipeline import analyze_source
 from fxls.analysis.shape_build import Budget, initialisers_skipped
+from fxls.project.setting_groups import ProjectLayout
 from fxls.project.settings import Settings
 from fxls.project.source_text import source_text
 from fxls.report import FileReport, ModuleReport, check_report
@@ -143,7 +144,7 @@ def _staged(tmp_path: Path, name: str, source: str) -> tuple[list[FileReport], F
     path = tmp_path / f"{name}_{tmp_path.name}.py"  # a module name of its own
     path.write_text(source, encoding="utf-8")
     sent: list[FileReport] = []
-    final = analyze_source(str(path), source, Settings(root=str(tmp_path)),
+    final = analyze_source(str(path), source, Settings(project=ProjectLayout(root=str(tmp_path))),
                            lambda report: sent.append(_as_sent(report, path, source)))
     return sent, final
 
@@ -182,7 +183,8 @@ def test_a_model_whose_initialiser_raises_gets_its_tracing_diagnostics(tmp_path:
         marks_at_first.append(mark.read_text().split())
         sent.append(_as_sent(report, path, source))
 
-    final = analyze_source(str(path), source, Settings(root=str(tmp_path)), first)
+    final = analyze_source(str(path), source,
+                           Settings(project=ProjectLayout(root=str(tmp_path))), first)
 
     # cheap: they ran in the tracing build, raised, and were skipped from there on
     assert marks_at_first == [["initialised", "custom"]]
@@ -211,7 +213,7 @@ def test_expensive_initialisers_run_only_for_the_complete_report(tmp_path: Path)
     path = tmp_path / f"initialised_{tmp_path.name}.py"
     source = INITIALISED.format(mark=str(mark), width=1 << 20)  # 3 M weights: ~30 ms
     path.write_text(source, encoding="utf-8")
-    final = analyze_source(str(path), source, Settings(root=str(tmp_path)),
+    final = analyze_source(str(path), source, Settings(project=ProjectLayout(root=str(tmp_path))),
                            lambda report: marks_at_first.append(mark.exists()))
 
     assert marks_at_first == [False]
@@ -230,7 +232,7 @@ def test_cheap_initialisers_run_in_the_one_build(tmp_path: Path) -> None:
     path = tmp_path / f"cheap_{tmp_path.name}.py"
     source = INITIALISED.format(mark=str(mark), width=4)
     path.write_text(source, encoding="utf-8")
-    final = analyze_source(str(path), source, Settings(root=str(tmp_path)),
+    final = analyze_source(str(path), source, Settings(project=ProjectLayout(root=str(tmp_path))),
                            lambda report: marks_at_first.append(mark.read_text().split()))
 
     assert marks_at_first == [["Linear", "Constant"]]  # before the first diagnostics

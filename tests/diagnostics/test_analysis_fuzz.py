@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from fxls.analysis.pipeline import analyze_source
 from fxls.project.python_source import read_python_source_or_replace
+from fxls.project.setting_groups import JobLimits, ProjectLayout
 from fxls.project.settings import Settings
 from fxls.project.source_text import SourceText
 from fxls.report import FileReport
@@ -89,7 +90,9 @@ def _analyze(folder: Path, source: str) -> tuple[FileReport, str]:
     path = folder / f"fuzz_{next(_names)}.py"
     path.write_text(source, encoding="utf-8", errors="surrogatepass", newline="")
     filename = str(path.resolve())
-    return analyze_source(filename, source, Settings(root=str(folder), timeout=5)), filename
+    return analyze_source(filename, source,
+                          Settings(project=ProjectLayout(root=str(folder)),
+                                   limits=JobLimits(timeout=5))), filename
 
 
 def _assert_inside(report: FileReport, path: str, source: str) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from fxls.analysis.pipeline import analyze_source
+from fxls.project.setting_groups import ProjectLayout
 from fxls.project.settings import Settings
 from fxls.report import FileReport
 
@@ -82,7 +83,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> FileReport:
     folder = tmp_path_factory.mktemp("codegen")
     path = folder / f"odd_names_{folder.name}.py"
     path.write_text(SOURCE, encoding="utf-8")
-    return analyze_source(str(path), SOURCE, Settings(root=str(folder)))
+    return analyze_source(str(path), SOURCE, Settings(project=ProjectLayout(root=str(folder))))
 
 
 def _line(text: str) -> int:

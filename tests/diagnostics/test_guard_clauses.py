@@ -12,6 +12,7 @@ import pytest
 import torch.fx
 
 from fxls.analysis.pipeline import analyze_source
+from fxls.project.setting_groups import ProjectLayout
 from fxls.project.settings import Settings
 
 GUARDED = '''import torch
@@ -96,7 +97,7 @@ def diagnostics(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[tupl
     folder = tmp_path_factory.mktemp("guards")
     path = folder / "guards_model.py"
     path.write_text(GUARDED, encoding="utf-8")
-    report = analyze_source(str(path), GUARDED, Settings(root=str(folder)))
+    report = analyze_source(str(path), GUARDED, Settings(project=ProjectLayout(root=str(folder))))
     found: dict[str, list[tuple[str, int]]] = {}
     for item in report.diagnostics:
         found.setdefault(item.module or "", []).append((item.code, item.span.line))

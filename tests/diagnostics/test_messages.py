@@ -13,6 +13,7 @@ import pytest
 
 from fxls.analysis.pipeline import analyze_source
 from fxls.analysis.wording import in_user_terms
+from fxls.project.setting_groups import ProjectLayout
 from fxls.project.settings import Settings
 from fxls.report import Diagnostic, FileReport
 
@@ -31,7 +32,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def report(project: Path) -> FileReport:
     (path,) = project.glob("models_*.py")
     return analyze_source(str(path), path.read_text(encoding="utf-8"),
-                          Settings(root=str(project)))
+                          Settings(project=ProjectLayout(root=str(project))))
 
 
 def _range(source: str, text: str) -> tuple[int, int, int]:

@@ -9,6 +9,7 @@ import torch
 import fxcore
 from fxls.analysis.named_args import named_arguments
 from fxls.analysis.pipeline import analyze_source
+from fxls.project.setting_groups import JobLimits, ProjectLayout
 from fxls.project.settings import Settings
 from fxls.project.source_text import source_text
 from fxls.report import ModuleReport, NodeInfo, check_report
@@ -90,7 +91,9 @@ class Net(nn.Module):
 def test_the_report_carries_them_and_hover_shows_them(tmp_path: Path) -> None:
     path = tmp_path / "model.py"
     path.write_text(MODEL)
-    report = analyze_source(str(path), MODEL, Settings(root=str(tmp_path), timeout=30))
+    report = analyze_source(str(path), MODEL,
+                            Settings(project=ProjectLayout(root=str(tmp_path)),
+                                     limits=JobLimits(timeout=30)))
     module = next(m for m in report.modules if m.name == "Net")
     clamp = next(n for n in module.nodes if n.name == "clamp")
     assert clamp.named_args == [["input", "%x"], ["min", "0.0"]]

@@ -8,6 +8,7 @@ from pathlib import Path
 import fxcore.graph
 import fxls.analysis.passes.edits
 from fxls.analysis.pipeline.file_context import SourceFile
+from fxls.project.setting_groups import ProjectLayout
 from fxls.project.settings import Settings
 
 REPO = Path(__file__).resolve().parents[2]
@@ -15,8 +16,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def test_fxls_and_fxcore_files_are_not_reportable_inside_fxls_own_project():
     example = REPO / "examples" / "control_flow.py"
-    settings = Settings()
-    settings.root = str(REPO)
+    settings = Settings(project=ProjectLayout(root=str(REPO)))
     source = SourceFile.read(str(example), example.read_text(), settings)
     assert source.is_reportable(str(example))
     assert source.is_reportable(str(REPO / "examples" / "rewrites.py"))

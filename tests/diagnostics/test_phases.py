@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from fxls.analysis_runs.request import ANALYZE_TARGET, WARM_IMPORTS, WARM_UP, AnalysisRequest
+from fxls.project.setting_groups import ProjectLayout
 from fxls.project.settings import Settings
 from fxls.project.source_text import source_text
 from fxls.report import FileReport, check_report
@@ -45,7 +46,8 @@ class Swish(nn.Module):
 async def _analyse(path: Path, source: str) -> tuple[Any, list[dict[str, Any]]]:
     """One real job in a fresh warm worker: its result and the partial reports before it."""
     path.write_text(source, encoding="utf-8")
-    request = AnalysisRequest(str(path), source, Settings(root=str(path.parent)))
+    request = AnalysisRequest(str(path), source,
+                              Settings(project=ProjectLayout(root=str(path.parent))))
     early: list[dict[str, Any]] = []
     client = WorkerClient(sys.executable, warm_imports=WARM_IMPORTS, warm_up=WARM_UP)
     await client.start()

@@ -8,6 +8,7 @@ from pathlib import Path
 from fxls.analysis.pipeline import analyze_source
 from fxls.analysis_runs.outcome import failure_report
 from fxls.analysis_runs.request import AnalysisRequest
+from fxls.project.setting_groups import ProjectLayout
 from fxls.project.settings import Settings
 from fxls.report import FileReport
 
@@ -18,7 +19,7 @@ def _analyze(tmp_path: Path, source: str) -> FileReport:
     # a module name of its own: an in-process analysis imports the file as that module
     path = tmp_path / f"m_{tmp_path.name}.py"
     path.write_text(source, encoding="utf-8", newline="")
-    return analyze_source(str(path), source, Settings(root=str(tmp_path)))
+    return analyze_source(str(path), source, Settings(project=ProjectLayout(root=str(tmp_path))))
 
 
 def _codes(report: FileReport) -> list[tuple[str, int, int, int, int]]:
@@ -50,7 +51,8 @@ def test_unicode_line_separators_inside_strings_keep_line_numbers(tmp_path: Path
 def test_failure_report_of_a_file_with_a_lone_surrogate_still_goes_out(tmp_path: Path):
     path = tmp_path / "model.py"
     source = "import os\n  name = '\ud800é'\nos._exit(3)\n"
-    request = AnalysisRequest(str(path), source, Settings(root=str(tmp_path)))
+    request = AnalysisRequest(str(path), source,
+                              Settings(project=ProjectLayout(root=str(tmp_path))))
     output = f'Fatal Python error\nmost recent call first:\n  File "{path}", line 2 in <module>'
     report = failure_report(request, "crashed", "exit code 3", output)
     (fx102,) = report.diagnostics
@@ -108,6 +110,6 @@ def test_sys_exit_in_init_is_one_fx004_there_and_other_classes_are_kept(tmp_path
 def test_lone_surrogate_in_the_text_is_fx100_at_it(tmp_path: Path):
     path = tmp_path / f"m_{tmp_path.name}.py"  # an editor's text: no file holds a surrogate
     source = HEAD + "NAME = 'a\ud800b'\n" + GATE
-    report = analyze_source(str(path), source, Settings(root=str(tmp_path)))
+    report = analyze_source(str(path), source, Settings(project=ProjectLayout(root=str(tmp_path))))
     assert _codes(report) == [("FX100", 3, 9, 3, 12)]
     assert "surrogates not allowed" in report.diagnostics[0].message

@@ -19,6 +19,7 @@ import pytest
 
 from fxls.analysis_runs.request import WARM_IMPORTS, AnalysisRequest
 from fxls.analysis_runs.runs import run_analysis
+from fxls.project.setting_groups import JobLimits, ProjectLayout
 from fxls.project.settings import Settings
 from fxls.worker.client import JobResult, WorkerClient
 from fxls.worker.library_learner import QUIET_S
@@ -150,7 +151,8 @@ async def test_the_documents_own_package_and_a_library_analysed_in_place_run_fre
         assert (await report(worker, "countlib", sources=elsewhere))["loaded"] is False
         # the analysis of the document imports its own package's helper, not the library's
         request = AnalysisRequest(str(model), model.read_text(),
-                                  Settings(root=str(project), timeout=60))
+                                  Settings(project=ProjectLayout(root=str(project)),
+                                           limits=JobLimits(timeout=60)))
         analysed = await run_analysis(worker, request)
         assert analysed is not None
         assert [(d.code, d.span.line) for d in analysed.diagnostics] == [("FX001", 12)]

@@ -18,6 +18,7 @@ from fxls.analysis_runs.runs import analyze_many
 from fxls.codes import Severity
 from fxls.fixes import Fix, apply_edits, fixes_for
 from fxls.fixes.verify import fix_holds
+from fxls.project.setting_groups import ProjectLayout
 from fxls.project.settings import Settings
 from fxls.project.source_text import SourceText
 from fxls.report import Diagnostic, FileReport, Span
@@ -249,7 +250,7 @@ def checked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Checked]
     """Each file's every fix, its report before and the report of its edited text (analysed
     under the file's own path, unsaved, like the server's verification)."""
     folder = tmp_path_factory.mktemp("pass_fixes")
-    settings = Settings(root=str(folder))
+    settings = Settings(project=ProjectLayout(root=str(folder)))
     files = {"negate.py": SAMPLE, "late.py": LATE}
     paths = {name: folder / name for name in files}
     for name, text in files.items():

@@ -225,8 +225,10 @@ def _analyze_in_child(path: Path, text: str, result: str) -> object:
     script = (
         "import json\n"
         "from fxls.analysis.pipeline import analyze_source\n"
+        "from fxls.project.setting_groups import ProjectLayout\n"
         "from fxls.project.settings import Settings\n"
-        f"report = analyze_source({str(path)!r}, {text!r}, Settings(root={str(path.parent)!r}))\n"
+        f"report = analyze_source({str(path)!r}, {text!r}, "
+        f"Settings(project=ProjectLayout(root={str(path.parent)!r})))\n"
         f"print(json.dumps({result}))\n"
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,

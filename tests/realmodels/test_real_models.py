@@ -88,10 +88,12 @@ from pathlib import Path
 from fxls.analysis.pipeline import analyze_source
 from fxls.server.hover import hover_text as _hover_text
 from fxls.server.inlay import shape_hints
+from fxls.project.setting_groups import ProjectLayout
 from fxls.project.settings import Settings
 path = Path(sys.argv[1])
 source = path.read_text()
-report = analyze_source(str(path), source, Settings(root=str(path.parents[1])))
+report = analyze_source(str(path), source,
+                        Settings(project=ProjectLayout(root=str(path.parents[1]))))
 lines = source.splitlines()
 line = next(i for i, text in enumerate(lines) if "self.ls1(self.attn(self.norm1(x)" in text)
 out = {}

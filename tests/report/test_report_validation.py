@@ -10,6 +10,7 @@ import pytest
 
 from fxls.analysis_runs.outcome import report_from_result
 from fxls.analysis_runs.request import AnalysisRequest
+from fxls.project.setting_groups import ProjectLayout
 from fxls.project.settings import Settings
 from fxls.project.source_text import source_text
 from fxls.report import Diagnostic, FileReport, ModuleReport, NodeInfo, Span
@@ -131,7 +132,8 @@ def test_an_invalid_report_is_fx102_at_the_line_importing_fxls_and_keeps_the_par
 ) -> None:
     path = tmp_path / "model.py"
     source = "import torch\nfrom torch import nn\nimport fxls.report\n\nx = 1\n"
-    request = AnalysisRequest(str(path), source, Settings(root=str(tmp_path)))
+    request = AnalysisRequest(str(path), source,
+                              Settings(project=ProjectLayout(root=str(tmp_path))))
     resolved = str(path.resolve())
     early = {"path": resolved, "diagnostics": [
         {"code": "FX001", "severity": "error", "message": "early", "span": {
@@ -143,7 +145,8 @@ def test_an_invalid_report_is_fx102_at_the_line_importing_fxls_and_keeps_the_par
     assert report.diagnostics[0].message == (
         "the analysis produced an invalid report (path: is missing); line 3 imports fxls: "
         "analysed code must not change fxls itself or write to its result pipe")
-    plain = AnalysisRequest(str(path), "x = 1\n", Settings(root=str(tmp_path)))
+    plain = AnalysisRequest(str(path), "x = 1\n",
+                            Settings(project=ProjectLayout(root=str(tmp_path))))
     (only,) = report_from_result(plain, JobResult(JobStatus.OK, None)).diagnostics
     assert (only.code, only.span.line) == ("FX102", 1)
     assert only.message == ("the analysis produced an invalid report (the report is null, "
@@ -157,7 +160,8 @@ def test_two_partial_reports_then_the_final_one_referring_to_the_second(tmp_path
 
     path = tmp_path / "model.py"
     resolved = str(path.resolve())
-    request = AnalysisRequest(str(path), TEXT.text, Settings(root=str(tmp_path)))
+    request = AnalysisRequest(str(path), TEXT.text,
+                              Settings(project=ProjectLayout(root=str(tmp_path))))
 
     def diagnostic(line: int, code: str) -> dict[str, Any]:
         return {"code": code, "severity": "error", "message": code, "span": {

@@ -330,5 +330,5 @@ def test_env_setting_reaches_the_job_policy() -> None:
     assert good.job_policy().env == (("TORCH_HOME", "/models"),)
     assert JobPolicy.from_dict(good.job_policy().to_dict()).env == (("TORCH_HOME", "/models"),)
     bad = Settings.from_dict({"env": {"TORCH_HOME": 1}})
-    assert bad.env == {} and [str(p) for p in bad.problems] == [
+    assert bad.access.env == {} and [str(p) for p in bad.problems] == [
         "`env` = {TORCH_HOME = 1}: must be a table of strings; using {}"]

@@ -7,14 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from fxls.project.settings import DEFAULT_TIMEOUT_S, PROJECT, USER, Settings, load_settings
+from fxls.project.setting_groups import DEFAULT_TIMEOUT_S
+from fxls.project.settings import PROJECT, USER, Settings, load_settings
 from fxls.server.config import ServerConfig
 
 
 @pytest.mark.parametrize("bad", [math.inf, math.nan, -1, 1e-9, 10**9, "soon", True, None])
 def test_a_bad_timeout_is_said_and_the_default_used(bad: object) -> None:
     settings = Settings.from_dict({"timeout": bad})
-    assert settings.timeout == DEFAULT_TIMEOUT_S
+    assert settings.limits.timeout == DEFAULT_TIMEOUT_S
     assert len(settings.problems) == (0 if bad is None else 1)
     config = ServerConfig(trace_timeout=5.0).updated({"fxls": {"trace": {"timeout": bad}}})
     if bad is None:
@@ -30,9 +31,10 @@ def test_every_project_setting_is_checked() -> None:
         "memory_limit_mb": -5, "trace_mode": "fast", "leaf_modules": "Block",
         "check_eager": "yes", "root": 3, "select": ["FX001"], "timeout": 12,
     })
-    assert (settings.trace_mode, settings.leaf_modules, settings.check_eager) == (
+    tracing = settings.tracing
+    assert (tracing.trace_mode, tracing.leaf_modules, tracing.check_eager) == (
         "eval", [], True)
-    assert (settings.select, settings.timeout) == (["FX001"], 12.0)
+    assert (settings.diagnostics.select, settings.limits.timeout) == (["FX001"], 12.0)
     assert [p.key for p in settings.problems] == [
         "memory_limit_mb", "trace_mode", "leaf_modules", "check_eager", "root"]
 
@@ -85,14 +87,15 @@ def test_each_bad_value_is_named_with_its_line_and_what_was_used(hostile: Path) 
     default = Settings()
     assert said[("memory_limit_mb", 5)] == (
         f"`memory_limit_mb` = 1e+30: must be between 256 and 1048576; using "
-        f"{default.memory_limit_mb}")
+        f"{default.limits.memory_limit_mb}")
     assert said[("timeout", 6)] == "`timeout` = nan: must be between 1 and 3600; using 30.0"
     assert said[("max_processes", 7)] == '`max_processes` = "many": must be a number; using 64'
     assert said[("leaf_modules", 8)] == (
         "`leaf_modules` = [1, 2]: must be a list of strings; using []")
     assert said[("timout", 9)] == "`timout` = 5: not a setting of fxls; ignored"
-    assert (settings.memory_limit_mb, settings.timeout, settings.max_processes) == (
-        default.memory_limit_mb, DEFAULT_TIMEOUT_S, 64)
+    limits = settings.limits
+    assert (limits.memory_limit_mb, limits.timeout, limits.max_processes) == (
+        default.limits.memory_limit_mb, DEFAULT_TIMEOUT_S, 64)
     assert all(p.path == str(hostile / "pyproject.toml") and p.source == PROJECT
                for p in settings.problems)
 
@@ -110,9 +113,10 @@ def test_a_repository_cannot_widen_its_own_sandbox(hostile: Path) -> None:
     assert f"{hostile.parent} is outside the project root {hostile}" in outside.message
     assert "the job runs without it" in outside.message and "--allow-write" in outside.message
     # the rest applies
-    assert settings.allow_write == [str(hostile / "cache")]
-    assert (settings.allow_network, settings.roots, settings.rule_files) == (False, ["src"], [])
-    assert settings.env == {"TORCH_HOME": "/models"}
+    assert settings.access.allow_write == [str(hostile / "cache")]
+    assert (settings.access.allow_network, settings.project.roots, settings.tracing.rule_files) == (
+        False, ["src"], [])
+    assert settings.access.env == {"TORCH_HOME": "/models"}
     policy = settings.job_policy()
     assert (policy.write, policy.network) == ((str(hostile / "cache"),), False)
     assert policy.env == (("TORCH_HOME", "/models"),)
@@ -122,13 +126,13 @@ def test_the_user_may_allow_more_and_the_job_gets_it_unjudged(hostile: Path,
                                                               tmp_path: Path) -> None:
     settings = load_settings(hostile / "m.py", {"allow_write": [str(tmp_path), "/"],
                                                 "allow_network": True})
-    assert settings.allow_write == [str(hostile / "cache"), str(tmp_path), "/"]
-    assert settings.allow_network is True
+    assert settings.access.allow_write == [str(hostile / "cache"), str(tmp_path), "/"]
+    assert settings.access.allow_network is True
     assert settings.sources["allow_write"] == settings.sources["allow_network"] == USER
     assert settings.sources["roots"] == PROJECT
     job = Settings.from_dict(settings.to_dict())  # what the job process reads
-    assert (job.allow_write, job.allow_network, job.problems) == (
-        settings.allow_write, True, [])
+    assert (job.access.allow_write, job.access.allow_network, job.problems) == (
+        settings.access.allow_write, True, [])
     assert job.job_policy() == settings.job_policy()
 
 
@@ -152,6 +156,6 @@ def test_a_bad_value_of_the_user_is_said_too(tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text("[tool.fxls]\ntimeout = 12\n", encoding="utf-8")
     settings = load_settings(tmp_path / "m.py", {"timeout": 0.0})
     (problem,) = settings.problems
-    assert (problem.source, problem.path, settings.timeout) == (USER, "", 12.0)
+    assert (problem.source, problem.path, settings.limits.timeout) == (USER, "", 12.0)
     assert problem.located() == (
         "your setting `timeout` = 0.0: must be between 1 and 3600; using 12.0")

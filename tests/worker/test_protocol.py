@@ -15,6 +15,7 @@ import pytest
 
 from fxls.analysis_runs.request import LEARN_IMPORTS, WARM_IMPORTS, AnalysisRequest
 from fxls.analysis_runs.runs import run_analysis
+from fxls.project.setting_groups import JobLimits, ProjectLayout
 from fxls.project.settings import Settings
 from fxls.worker import client as client_module
 from fxls.worker.client import JobResult, WorkerClient, WorkerError
@@ -137,7 +138,8 @@ async def test_a_frame_announcing_a_terabyte_ends_the_job_and_the_worker_buffers
         before = _peak_rss_mb(worker.pid)
         path = tmp_path / "attack.py"
         request = AnalysisRequest(str(path), hostile.OVERSIZED_FRAME,
-                                  Settings(root=str(tmp_path), timeout=60))
+                                  Settings(project=ProjectLayout(root=str(tmp_path)),
+                                           limits=JobLimits(timeout=60)))
         report = await run_analysis(worker, request)
         assert report is not None
         (fx102,) = [d for d in report.diagnostics if d.code == "FX102"]
@@ -149,7 +151,7 @@ async def test_a_frame_announcing_a_terabyte_ends_the_job_and_the_worker_buffers
         # fed 1 GB after the header: the worker kept none of it (it grew by 1 GB before)
         assert _peak_rss_mb(worker.pid) - before < 64
         good = AnalysisRequest(str(tmp_path / "good.py"), hostile.GOOD,
-                               Settings(root=str(tmp_path)))
+                               Settings(project=ProjectLayout(root=str(tmp_path))))
         after = await run_analysis(worker, good)
         assert after is not None and [(d.code, d.span.line) for d in after.diagnostics] == [
             ("FX001", 12)]
@@ -179,7 +181,8 @@ async def test_a_forged_imports_frame_makes_the_worker_import_nothing(tmp_path: 
     try:
         before = await worker.run(f"{HOSTILE}:torch_modules", {}, timeout=60)
         request = AnalysisRequest(str(tmp_path / "attack.py"), hostile.FORGED_IMPORTS,
-                                  Settings(root=str(tmp_path), timeout=60))
+                                  Settings(project=ProjectLayout(root=str(tmp_path)),
+                                           limits=JobLimits(timeout=60)))
         report = await run_analysis(worker, request)
         assert report is not None
         assert [(d.code, d.span.line) for d in report.diagnostics] == [("FX001", 30)]

@@ -15,6 +15,7 @@ import pytest
 
 from fxls.analysis_runs.outcome import failure_report
 from fxls.analysis_runs.request import AnalysisRequest
+from fxls.project.setting_groups import JobLimits
 from fxls.project.settings import Settings
 from fxls.worker.client import WorkerClient
 from fxls.worker.where import innermost_lines, read_where
@@ -88,7 +89,7 @@ def test_the_report_takes_the_dump_then_the_watchdog_and_only_lines_of_the_file(
     path = tmp_path / "m.py"
     source = "import time\n\n\ntime.sleep(1000)\n"
     path.write_text(source)
-    request = AnalysisRequest(str(path), source, Settings(timeout=2))
+    request = AnalysisRequest(str(path), source, Settings(limits=JobLimits(timeout=2)))
 
     def line(output: str = "", where: object = None) -> int:
         report = failure_report(request, "timeout", "", output, where)

@@ -10,6 +10,8 @@ export interface ServerSettings {
   /** user settings only (declared `"scope": "machine"`): a repository cannot widen the sandbox */
   allowWrite: string[];
   allowNetwork: boolean;
+  /** the tracers the code must pass; absent: the project's, else inferred from the code */
+  targets?: string[];
 }
 
 export const DEFAULTS: ServerSettings = {
@@ -52,6 +54,8 @@ export function serverSettings(read: SettingReader, resolvePath: (p: string) => 
   };
   const mode = read("trace.mode");
   if (mode === "eval" || mode === "train" || mode === "both") settings.trace.mode = mode;
+  const targets = codes(read("targets"));
+  if (targets.length) settings.targets = targets;
   const python = read("python");
   if (typeof python === "string" && python.trim()) settings.python = resolvePath(python.trim());
   return settings;

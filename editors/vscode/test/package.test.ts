@@ -29,6 +29,7 @@ test("every setting is contributed with the server's defaults", () => {
     "fxls.inlayHints.shapes",
     "fxls.interpreter",
     "fxls.python",
+    "fxls.targets",
     "fxls.trace.mode",
     "fxls.trace.onChange",
     "fxls.trace.onSave",
@@ -45,6 +46,8 @@ test("every setting is contributed with the server's defaults", () => {
   assert.deepEqual(properties["fxls.diagnostics.ignore"].default, []);
   assert.equal(properties["fxls.python"].type, "string");
   assert.equal(properties["fxls.interpreter"].type, "string");
+  assert.deepEqual(properties["fxls.targets"].default, []);
+  assert.deepEqual(properties["fxls.targets"].items.enum, ["symbolic_trace", "export", "compile"]);
 });
 
 test("settings that widen the sandbox are the user's only: a repository's .vscode/settings.json cannot set them", () => {

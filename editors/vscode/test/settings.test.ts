@@ -91,3 +91,8 @@ test("an interpreter change restarts the server; other fxls settings are pushed"
   assert.equal(configChangeAction(affects("fxls.interpreter", "fxls.trace.onSave")), "restart");
   assert.equal(configChangeAction(affects("python.defaultInterpreterPath")), "none");
 });
+
+test("targets are sent when set, and left to the project when empty", () => {
+  assert.deepEqual(serverSettings(reader({ targets: ["export", " compile "] })).targets, ["export", "compile"]);
+  assert.equal("targets" in serverSettings(reader({ targets: [] })), false);
+});

@@ -24,7 +24,7 @@ def build_instances(context: FileContext) -> tuple[dict[type, Outcome], list[Dia
     file = context.file
     outcomes, problems = build_all(list(context.classes), FileScope(
         context.module_name, context.namespace, file.module_tree, file.source, file.pragmas,
-        file.settings.entry_points))
+        file.settings.project.entry_points))
     first_line = file.first_line()
     return outcomes, [diagnostic("FX004", problem, first_line, "") for problem in problems]
 

@@ -53,12 +53,12 @@ class SourceFile:
     def read(cls, path: str, source: str, settings: Settings) -> SourceFile:
         filename = str(Path(path).resolve())
         tree = parse_source(source)
-        project_root = Path(settings.root) if settings.root else None
-        location = locate_module(Path(filename), project_root, settings.roots,
+        project_root = Path(settings.project.root) if settings.project.root else None
+        location = locate_module(Path(filename), project_root, settings.project.roots,
                                  tree if isinstance(tree, ast.Module) else None)
         return cls(filename, source, source_text(source), tree, settings,
-                   settings.root or str(Path(filename).parent), parse_pragmas(source, tree),
-                   location, own_folders(settings.root, location, filename))
+                   settings.project.root or str(Path(filename).parent), parse_pragmas(source, tree),
+                   location, own_folders(settings.project.root, location, filename))
 
     @property
     def module_tree(self) -> ast.Module | None:

@@ -42,9 +42,9 @@ class Findings:
 
 def finished(report: FileReport, file: SourceFile) -> FileReport:
     """Apply select/ignore and ignore pragmas; one diagnostic per (code, range), sorted."""
-    report.diagnostics.extend(refusal_diagnostics(file.filename, file.settings.root))
-    select = parse_code_list(file.settings.select)
-    ignore = parse_code_list(file.settings.ignore)
+    report.diagnostics.extend(refusal_diagnostics(file.filename, file.settings.project.root))
+    select = parse_code_list(file.settings.diagnostics.select)
+    ignore = parse_code_list(file.settings.diagnostics.ignore)
     kept = []
     keys = set()
     for item in report.diagnostics:

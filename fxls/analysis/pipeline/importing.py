@@ -26,7 +26,7 @@ def run_file(file: SourceFile, passes: PassAnalysis) -> tuple[types.ModuleType |
     settings = file.settings
     with passes.log.active():  # passes the file runs at import are checked too
         loaded = execute_file(Path(file.filename), file.source, file.module_tree, file.location,
-                              (settings.root,) if settings.root else ())
+                              (settings.project.root,) if settings.project.root else ())
     found = []
     for failure in loaded.failures:
         item = diagnostic("FX100", failure.message, failure.span, "")
@@ -43,15 +43,15 @@ def file_context(file: SourceFile, module: types.ModuleType) -> tuple[FileContex
     definitions = class_definitions(file.tree)
     classes = module_classes(module, definitions)
     opaque = _resolve_functions(file.pragmas.opaque, namespace)
-    leaf_names = (*file.settings.leaf_modules, *(
+    leaf_names = (*file.settings.tracing.leaf_modules, *(
         f"{cls.__module__}.{cls.__qualname__}" for cls in classes
         if file.pragmas.classes.get(cls.__name__, ClassPragmas()).leaf
     ), *sorted(declared.leaf_classes), *(
         f"{o.__module__}.{o.__qualname__}" for o in opaque
         if isinstance(o, type) and issubclass(o, torch.nn.Module)))
-    autowrap = (*_resolve_functions(file.settings.autowrap_functions, namespace),
+    autowrap = (*_resolve_functions(file.settings.tracing.autowrap_functions, namespace),
                 *declared.functions, *(o for o in opaque if not isinstance(o, type)))
-    user_rules, rule_problems = load_rule_files(file.settings.rule_files, file.root)
+    user_rules, rule_problems = load_rule_files(file.settings.tracing.rule_files, file.root)
     context = FileContext(file, module.__name__, namespace, definitions, tuple(classes),
                           leaf_names, autowrap, declared.declared_by, tuple(user_rules))
     return context, _setting_problems(file, namespace, rule_problems)
@@ -62,7 +62,7 @@ def _setting_problems(file: SourceFile, namespace: dict[str, Any],
     first_line = file.first_line()
     found = [diagnostic("FX004", f"fxls could not use a rewrite rule: {problem}", first_line,
                         "") for problem in rule_problems]
-    unknown = [f"`{name}`" for name in file.settings.autowrap_functions
+    unknown = [f"`{name}`" for name in file.settings.tracing.autowrap_functions
                if not _resolve_functions([name], namespace)]
     if unknown:
         found.append(diagnostic(

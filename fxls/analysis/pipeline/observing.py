@@ -65,7 +65,7 @@ def observe_class(traced: TracedModule, context: FileContext,
     elif ctx.example_inputs is not None:
         # a partial graph: shapes up to the first node that cannot run, while the user fixes
         # what tracing reported (nothing else is learnt from a graph known to be wrong)
-        observe(gm, ctx.example_inputs, training=file.settings.trace_mode == "train",
+        observe(gm, ctx.example_inputs, training=file.settings.tracing.trace_mode == "train",
                 record_backward=False)
     fill_node_tables(traced.module_report, gm, backward)
     return found
@@ -79,7 +79,7 @@ def _run_graph_and_module(traced: TracedModule, context: FileContext,
     ctx, settings = traced.ctx, context.file.settings
     gm, example_inputs = ctx.graph_module, ctx.example_inputs
     assert gm is not None and example_inputs is not None
-    training = settings.trace_mode == "train"
+    training = settings.tracing.trace_mode == "train"
     record_backward = len(gm.graph.nodes) <= _MAX_NODES_FOR_AUTOGRAD
     seen = observe(gm, example_inputs, training=training, record_backward=record_backward)
     if not seen.ok and traced.inputs_inferred:
@@ -98,10 +98,10 @@ def _run_graph_and_module(traced: TracedModule, context: FileContext,
         return {}
     traced.module_report.output_signature = signature(seen.output)
     wanted = inputs_wanted(traced, harvested)
-    if settings.check_eager or wanted:
+    if settings.tracing.check_eager or wanted:
         with capturing_inputs(wanted):
             ran, eager = run_eager(traced.instance, example_inputs, training)
-        if ran and settings.check_eager:
+        if ran and settings.tracing.check_eager:
             found += run_rule(rules.eager_mismatch, ctx, traced.span, traced.span, eager,
                               seen.output)
     return seen.backward

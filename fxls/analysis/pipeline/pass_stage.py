@@ -47,8 +47,8 @@ def _subjects(context: FileContext, traced: list[TracedModule],
         subjects = global_subjects(context.namespace, context.leaf_names, context.autowrap)
     graphs_from = "models"
     settings = context.file.settings
-    if not subjects and settings.pass_models:
-        subjects, problems = project_subjects(settings.pass_models)
+    if not subjects and settings.project.pass_models:
+        subjects, problems = project_subjects(settings.project.pass_models)
         graphs_from = "pass_models"
         first_line = context.file.first_line()
         report.diagnostics.extend(diagnostic("FX004", f"fxls could not use {problem}",

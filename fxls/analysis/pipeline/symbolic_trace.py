@@ -108,7 +108,8 @@ def trace_class(cls: type, context: FileContext, outcome: Outcome | None) -> Cla
             return module_report, [diagnostic(
                 "FX004", f"the `concrete` pragma of `{name}` cannot be evaluated: {error}",
                 span, name)], None
-    outcome.instance.train(file.settings.trace_mode == "train")  # traced in the mode it runs in
+    # traced in the mode it runs in
+    outcome.instance.train(file.settings.tracing.trace_mode == "train")
     # ("both": the eval graph is the module's graph; the train one is only compared)
     return _trace_built(context, _Tracing(cls, outcome, module_report, span, pragmas, concrete))
 
@@ -182,7 +183,7 @@ def _checked(context: FileContext, tracing: _Tracing, trace: CollectedTrace,
     module_report.status = TraceStatus.PARTIAL if trace.issues else TraceStatus.TRACED
     module_report.node_count = len(gm.graph.nodes)
     found += misread_names(gm.graph, instance, name, file.tree, file.filename)
-    if file.settings.trace_mode == "both" and not trace.issues:
+    if file.settings.tracing.trace_mode == "both" and not trace.issues:
         found += mode_difference(instance, tracing.concrete, gm, name, span, context)
     torch.manual_seed(1)
     example_inputs = (None if tracing.outcome.on_meta
