@@ -224,6 +224,7 @@ def run_check(args: argparse.Namespace) -> int:
             requests, args.python or sys.executable, args.jobs or os.cpu_count() or 1, progress))
     finally:
         progress.close()
+    sys.stderr.write(_targets_lines(reports))
     sources = SourceCache()
     for request in requests:
         sources.add(request.path, request.source)
@@ -232,6 +233,21 @@ def run_check(args: argparse.Namespace) -> int:
     statistics = collect_statistics(reports) if args.statistics else None
     sys.stdout.write(formatter(reports, sources, statistics, setting_problems))
     return EXIT_ERRORS if _has_errors(reports) else EXIT_OK
+
+
+def _targets_lines(reports: list[FileReport]) -> str:
+    """Which tracers were checked and why, once per distinct choice; nothing for the
+    default (symbolic tracing alone, as fxls always did)."""
+    lines = []
+    for report in reports:
+        if report.targets == ["symbolic_trace"] and report.targets_because is not None \
+                and report.targets_because.startswith("the default"):
+            continue
+        if report.targets:
+            line = f"fxls: targets {', '.join(report.targets)}: {report.targets_because}\n"
+            if line not in lines:
+                lines.append(line)
+    return "".join(lines)
 
 
 def _has_errors(reports: list[FileReport]) -> bool:

@@ -41,12 +41,35 @@ CODES: dict[str, Code] = {
         Code("FX016", Severity.INFORMATION, "train and eval mode trace to different graphs"),
         Code("FX017", Severity.INFORMATION, "a pass changes the model's outputs"),
         Code("FX020", Severity.INFORMATION, "rewrite available"),
+        Code("FX201", Severity.ERROR, "data-dependent branch or guard in export"),
+        Code("FX202", Severity.ERROR, "Python that strict export cannot trace"),
+        Code("FX203", Severity.ERROR, "operator without a fake kernel"),
+        Code("FX205", Severity.ERROR, "dynamic dimension specialized by the code"),
+        Code("FX209", Severity.ERROR, "exception while exporting"),
+        Code("FX301", Severity.WARNING, "graph break"),
+        Code("FX309", Severity.ERROR, "exception while compiling"),
         Code("FX100", Severity.ERROR, "file cannot be executed"),
         Code("FX101", Severity.INFORMATION, "module cannot be constructed"),
         Code("FX102", Severity.ERROR, "worker timed out or crashed"),
         Code("FX103", Severity.INFORMATION, "a write or network access was refused"),
     )
 }
+
+class Target(StrEnum):
+    """A tracer the project's code must pass (``[tool.fxls] targets``)."""
+
+    SYMBOLIC_TRACE = "symbolic_trace"
+    EXPORT = "export"
+    COMPILE = "compile"
+
+
+_FAMILY_TARGETS = {"FX0": Target.SYMBOLIC_TRACE, "FX2": Target.EXPORT, "FX3": Target.COMPILE}
+
+
+def target_of(code: str) -> Target | None:
+    """The tracer whose problem ``code`` is (None: fxls's own, e.g. FX1xx, about every target)."""
+    return _FAMILY_TARGETS.get(code[:3])
+
 
 #: the repository fxls is published from (``[project.urls]`` in pyproject.toml, and
 #: ``repository`` in the VS Code extension's package.json)

@@ -20,6 +20,8 @@ class ClassPragmas:
     init: str | None = None  # "d_in=8, d_out=4"
     args: str | None = None  # "(torch.randn(2, 8),)"
     concrete: str | None = None  # "{'flag': False}"
+    targets: str | None = None  # "export, compile": the tracers this class must pass
+    dynamic: str | None = None  # '{"x": {0: "batch"}}': export's dynamic shapes
     leaf: bool = False
     skip: bool = False
     lines: dict[str, int] = field(default_factory=dict)  # pragma kind -> line (1-based)
@@ -88,7 +90,7 @@ def parse_pragmas(source: str, tree: ast.AST | None = None) -> FilePragmas:
             if not match:
                 continue
             kind, value = match.group(1), match.group(2)
-            if kind in ("init", "args", "concrete"):
+            if kind in ("init", "args", "concrete", "targets", "dynamic"):
                 setattr(pragmas, kind, value)
                 pragmas.lines[kind] = line
             elif kind in ("leaf", "skip"):

@@ -6,6 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from fxls.codes import target_of
 from fxls.output.located import SourceCache, locate, pass_origin
 from fxls.output.setting_problems import problem_entries
 from fxls.output.statistics import Statistics
@@ -19,6 +20,8 @@ def report_to_json(report: FileReport, sources: SourceCache) -> dict[str, Any]:
         "modules": [_module(m) for m in report.modules],
         "diagnostics": [_diagnostic(item, report.path) for item in locate(report, sources)],
     }
+    if report.targets:  # additive: the tracers checked, and why those
+        entry["targets"] = {"targets": list(report.targets), "because": report.targets_because}
     if report.passes:  # additive key, only for files with FX passes
         entry["passes"] = [_pass(p) for p in report.passes]
     return entry
@@ -45,6 +48,8 @@ def _module(module: ModuleReport) -> dict[str, Any]:
                              "entry": module.entry}
     if module.reason is not None:
         entry["reason"] = module.reason
+    if module.targets:  # additive: the class's status under each tracer it targets
+        entry["targets"] = dict(module.targets)
     return entry
 
 
@@ -62,6 +67,9 @@ def _diagnostic(item: Any, own_path: str) -> dict[str, Any]:
     if item.path != own_path:
         # found while tracing this file, located in another (a submodule defined there)
         entry["path"] = item.path
+    target = target_of(item.diagnostic.code)
+    if target is not None:  # additive: the tracer whose problem it is
+        entry["target"] = target.value
     entry.update(pass_origin(item.diagnostic))  # additive: found in an FX pass
     return entry
 

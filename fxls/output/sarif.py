@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from fxls import __version__
-from fxls.codes import CODES, doc_url
+from fxls.codes import CODES, doc_url, target_of
 from fxls.output.located import SourceCache, locate, pass_origin
 from fxls.output.setting_problems import sarif_notifications
 from fxls.output.statistics import Statistics
@@ -56,9 +56,12 @@ def format_sarif(
                     "region": region,
                 }}],
             }
-            origin = pass_origin(d)
-            if origin:  # a result property bag: the FX pass (and graph) it was found in
-                result["properties"] = origin
+            properties = pass_origin(d)  # the FX pass (and graph) it was found in
+            target = target_of(d.code)
+            if target is not None:  # the tracer whose problem it is
+                properties["target"] = target.value
+            if properties:
+                result["properties"] = properties
             results.append(result)
     document = {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",

@@ -150,6 +150,9 @@ class ModuleReport:
     calls: list[CallInfo] = field(default_factory=list)
     #: the class of every submodule whose ``forward`` made nodes, by qualified name
     module_types: dict[str, str] = field(default_factory=dict)
+    #: how the class fared under each other targeted tracer: ``{"export": "exported",
+    #: "compile": "2 graph breaks"}`` (symbolic tracing is ``status``)
+    targets: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.status = TraceStatus(self.status)  # also from its plain string
@@ -163,6 +166,7 @@ class ModuleReport:
             "entry": self.entry, "reason": self.reason,
             **({"calls": [c.to_dict() for c in self.calls]} if self.calls else {}),
             **({"module_types": dict(self.module_types)} if self.module_types else {}),
+            **({"targets": dict(self.targets)} if self.targets else {}),
         }
 
     def verdict(self) -> str:
@@ -246,6 +250,9 @@ class FileReport:
     graphs: list[ModuleReport] = field(default_factory=list)
     #: the file's FX passes and what each did to each graph it ran on
     passes: list[PassReport] = field(default_factory=list)
+    #: the tracers the file's classes must pass (SPEC: Targets), and how they were chosen
+    targets: list[str] = field(default_factory=list)
+    targets_because: str | None = None
 
     def to_dict(self, partial: dict[str, Any] | None = None) -> dict[str, Any]:
         """Plain data. ``partial`` is a report sent ahead of this one (as plain data): the
@@ -260,6 +267,7 @@ class FileReport:
             "timings_ms": dict(self.timings_ms),
             "graphs": [g.to_dict() for g in self.graphs],
             "passes": [p.to_dict() for p in self.passes],
+            "targets": list(self.targets), "targets_because": self.targets_because,
         }
         if partial is not None:
             sent = {_diagnostic_key(d): (i, d) for i, d in enumerate(partial["diagnostics"])}

@@ -132,12 +132,20 @@ def _lsp_diagnostic(
         message=message,
         severity=_SEVERITIES.get(diagnostic.severity, types.DiagnosticSeverity.Warning),
         code=diagnostic.code,
-        code_description=types.CodeDescription(href=doc_url(diagnostic.code)),
+        code_description=types.CodeDescription(href=help_url(diagnostic)),
         source="fxls",
         tags=tags,
         related_information=related,
         data=data,
     )
+
+
+def help_url(diagnostic: Diagnostic) -> str:
+    """torch's page for a graph break's type (``GBnnnn``) where there is one, else ours."""
+    url = diagnostic.data.get("help_url")
+    if isinstance(url, str) and url.startswith("https://"):
+        return url
+    return doc_url(diagnostic.code)
 
 
 #: severities worth repeating at the call that reaches them (a rewrite suggestion is not)

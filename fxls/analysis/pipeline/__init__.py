@@ -11,7 +11,9 @@ Runs inside a worker job (it executes the user's file), as stages over the file'
 4. ``weights`` then ``observing``: real weights where the build for tracing skipped them;
    rewrite suggestions, a run of each graph and module on example inputs (shapes, backward
    nodes, FX014), the node tables. The models' complete report.
-5. ``pass_stage``: the file's FX passes on its models.
+5. ``target_stage``: the classes that target export or compile through the real
+   ``torch.export`` (``export_trace``) and dynamo (``compile_trace``).
+6. ``pass_stage``: the file's FX passes on its models.
 
 ``findings`` keeps one diagnostic per (code, span) and applies pragmas and select/ignore;
 ``stopwatch`` times the stages.
@@ -31,7 +33,9 @@ from fxls.analysis.pipeline.observing import observe_traced, rewrite_candidates
 from fxls.analysis.pipeline.pass_stage import run_file_passes
 from fxls.analysis.pipeline.stopwatch import Stopwatch
 from fxls.analysis.pipeline.symbolic_trace import trace_classes
+from fxls.analysis.pipeline.target_stage import mark_targets, run_torch_tiers, wants_torch_tiers
 from fxls.analysis.pipeline.weights import give_real_weights
+from fxls.analysis.target_choice import choose_targets
 from fxls.project.settings import Settings
 from fxls.report import FileReport
 
@@ -67,6 +71,9 @@ def analyze_source(
             outcomes, problems = build_instances(context)
             report.diagnostics.extend(problems)
         traced = trace_classes(context, outcomes, report, findings)
+        targets = choose_targets(file.settings.tracers.targets, file.filename, source,
+                                 file.root)
+        mark_targets(report, file, targets)
         graphs = module_graphs(context.namespace)
         report.diagnostics.extend(passes.import_time(context.namespace))
     if on_diagnostics is not None:
@@ -78,6 +85,13 @@ def analyze_source(
             give_real_weights(traced, context, report, findings)
         observe_traced(traced, context, candidates, findings)
         report.graphs.extend(graph_report(name, graph) for name, graph in graphs)
+    mark_targets(report, file, targets)
+    if wants_torch_tiers(report):
+        if on_diagnostics is not None:  # the models' report before torch's slower tracers
+            clock.lap("models")
+            on_diagnostics(finished_so_far(report, file))
+        with clock.timed("torch_tiers"):
+            run_torch_tiers(traced, report, file, findings)
     specs = passes.find(file.tree, context.namespace)
     if specs:
         if on_diagnostics is not None:  # the models' complete report, before the passes run

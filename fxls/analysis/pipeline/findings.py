@@ -8,6 +8,7 @@ from dataclasses import replace
 
 from fxls.analysis.network import refusal_diagnostics
 from fxls.analysis.pipeline.file_context import SourceFile
+from fxls.analysis.pipeline.targeted import untargeted
 from fxls.codes import code_selected, parse_code_list
 from fxls.report import Diagnostic, FileReport, ModuleReport, RelatedInfo
 
@@ -47,7 +48,7 @@ def finished(report: FileReport, file: SourceFile) -> FileReport:
     ignore = parse_code_list(file.settings.diagnostics.ignore)
     kept = []
     keys = set()
-    for item in report.diagnostics:
+    for item in untargeted(report, report.diagnostics):
         if not code_selected(item.code, select, ignore):
             continue
         if item.span.file == file.filename and file.pragmas.is_ignored(item.span.line, item.code):

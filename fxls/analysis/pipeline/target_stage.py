@@ -1,0 +1,102 @@
+"""The export and compile tiers of a file: after the symbolic-trace tier has published,
+each class that targets them runs through the real ``torch.export`` / dynamo on the
+instance and example inputs the first tier found (``export_trace``, ``compile_trace``).
+
+Each class's targets are the file's (``target_choice``) unless its ``# fxls: targets``
+pragma says otherwise; ``ModuleReport.targets`` holds one status per target, and a
+symbolic-trace diagnostic of a class that does not target symbolic tracing is dropped
+(``targeted.untargeted``).
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from fxls.analysis.pipeline.compile_trace import compile_module
+from fxls.analysis.pipeline.export_trace import export_module
+from fxls.analysis.pipeline.file_context import SourceFile
+from fxls.analysis.pipeline.findings import Findings
+from fxls.analysis.pipeline.symbolic_trace import TracedModule
+from fxls.analysis.pipeline.target_inputs import TargetRun, target_run
+from fxls.analysis.pragmas import ClassPragmas
+from fxls.analysis.target_choice import TargetChoice, parse_targets
+from fxls.codes import Target
+from fxls.report import FileReport, ModuleReport
+
+PENDING = "pending"
+
+
+def class_targets(choice: TargetChoice, file: SourceFile, name: str) -> tuple[Target, ...]:
+    pragma = file.pragmas.classes.get(name, ClassPragmas()).targets
+    return (parse_targets(pragma) or choice.targets) if pragma else choice.targets
+
+
+def mark_targets(report: FileReport, file: SourceFile, choice: TargetChoice) -> None:
+    """Each class's targets, symbolic tracing's status known, the others' pending (a class
+    traced again with its real weights has a new report: marked when this runs again)."""
+    report.targets = [target.value for target in choice.targets]
+    report.targets_because = choice.because
+    for module_report in report.modules:
+        if module_report.targets:
+            continue
+        targets = class_targets(choice, file, module_report.name)
+        module_report.targets = {
+            target.value: str(module_report.status) if target is Target.SYMBOLIC_TRACE
+            else PENDING for target in targets}
+
+
+def wants_torch_tiers(report: FileReport) -> bool:
+    return any(status == PENDING for module_report in report.modules
+               for status in module_report.targets.values())
+
+
+def run_torch_tiers(traced: list[TracedModule], report: FileReport, file: SourceFile,
+                    findings: Findings) -> None:
+    """Export and compile each class that targets them; their statuses and problems."""
+    by_name = {done.module_report.name: done for done in traced}
+    for module_report in report.modules:
+        pending = [name for name, status in module_report.targets.items()
+                   if status == PENDING]
+        if not pending:
+            continue
+        done = by_name.get(module_report.name)
+        run = target_run(done) if done is not None else _not_run(module_report)
+        for name in pending:
+            if isinstance(run, str):
+                module_report.targets[name] = run
+                continue
+            status, found = _run_target(Target(name), run, file)
+            module_report.targets[name] = status
+            findings.add(module_report, found)
+
+
+def _run_target(target: Target, run: TargetRun, file: SourceFile) -> tuple[str, list[Any]]:
+    tracers = file.settings.tracers
+    if target is Target.COMPILE:
+        return compile_module(run, file, tracers.fullgraph)
+    try:
+        dynamic_shapes = _dynamic_shapes(run, file)
+    except (ValueError, SyntaxError, TypeError, AttributeError) as error:
+        return f"not run: the `dynamic` pragma cannot be read ({error})", []
+    return export_module(run, file, tracers.export_strict, dynamic_shapes)
+
+
+def _not_run(module_report: ModuleReport) -> str:
+    if module_report.status.has_graph:
+        return "not run"
+    return f"not run: {module_report.reason or 'the class was not traced'}"
+
+
+def _dynamic_shapes(run: TargetRun, file: SourceFile) -> Any:
+    """The class's ``# fxls: dynamic {"x": {0: "batch"}}`` as export's ``dynamic_shapes``
+    (each named dimension a ``Dim`` of that name; one name shared is one dimension)."""
+    text = file.pragmas.classes.get(run.name, ClassPragmas()).dynamic
+    if not text:
+        return None
+    from torch.export import Dim
+    declared = ast.literal_eval(text)
+    dims: dict[str, Any] = {}
+    return {argument: {int(axis): dims.setdefault(str(dim), Dim(str(dim)))
+                       for axis, dim in axes.items()}
+            for argument, axes in declared.items()}

@@ -1,0 +1,155 @@
+"""Where a failure torch reports is shown to the user: the innermost frame of a stack that
+the user can edit (inside the workspace roots), on the exact expression, with the frames
+further in (library code, torch) and further out as related information.
+
+Stacks come from three places, all turned into ``SourceSpan``s here: a traceback (export's
+exceptions), dynamo's ``FrameSummary`` lists (graph breaks, strict export) and
+``draft_export``'s structured frames (a line, no column: the statement's expression is
+found in the file's syntax tree).
+"""
+
+from __future__ import annotations
+
+import ast
+import linecache
+import os
+import traceback
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+import fxcore
+import fxls
+from fxcore.source import SourceSpan, spans_of_traceback
+from fxls.analysis.diagnostics import to_span
+from fxls.analysis.library_names import library_function
+from fxls.analysis.pipeline.file_context import SourceFile
+from fxls.project.source_text import source_text
+from fxls.report import RelatedInfo, Span
+
+_TORCH_FOLDER = os.path.dirname(os.path.realpath(torch.__file__)) + os.sep
+_TORCH_LAYERS = os.path.join(_TORCH_FOLDER, "nn") + os.sep
+_MODULE_CALL = os.path.join(_TORCH_LAYERS, "modules", "module.py")
+_OWN_FOLDERS = tuple(os.path.dirname(os.path.realpath(package.__file__)) + os.sep
+                     for package in (fxls, fxcore))
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where a failure is reported, and the chain that explains it."""
+
+    span: SourceSpan
+    related: tuple[RelatedInfo, ...] = field(default=())
+    #: the library function the failure happened in, when no frame of it is the user's
+    library: str | None = None
+
+
+def spans_of_summaries(frames: Iterable[traceback.FrameSummary],
+                       file: SourceFile) -> list[SourceSpan]:
+    """Dynamo's frames (outermost first) as spans; a frame without columns gets the
+    expression of its line from the file's syntax tree."""
+    spans = []
+    for frame in frames:
+        line = frame.lineno or 0
+        if frame.colno is not None and frame.end_colno is not None:
+            spans.append(SourceSpan(frame.filename, line, frame.end_lineno or line,
+                                    frame.colno, frame.end_colno, frame.name))
+        else:
+            spans.append(statement_span(frame.filename, line, frame.name, file))
+    return spans
+
+
+def spans_of_structured(frames: Sequence[dict[str, Any]], file_names: dict[int, str],
+                        file: SourceFile) -> list[SourceSpan]:
+    """``draft_export``'s frames (``{"filename": <interned id>, "line": n, ...}``)."""
+    spans = []
+    for frame in frames:
+        name = frame.get("filename")
+        filename = file_names.get(name, name) if isinstance(name, int) else name
+        if isinstance(filename, str) and isinstance(frame.get("line"), int):
+            spans.append(statement_span(filename, frame["line"], str(frame.get("name", "")),
+                                        file))
+    return spans
+
+
+def spans_of_exception(error: BaseException) -> list[SourceSpan]:
+    """The frames an exception passed through, outermost first; dynamo's errors carry the
+    user's frames it was tracing (``real_stack``) besides the traceback of the tracer."""
+    spans = list(spans_of_traceback(error.__traceback__))
+    real_stack = getattr(error, "real_stack", None)
+    if isinstance(real_stack, list) and real_stack:
+        spans += _summaries(real_stack)
+    return spans
+
+
+def _summaries(frames: list[Any]) -> list[SourceSpan]:
+    spans = []
+    for frame in frames:
+        if isinstance(frame, traceback.FrameSummary) and frame.lineno:
+            line = frame.lineno
+            spans.append(SourceSpan(frame.filename, line, frame.end_lineno or line,
+                                    frame.colno or 0, frame.end_colno or 0, frame.name))
+    return spans
+
+
+def locate(spans: Sequence[SourceSpan], file: SourceFile, fallback: SourceSpan) -> Location:
+    """The innermost span the user can edit (``fallback``, the class, when none is); the
+    spans past it as "reached through", the user's spans before it as "called from"."""
+    spans = [span for span in spans if not _is_runner(span.file)]
+    mine = [index for index, span in enumerate(spans) if file.is_reportable(span.file)]
+    if not mine:
+        library = library_function(spans[-1], file.tree_of) if spans else None
+        inner = tuple(RelatedInfo(to_span(span), "inside the library") for span in spans[-1:])
+        return Location(fallback, inner, library)
+    where = spans[mine[-1]]
+    inner_frames = spans[mine[-1] + 1:]
+    library = library_function(inner_frames[-1], file.tree_of) if inner_frames else None
+    related = [RelatedInfo(to_span(span), "reached through here") for span in inner_frames]
+    related += [RelatedInfo(to_span(spans[index]), "called from here")
+                for index in reversed(mine[:-1])]
+    return Location(where, tuple(related), library)
+
+
+def _is_runner(filename: str) -> bool:
+    """torch's own machinery (export, dynamo, module call wrappers) and fxls's: never the
+    place of a problem nor a useful step of its chain. ``torch.nn`` layers are library code
+    like any other."""
+    resolved = os.path.realpath(filename)
+    if resolved.startswith(_OWN_FOLDERS) or filename.startswith("<frozen "):
+        return True
+    in_torch = resolved.startswith(_TORCH_FOLDER)
+    return (in_torch and not resolved.startswith(_TORCH_LAYERS)) or resolved == _MODULE_CALL
+
+
+def statement_span(filename: str, line: int, function: str, file: SourceFile) -> SourceSpan:
+    """The expression a line stands for: an ``if``/``while``/``assert`` test, else the
+    innermost statement starting on the line (its value for an assignment or a return)."""
+    tree = file.tree_of(filename)
+    starting = [node for node in (ast.walk(tree) if tree is not None else ())
+                if isinstance(node, ast.stmt) and node.lineno == line]
+    best = max(starting, key=lambda node: node.col_offset, default=None)
+    if best is None:
+        return SourceSpan(filename, line, line, 0, 0, function)
+    target: ast.AST = best
+    if isinstance(best, ast.If | ast.While | ast.Assert):
+        target = best.test
+    elif isinstance(best, ast.Assign | ast.AnnAssign | ast.AugAssign | ast.Return | ast.Expr) \
+            and best.value is not None:
+        target = best.value
+    end_line = getattr(target, "end_lineno", None) or line
+    end_col = getattr(target, "end_col_offset", None) or 0
+    return SourceSpan(filename, getattr(target, "lineno", line), end_line,
+                      getattr(target, "col_offset", 0), end_col, function)
+
+
+def span_text(span: SourceSpan, file: SourceFile) -> str:
+    """The first line of the spanned text (other files read as Python read them)."""
+    text = file.text if span.file == file.filename else source_text(
+        "".join(linecache.getlines(span.file)))
+    if span.end_col <= span.col and span.line == span.end_line:
+        return ""
+    end = (span.end_line, span.end_col) if span.line == span.end_line else (
+        span.line, text.byte_length(span.line))
+    return text.text_at(Span(span.file, span.line, end[0], span.col, end[1])).strip()

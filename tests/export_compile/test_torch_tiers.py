@@ -1,0 +1,168 @@
+"""The export and compile targets (SPEC: Targets) against torch itself, as fxcore is
+tested against torch.fx: each class of ``models.py`` through ``fxls check`` (the real
+worker) and, in a plain process, through ``torch._dynamo.explain`` and ``torch.export``
+(``torch_reference.py``). fxls reports each break and failure they report, at the user's
+line, and nothing they do not; each code at its exact range."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+HERE = Path(__file__).parent
+MODELS = (HERE / "models.py").read_text(encoding="utf-8")
+
+
+def _check(folder: Path, source: str, *flags: str, pyproject: str = "") -> dict[str, Any]:
+    path = folder / "models.py"
+    path.write_text(source, encoding="utf-8")
+    if pyproject:
+        (folder / "pyproject.toml").write_text(pyproject, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "fxls", "check", "--format", "json", "--no-progress",
+         *flags, str(path)],
+        capture_output=True, text=True, cwd=folder, timeout=600)
+    assert done.returncode in (0, 1), done.stderr
+    report = json.loads(done.stdout)["files"][0]
+    report["stderr"] = done.stderr
+    return report
+
+
+TARGETED = '[tool.fxls]\ntargets = ["export", "compile"]\n'
+
+
+@pytest.fixture(scope="module")
+def both(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return _check(tmp_path_factory.mktemp("both"), MODELS, pyproject=TARGETED)
+
+
+@pytest.fixture(scope="module")
+def torch_says(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    folder = tmp_path_factory.mktemp("reference")
+    shutil.copy(HERE / "models.py", folder / "models.py")
+    done = subprocess.run([sys.executable, str(HERE / "torch_reference.py"),
+                           str(folder / "models.py")],
+                          capture_output=True, text=True, timeout=600, cwd=folder)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _lines(report: dict[str, Any], module: str, prefix: str) -> list[int]:
+    return sorted(d["range"]["start"]["line"] + 1 for d in report["diagnostics"]
+                  if d["module"] == module and d["code"].startswith(prefix))
+
+
+CLASSES = ["ValueBranch", "Printing", "RowLoop", "CustomOp", "FixedBatch", "Raising", "Clean",
+           "CallsOs"]
+
+
+@pytest.mark.parametrize("name", CLASSES)
+def test_graph_breaks_are_dynamos(both: dict[str, Any], torch_says: dict[str, Any],
+                                  name: str) -> None:
+    said = torch_says[name]
+    assert _lines(both, name, "FX301") == sorted(set(said["breaks"]))
+    # dynamo raised instead (the user's exception, an op it cannot run): FX309 there
+    assert _lines(both, name, "FX309") == ([said["compile_error_line"]]
+                                           if said["compile_error_line"] else [])
+
+
+@pytest.mark.parametrize("name", CLASSES)
+def test_export_failures_are_torchs(both: dict[str, Any], torch_says: dict[str, Any],
+                                    name: str) -> None:
+    said = torch_says[name]
+    found = _lines(both, name, "FX2")
+    (module,) = [m for m in both["modules"] if m["name"] == name]
+    if said["exported"]:
+        assert found == [] and module["targets"]["export"] == "exported"
+        return
+    expected = {line for line in [said["export_line"], *said["drafted"]] if line}
+    assert expected and expected <= set(found)
+    assert module["targets"]["export"].startswith("failed")
+    # nothing torch does not report (a failure with no line of the file is at the class)
+    assert set(found) <= expected | {_line_of(f"class {name}(")}
+
+
+def _line_of(fragment: str, occurrence: int = 0) -> int:
+    lines = [number for number, text in enumerate(MODELS.splitlines(), 1) if fragment in text]
+    return lines[occurrence]
+
+
+def _range_of(fragment: str, line_fragment: str | None = None) -> dict[str, Any]:
+    line = _line_of(line_fragment or fragment)
+    start = MODELS.splitlines()[line - 1].index(fragment)
+    return {"start": {"line": line - 1, "character": start},
+            "end": {"line": line - 1, "character": start + len(fragment)}}
+
+
+@pytest.mark.parametrize(("code", "module", "fragment"), [
+    ("FX201", "ValueBranch", "y.sum() > 0"),
+    ("FX201", "ValueBranch", "k.shape[0] > 3"),
+    ("FX203", "CustomOp", "no_fake(x)"),
+    ("FX205", "FixedBatch", "x.shape[0] == 4"),
+    ("FX209", "Raising", 'raise ValueError("no such mode")'),
+    ("FX301", "ValueBranch", "y.sum() > 0"),
+    ("FX301", "ValueBranch", "torch.nonzero(y)"),
+    ("FX301", "Printing", 'print("shape", x.shape)'),
+    ("FX309", "CustomOp", "no_fake(x)"),
+    ("FX309", "Raising", 'raise ValueError("no such mode")'),
+])
+def test_exact_ranges(both: dict[str, Any], code: str, module: str, fragment: str) -> None:
+    ranges = [d["range"] for d in both["diagnostics"]
+              if d["code"] == code and d["module"] == module]
+    assert _range_of(fragment) in ranges, ranges
+
+
+def test_each_diagnostic_says_its_target(both: dict[str, Any]) -> None:
+    targets = {d["code"][:3]: d["target"] for d in both["diagnostics"]}
+    assert targets == {"FX2": "export", "FX3": "compile"}
+    assert both["targets"]["targets"] == ["export", "compile"]
+    assert "settings" in both["targets"]["because"]
+
+
+def test_a_graph_break_is_a_warning_with_torchs_page(both: dict[str, Any]) -> None:
+    (printing,) = [d for d in both["diagnostics"]
+                   if d["code"] == "FX301" and d["module"] == "Printing"]
+    assert printing["severity"] == "warning"
+    assert "GB0059" in printing["message"] and "print" in printing["message"]
+
+
+def test_strict_export_reports_what_dynamo_cannot_trace(tmp_path: Path) -> None:
+    report = _check(tmp_path, MODELS,
+                    pyproject='[tool.fxls]\ntargets = ["export"]\nexport_strict = true\n')
+    strict = [d for d in report["diagnostics"] if d["code"] == "FX202"]
+    assert [d["range"] for d in strict if d["module"] == "CallsOs"] == [_range_of("os.getcwd()")]
+    assert all(d["target"] == "export" for d in report["diagnostics"])
+
+
+def test_fullgraph_makes_breaks_errors(tmp_path: Path) -> None:
+    report = _check(tmp_path, MODELS,
+                    pyproject='[tool.fxls]\ntargets = ["compile"]\nfullgraph = true\n')
+    breaks = [d for d in report["diagnostics"] if d["code"] == "FX301"]
+    assert breaks and {d["severity"] for d in breaks} == {"error"}
+
+
+def test_compile_only_project_gets_no_symbolic_trace_codes(tmp_path: Path) -> None:
+    compile_only = _check(tmp_path, MODELS + "\n\ncompiled = torch.compile(RowLoop())\n")
+    assert compile_only["targets"]["targets"] == ["compile"]
+    assert "torch.compile" in compile_only["stderr"]
+    assert not [d for d in compile_only["diagnostics"] if d["code"].startswith("FX0")]
+    (row_loop,) = [m for m in compile_only["modules"] if m["name"] == "RowLoop"]
+    assert row_loop["targets"] == {"compile": "compiled"}
+
+
+def test_symbolic_trace_by_default_and_a_class_pragma(tmp_path: Path) -> None:
+    source = MODELS.replace("class RowLoop(nn.Module):\n",
+                            "class RowLoop(nn.Module):\n    # fxls: targets compile\n")
+    report = _check(tmp_path, source)
+    assert report["targets"]["targets"] == ["symbolic_trace"]
+    codes = {(d["module"], d["code"]) for d in report["diagnostics"]}
+    assert ("ValueBranch", "FX001") in codes  # symbolic tracing, as always
+    assert not [c for c in codes if c[0] == "RowLoop"]  # compile only: its loop is fine
+    (row_loop,) = [m for m in report["modules"] if m["name"] == "RowLoop"]
+    assert row_loop["targets"] == {"compile": "compiled"}
