@@ -9,6 +9,7 @@ import importlib.util
 import json
 import sys
 import traceback
+from pathlib import Path
 
 import torch
 import torch._dynamo
@@ -39,7 +40,7 @@ def reference(path: str) -> dict[str, dict]:
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    source = open(path, encoding="utf-8").read()
+    source = Path(path).read_text(encoding="utf-8")
     lines = source.splitlines()
     found = {}
     for node in ast.parse(source).body:
