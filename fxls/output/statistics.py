@@ -135,6 +135,24 @@ class PassProblem:
 
 
 @dataclass(slots=True)
+class ClassTargets:
+    """A class's status under each tracer it targets, when export or compile is one."""
+
+    path: str
+    name: str
+    statuses: dict[str, str]
+    line: int | None = None
+
+    def summary(self) -> str:
+        """``symbolic_trace traced · export exported · compile 2 graph breaks``"""
+        return " · ".join(f"{target} {status}" for target, status in self.statuses.items())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "module": self.name, "line": self.line,
+                "targets": dict(self.statuses)}
+
+
+@dataclass(slots=True)
 class FileCoverage:
     path: str
     coverage: Coverage
@@ -150,6 +168,7 @@ class Statistics:
     not_traced: list[NotTraced] = field(default_factory=list)
     passes: PassCounts = field(default_factory=PassCounts)
     pass_problems: list[PassProblem] = field(default_factory=list)
+    class_targets: list[ClassTargets] = field(default_factory=list)
 
     @property
     def files_not_analysed(self) -> int:
@@ -168,6 +187,8 @@ class Statistics:
             "not_traced": [item.to_dict() for item in self.not_traced],
             "passes": {**self.passes.to_dict(),
                        "problems": [item.to_dict() for item in self.pass_problems]},
+            **({"targets": [item.to_dict() for item in self.class_targets]}
+               if self.class_targets else {}),
         }
 
 
@@ -177,6 +198,10 @@ def collect_statistics(reports: list[FileReport]) -> Statistics:
         coverage = Coverage()
         for module in report.modules:
             coverage.count(module.status)
+            if set(module.targets) - {"symbolic_trace"}:
+                statistics.class_targets.append(ClassTargets(
+                    report.path, module.name, dict(module.targets),
+                    module.span.line if module.span is not None else None))
             if module.status in ("skipped", "failed"):
                 line = module.span.line if module.span is not None else None
                 statistics.not_traced.append(NotTraced(
@@ -243,6 +268,9 @@ def format_statistics_text(statistics: Statistics) -> str:
         if items:
             lines.append(f"{title}:")
             lines += [f"  {_where(item)}: {item.reason}" for item in items]
+    if statistics.class_targets:
+        lines.append("Targets:")
+        lines += [f"  {_where(item)}: {item.summary()}" for item in statistics.class_targets]
     if statistics.pass_problems:
         lines.append("Passes with problems:")
         lines += [f"  {_where(item)} on {item.graph}: {_WHERE.sub('', item.problem)}"
@@ -250,7 +278,7 @@ def format_statistics_text(statistics: Statistics) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _where(item: NotTraced | PassProblem) -> str:
+def _where(item: NotTraced | PassProblem | ClassTargets) -> str:
     place = item.path if item.line is None else f"{item.path}:{item.line}"
     return place if item.name is None else f"{place} {item.name}"
 

@@ -171,7 +171,18 @@ class ModuleReport:
 
     def verdict(self) -> str:
         """``traced`` / ``partial`` / ``traced via ResNet (resnet18())`` /
-        ``not constructed: <reason>``: the status as hover and code lens show it."""
+        ``not constructed: <reason>``: the status as hover and code lens show it; a class
+        that targets export or compile adds each (``traced · export exported · compile 2
+        graph breaks``), without symbolic tracing's status when it does not target it."""
+        others = [f"{target} {status}" for target, status in self.targets.items()
+                  if target != "symbolic_trace"]
+        if not others or not self.status.has_graph:
+            return self._traced_verdict()
+        if "symbolic_trace" not in self.targets:
+            return " · ".join(others)
+        return " · ".join([self._traced_verdict(), *others])
+
+    def _traced_verdict(self) -> str:
         if self.status.has_graph:
             how = str(self.status)
             if self.via:

@@ -166,3 +166,32 @@ def test_symbolic_trace_by_default_and_a_class_pragma(tmp_path: Path) -> None:
     assert not [c for c in codes if c[0] == "RowLoop"]  # compile only: its loop is fine
     (row_loop,) = [m for m in report["modules"] if m["name"] == "RowLoop"]
     assert row_loop["targets"] == {"compile": "compiled"}
+
+
+def test_statistics_and_code_lens_say_each_targets_status(tmp_path: Path) -> None:
+    path = tmp_path / "models.py"
+    path.write_text(MODELS, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "fxls", "check", "--statistics", "--no-progress",
+         "--target", "symbolic_trace,export,compile", str(path)],
+        capture_output=True, text=True, cwd=tmp_path, timeout=600)
+    assert f"models.py:{_line_of('class Printing(')} Printing: symbolic_trace traced · " \
+           "export exported · compile 1 graph break" in done.stdout
+
+
+def test_inputs_the_module_cannot_run_on_are_no_export_failure(tmp_path: Path) -> None:
+    source = MODELS + '''
+
+class Mismatch(nn.Module):
+    # fxls: args (torch.randn(4, 3),)
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+
+    def forward(self, x):
+        return self.lin(x)
+'''
+    report = _check(tmp_path, source, pyproject=TARGETED)
+    (module,) = [m for m in report["modules"] if m["name"] == "Mismatch"]
+    assert module["targets"]["export"].startswith("not run: the module raises on its example")
+    assert not [d for d in report["diagnostics"] if d["module"] == "Mismatch"]

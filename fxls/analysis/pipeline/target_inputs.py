@@ -3,7 +3,9 @@
 The inputs are those the symbolic-trace tier found (an ``args`` pragma, the root's eager
 run, or inferred from the graph); a partial graph still names the consumer of each input,
 which is enough to infer them: code that ``symbolic_trace`` cannot trace (a loop over a
-tensor, a branch on its value) is exactly what export and compile are asked about.
+tensor, a branch on its value) is exactly what export and compile are asked about. Inputs
+the module itself cannot run on (a guess that does not fit) are no run: what export or
+compile would say of them is not about the code.
 """
 
 from __future__ import annotations
@@ -38,4 +40,10 @@ def target_run(traced: TracedModule) -> TargetRun | str:
         return "not run: no example inputs (add `# fxls: args (...)` to the class)"
     if any(isinstance(value, torch.Tensor) and value.is_meta for value in inputs):
         return "not run: the instance was built on the meta device"
+    try:  # inputs fxls inferred may not fit: that is not a failure of export or compile
+        with torch.no_grad():
+            traced.instance(*inputs)
+    except Exception as error:
+        return (f"not run: the module raises on its example inputs ({type(error).__name__}); "
+                "give it some with `# fxls: args (...)`")
     return TargetRun(traced.module_report.name, traced.instance, tuple(inputs), traced.span)
