@@ -7,6 +7,7 @@ line, and nothing they do not; each code at its exact range."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -195,3 +196,31 @@ class Mismatch(nn.Module):
     (module,) = [m for m in report["modules"] if m["name"] == "Mismatch"]
     assert module["targets"]["export"].startswith("not run: the module raises on its example")
     assert not [d for d in report["diagnostics"] if d["module"] == "Mismatch"]
+
+
+def test_a_break_inside_a_library_is_at_the_users_call(tmp_path: Path) -> None:
+    """dynamo's stack for the second break has library frames only (it compiled
+    ``Block.forward`` on its own): fxls finds the user's call from an eager run."""
+    case = HERE / "library_case"
+    shutil.copytree(case, tmp_path / "case")
+    project = tmp_path / "case" / "project"
+    reference = subprocess.run(
+        [sys.executable, "-c", "import sys, torch, torch._dynamo; from model import Net; "
+         "e = torch._dynamo.explain(Net())(torch.ones(2, 8)); "
+         "print(len({(r.user_stack[-1].filename, r.user_stack[-1].lineno) "
+         "for r in e.break_reasons}))"],
+        capture_output=True, text=True, cwd=project, timeout=600,
+        env={**os.environ, "PYTHONPATH": f"{project.parent / 'lib'}:{project}"})
+    assert reference.stdout.strip().splitlines()[-1] == "2"  # two sites, both in the library
+    done = subprocess.run(
+        [sys.executable, "-m", "fxls", "check", "--format", "json", "--no-progress",
+         "--target", "compile", "model.py"],
+        capture_output=True, text=True, cwd=project, timeout=600,
+        env={**os.environ, "PYTHONPATH": str(project.parent / "lib")})
+    (found,) = json.loads(done.stdout)["files"][0]["diagnostics"]
+    line = (project / "model.py").read_text().splitlines().index("        y = self.block(x)")
+    assert found["code"] == "FX301" and found["range"] == {
+        "start": {"line": line, "character": 12}, "end": {"line": line, "character": 25}}
+    assert "2 graph breaks here" in found["message"]
+    assert "breaky_lib.noisy" in found["message"]
+    assert "breaky_lib.Block.forward" in found["message"]

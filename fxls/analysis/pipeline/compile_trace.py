@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from fxcore.source import SourceSpan
 from fxls.analysis.diagnostics import diagnostic
 from fxls.analysis.pipeline.file_context import SourceFile
+from fxls.analysis.pipeline.library_entry import user_callers
 from fxls.analysis.pipeline.target_inputs import TargetRun
 from fxls.analysis.pipeline.user_frames import locate, spans_of_exception, spans_of_summaries
 from fxls.codes import Severity
@@ -76,17 +78,66 @@ def compile_module(run: TargetRun, file: SourceFile,
                           where.span, run.name)
         item.related.extend(where.related)
         return "failed", [item]
-    found = _unique([_break_diagnostic(reason.reason, reason.user_stack, run, file, fullgraph)
-                     for reason in explained.break_reasons])
+    breaks = _distinct([(GraphBreak.parse(reason.reason),
+                         spans_of_summaries(reason.user_stack or [], file))
+                        for reason in explained.break_reasons])
+    breaks = _with_user_callers(breaks, run, file)
+    found = [_break_diagnostic(graph_break, spans, run, file, fullgraph)
+             for graph_break, spans in breaks]
     if not found:
         return COMPILED, []
-    return f"{len(found)} graph break{'s' if len(found) != 1 else ''}", found
+    return f"{len(found)} graph break{'s' if len(found) != 1 else ''}", _one_per_place(found)
 
 
-def _break_diagnostic(reason: str, user_stack: list, run: TargetRun, file: SourceFile,
-                      fullgraph: bool) -> Diagnostic:
-    graph_break = GraphBreak.parse(reason)
-    where = locate(spans_of_summaries(user_stack or [], file), file, run.span)
+def _one_per_place(found: list[Diagnostic]) -> list[Diagnostic]:
+    """Breaks inside a library reached from the same user line are one diagnostic there (one
+    per code and range), which lists them all; each site is related information."""
+    by_place: dict[tuple[str, int, int, int, int], list[Diagnostic]] = {}
+    for item in found:
+        by_place.setdefault(item.span.key(), []).append(item)
+    merged = []
+    for items in by_place.values():
+        first = items[0]
+        if len(items) > 1:
+            first.message = f"{len(items)} graph breaks here: " + "; ".join(
+                f"({number}) {item.message}" for number, item in enumerate(items, 1))
+            for item in items[1:]:
+                first.related.extend(item.related)
+                if item.severity is Severity.ERROR:
+                    first.severity = Severity.ERROR
+        merged.append(first)
+    return merged
+
+
+_Break = tuple[GraphBreak, list[SourceSpan]]
+
+
+def _distinct(breaks: list[_Break]) -> list[_Break]:
+    """One per place and kind: a break in a library function is met again when dynamo
+    compiles that function's frame on its own (then without the user's frames)."""
+    kept: dict[tuple[str, int, int, str], _Break] = {}
+    for graph_break, spans in breaks:
+        site = spans[-1] if spans else None
+        key = (site.file, site.line, site.col, graph_break.gb_type) if site is not None else (
+            "", len(kept), 0, graph_break.gb_type)
+        kept.setdefault(key, (graph_break, spans))
+    return list(kept.values())
+
+
+def _with_user_callers(breaks: list[_Break], run: TargetRun, file: SourceFile) -> list[_Break]:
+    """A break whose stack is all library code gets the user's frames that called into it."""
+    orphans = {(spans[0].file, spans[0].line) for _, spans in breaks
+               if spans and not any(file.is_reportable(span.file) for span in spans)}
+    if not orphans:
+        return breaks
+    callers = user_callers(run.instance, run.inputs, orphans, file.is_reportable)
+    return [(graph_break, [*callers.get((spans[0].file, spans[0].line), ()), *spans]
+             if spans else spans) for graph_break, spans in breaks]
+
+
+def _break_diagnostic(graph_break: GraphBreak, spans: list[SourceSpan], run: TargetRun,
+                      file: SourceFile, fullgraph: bool) -> Diagnostic:
+    where = locate(spans, file, run.span)
     inside = f" inside `{where.library}`, reached from here" if where.library else ""
     item = diagnostic("FX301", f"graph break{inside}: {graph_break.words()} "
                       f"(compiling `{run.name}`)", where.span, run.name,
@@ -99,18 +150,6 @@ def _break_diagnostic(reason: str, user_stack: list, run: TargetRun, file: Sourc
         item.severity = Severity.ERROR
     item.related.extend(where.related)
     return item
-
-
-def _unique(found: list[Diagnostic]) -> list[Diagnostic]:
-    """A break met again (a loop, a resumed frame) is reported once."""
-    seen: set[tuple[str, int, int, str]] = set()
-    kept = []
-    for item in found:
-        key = (item.span.file, item.span.line, item.span.col, item.message)
-        if key not in seen:
-            seen.add(key)
-            kept.append(item)
-    return kept
 
 
 __all__ = ["COMPILED", "GraphBreak", "compile_module"]
