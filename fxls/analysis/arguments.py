@@ -252,7 +252,7 @@ def _module_stand_ins(candidates: list[Any], choices: list[Any], use: MemberUse,
     more: list[Any] = []
     if use.methods or use.output_shaped:
         more.append(_Shaped(read, called, tuple(sorted(use.methods)), use.unpacked,
-                            tuple(use.keys)))
+                            tuple(use.keys), use.items))
     if a_list or (use.measured and not use.called):  # a list of modules is not called
         more.insert(0 if a_list else len(more), _StandInList(2))
     return [*more, *candidates] if a_list else [*candidates, *more]
@@ -510,10 +510,12 @@ class _Shaped:
     methods: tuple[str, ...]
     unpacked: int | None
     keys: tuple[str, ...]
+    items: tuple[str | None, ...] = ()
 
     def make(self, build: Callable[[type], Any]) -> Any:
         return ShapedStandIn(attributes=_attribute_values(self.names, self.called),
-                             methods=self.methods, unpacked=self.unpacked, keys=self.keys)
+                             methods=self.methods, unpacked=self.unpacked, keys=self.keys,
+                             items=self.items)
 
     def __repr__(self) -> str:
         shown = [f"{n}=..." for n in (*self.names, *self.methods)]
@@ -572,20 +574,26 @@ def realise(value: Any, build: Callable[[type], Any]) -> Any:
     return guessed(value)
 
 
-def other_kinds(parameters: list[Parameter], name: str, misuse: str) -> list[Parameter] | None:
-    """The plan again with ``name`` given the kinds of value its failed use asks for (a
-    guessed int that is called: a module; measured, iterated or indexed: a sequence, a list
-    of modules); None when the use asks for nothing else."""
-    kinds: dict[str, list[Any]] = {
-        "call": [_Identity("module")],
-        "len": [(_SIZES[0],) * 2, _StandInList(2)],
-        "iterate": [_StandInList(2), (_SIZES[0],) * 2],
-        "index": [(_SIZES[0],) * 2, _StandInList(2)],
-    }
-    if misuse not in kinds or not any(p.name == name for p in parameters):
+#: what a guess's failed use asks for instead (a guessed int that is called: a module;
+#: measured, iterated or indexed: a sequence, a list of modules)
+_OTHER_KINDS: dict[str, list[Any]] = {
+    "call": [_Identity("module")],
+    "len": [(_SIZES[0],) * 2, _StandInList(2)],
+    "iterate": [_StandInList(2), (_SIZES[0],) * 2],
+    "index": [(_SIZES[0],) * 2, _StandInList(2)],
+}
+
+
+def pinned(parameters: list[Parameter], assignment: dict[str, Any], name: str, misuse: str
+           ) -> list[Parameter] | None:
+    """The next plan after a trace failed on ``name``'s guess in ``assignment``: the other
+    parameters keep the values that got the trace that far, ``name`` gets the kinds its
+    failed use asks for, then its other candidates; None when ``name`` is none of them."""
+    if not any(p.name == name for p in parameters):
         return None
-    return [Parameter(p.name, p.kind, kinds[misuse]) if p.name == name else p
-            for p in parameters]
+    return [Parameter(p.name, p.kind, [*_OTHER_KINDS.get(misuse, []), *p.candidates])
+            if p.name == name else Parameter(p.name, p.kind, [assignment[p.name]])
+            for p in parameters if p.name in assignment]
 
 
 def attempts(parameters: list[Parameter]) -> Iterator[dict[str, Any]]:

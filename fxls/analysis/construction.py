@@ -29,7 +29,7 @@ import traceback
 from collections import deque
 from collections.abc import Callable
 from contextlib import nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from time import perf_counter
@@ -38,7 +38,7 @@ from typing import Any
 import torch
 
 from fxcore.source import is_internal_file
-from fxls.analysis import arguments, configs
+from fxls.analysis import arguments, configs, packages
 from fxls.analysis.guess_blame import Blame, trace_blame
 from fxls.analysis.meta_build import is_out_of_memory, memory_budget, on_meta
 from fxls.analysis.pragmas import ClassPragmas, FilePragmas
@@ -63,9 +63,9 @@ _FACTORY_CALLS = 2
 _MAX_CENSUS = 24
 _CENSUS_PER_CLASS = 6
 _CENSUS_SECONDS = 2.0
-#: at most this many instances built with inferred arguments are traced to check that the
-#: trace does not fail on a guess (each is a trace of the class)
-_GUESS_TRACES = 6
+#: at most this many instances built with inferred arguments (and for this long) are traced
+#: to check that the trace does not fail on a guess (each is a trace of the class)
+_GUESS_TRACES, _GUESS_SECONDS = 6, 10.0
 #: factories never called: entry points of scripts, not builders of models
 _NOT_FACTORIES = ("main", "train", "test", "run", "demo", "bench", "evaluate", "cli")
 
@@ -230,6 +230,7 @@ class _Builder:
         if not wanted or self.scope.tree is None:
             return
         factories = _factories(self.scope, self.by_name)
+        in_package: list[_Factory] | None = None  # read when a class needs them
         #: call -> (the classes in the model, its size, the model's own class)
         census: dict[str, tuple[set[type], int, type] | None] = {}
         deadline = perf_counter() + _CENSUS_SECONDS
@@ -238,6 +239,11 @@ class _Builder:
                 continue  # a factory built for an earlier class built this one too
             reaching = sorted((f for f in factories if cls.__name__ in f.reaches),
                               key=lambda f: f.size_hint)
+            if not reaching:  # the factories of the file's package (``fcos_resnet50_fpn``)
+                if in_package is None:
+                    in_package = _package_factories(self.scope, self.by_name, wanted)
+                reaching = sorted((f for f in in_package if cls.__name__ in f.reaches),
+                                  key=lambda f: f.size_hint)
             if not reaching:
                 continue
             self.tried[cls].append(f"{len(reaching)} factory function(s)")
@@ -359,7 +365,7 @@ class _Builder:
         plans = deque([parameters] + ([more] if len(more) > len(parameters) else []))
         failed = _FailedGuesses()
         try:
-            while plans and failed.traces < _GUESS_TRACES:
+            while plans and not failed.exhausted():
                 plan = plans.popleft()
                 for assignment in arguments.attempts(plan):
                     if failed.covers(assignment):
@@ -381,10 +387,11 @@ class _Builder:
                         name = failed.add(blamed, assignment, kwargs)
                         if first is None or first[1].error is not None:
                             first = (shown, _guess_failed(cls, blamed))  # says more than a raise
-                        other = arguments.other_kinds(plan, name, blamed.misuse)
-                        if other is not None:  # what the failed use asks for, next
-                            plans.extendleft([plan, other])
-                        if other is not None or failed.traces >= _GUESS_TRACES:
+                        # next: the values that got this far, a change where it failed
+                        following = arguments.pinned(plan, assignment, name, blamed.misuse)
+                        if following is not None:
+                            plans.extendleft([plan, following])
+                        if following is not None or failed.exhausted():
                             break
                     elif first is None:
                         first = (shown, outcome)
@@ -516,6 +523,30 @@ def _factories(scope: FileScope, classes: dict[str, type]) -> list[_Factory]:
     return found
 
 
+def _package_factories(scope: FileScope, classes: dict[str, type], wanted: list[type]
+                       ) -> list[_Factory]:
+    """The factories of the other modules of the file's package already imported, that
+    reach one of the ``wanted`` classes (only modules whose text names one are parsed)."""
+    names = {cls.__name__ for cls in wanted}
+    found: list[_Factory] = []
+    for module in packages.loaded_siblings(scope.module_name):
+        try:
+            source = inspect.getsource(module)
+        except (OSError, TypeError):
+            continue
+        if not any(name in source for name in names):
+            continue
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError):
+            continue
+        sibling = FileScope(module.__name__, vars(module), tree, source, scope.pragmas, [])
+        shown_as = module.__name__.rpartition(".")[2] + "."
+        found += [replace(f, call_text=shown_as + f.call_text)
+                  for f in _factories(sibling, classes)]
+    return found
+
+
 def _factory_arguments(function: Callable[..., Any]) -> dict[str, Any] | None:
     """What to call a factory with (None: it has required arguments)."""
     try:
@@ -583,8 +614,12 @@ class _FailedGuesses:
 
     def __init__(self) -> None:
         self.traces = 0
+        self.started = perf_counter()
         self.candidates: list[tuple[str, Any]] = []
         self.no_ints: set[str] = set()
+
+    def exhausted(self) -> bool:
+        return self.traces >= _GUESS_TRACES or perf_counter() - self.started > _GUESS_SECONDS
 
     def add(self, blamed: Blame, assignment: dict[str, Any], kwargs: dict[str, Any]) -> str:
         """Note the parameter whose value ``blamed`` names (the first one when the value is

@@ -30,11 +30,15 @@ from fxcore.source import SourceSpan
 from fxls.analysis.stand_ins import GuessedInt, ShapedStandIn, StandIn, is_guess
 
 _CONTAINER_METHODS = ("values", "items", "keys")
-_ITERATING_CALLS = ("list", "tuple", "enumerate", "zip", "iter", "sorted", "reversed")
+_ITERATING_CALLS = ("list", "tuple", "enumerate", "zip", "iter", "sorted", "reversed", "dict",
+                    "set")
+#: ``d.update(e)``, ``l.extend(e)``: methods whose argument is taken as a container
+_FILLING_METHODS = ("update", "extend")
 #: how many assignments back a local variable is followed to a stand-in's output
 _ASSIGNMENT_DEPTH = 4
-#: the check's trace searches less than the real one (it only looks for a guess's problem)
-_RETRACES, _SECONDS = 4, 1.0
+#: the check's trace searches as the real one does (a guess's problem may lie past a guard
+#: clause the search gets past), in less time
+_RETRACES, _SECONDS = 24, 2.0
 
 
 @dataclass(frozen=True)
@@ -351,8 +355,10 @@ def _before(values: Any, use: ast.AST) -> list[tuple[ast.expr, bool]]:
 
 def _taken_as_container(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> ast.expr | None:
     """The expression ``node`` takes as a container: ``e["key"]``, ``e.values()``,
-    ``list(e)``, ``for _ in e``, ``a, b = e``."""
+    ``list(e)``, ``for _ in e``, ``a, b = e``, ``d.update(e)``, ``{**e}``."""
     parent = parents.get(node)
+    if isinstance(parent, ast.Dict) and node in parent.values and None in parent.keys:
+        return node  # ``{**e}`` (its key is None)
     if isinstance(parent, ast.Assign) and parent.value is node and any(
             isinstance(t, ast.Tuple | ast.List) for t in parent.targets):
         return node
@@ -364,6 +370,9 @@ def _taken_as_container(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> ast.e
     if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
             and node.func.attr in _CONTAINER_METHODS and not node.args):
         return node.func.value
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and node.func.attr in _FILLING_METHODS and len(node.args) == 1):
+        return node.args[0]
     if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
             and node.func.id in _ITERATING_CALLS and len(node.args) == 1):
         return node.args[0]
@@ -374,11 +383,12 @@ def _taken_as_container(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> ast.e
 
 def _stand_in_output(expression: ast.expr, assignments: dict[str, list[tuple[ast.expr, bool]]],
                      owners: list[Any]) -> tuple[str, StandIn] | None:
-    """The stand-in whose call ``expression`` is, or a local variable was assigned from."""
+    """The stand-in whose call ``expression`` is, or a local variable was assigned from (its
+    output, or an item of it: ``detections, losses = self.roi_heads(...)``)."""
     values: list[ast.expr] = [expression]
     if isinstance(expression, ast.Name):
-        values += [value for value, item in _before(assignments.get(expression.id, ()),
-                                                    expression) if not item]
+        values += [value for value, _ in _before(assignments.get(expression.id, ()),
+                                                 expression)]
     for value in values:
         if isinstance(value, ast.Call):
             names = _chain(value.func)

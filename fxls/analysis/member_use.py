@@ -29,6 +29,9 @@ class MemberUse:
     attributes: set[str] = field(default_factory=set)
     #: ``a, b = self.m(...)``: how many values the caller unpacks
     unpacked: int | None = None
+    #: what the caller takes each unpacked value as: ``"mapping"`` (``losses.update(b)``),
+    #: ``"sequence"`` (``for x in b``), or None (anything: the stand-in's input)
+    items: tuple[str | None, ...] = ()
     #: ``out = self.m(...)`` then ``out["key"]``: the keys read (``.values()``: ``MAPS``)
     keys: list[str] = field(default_factory=list)
     #: ``len(self.m)``, ``self.m[i]``, ``for m in self.m``: a sequence of modules
@@ -90,7 +93,7 @@ def _method_use(method: ast.FunctionDef, attributes: set[str], use: MemberUse) -
         parent = parents.get(node)
         if isinstance(parent, ast.Call) and parent.func is node:
             use.called = True
-            _output_use(parents.get(parent), use, outputs)
+            _output_use(parents.get(parent), use, outputs, method)
         elif isinstance(parent, ast.Attribute):
             call = parents.get(parent)
             if isinstance(call, ast.Call) and call.func is parent:
@@ -112,16 +115,45 @@ def _measures(node: ast.AST, parent: ast.AST | None) -> bool:
             and parent.func.id in ("len", "enumerate", "zip", "list", "reversed"))
 
 
-def _output_use(statement: ast.AST | None, use: MemberUse, outputs: set[str]) -> None:
+def _output_use(statement: ast.AST | None, use: MemberUse, outputs: set[str],
+                method: ast.FunctionDef) -> None:
     """``a, b = self.m(...)`` (unpacked) or ``out = self.m(...)`` (``out`` read later)."""
     if not isinstance(statement, ast.Assign) or len(statement.targets) != 1:
         return
     target = statement.targets[0]
     if isinstance(target, ast.Tuple | ast.List) and not any(
             isinstance(e, ast.Starred) for e in target.elts):
-        use.unpacked = max(use.unpacked or 0, len(target.elts))
+        if len(target.elts) > (use.unpacked or 0):
+            use.unpacked = len(target.elts)
+            use.items = tuple(_taken_as(method, e.id, statement.lineno)
+                              if isinstance(e, ast.Name) else None for e in target.elts)
     elif isinstance(target, ast.Name):
         outputs.add(target.id)
+
+
+def _taken_as(method: ast.FunctionDef, name: str, assigned_at: int) -> str | None:
+    """What ``method`` takes the local ``name`` as below the line that assigns it: a mapping
+    (``d.update(name)``, ``name.items()``, ``name["key"]``, ``{**name}``), a sequence
+    (iterated), or None."""
+    parents = {child: node for node in ast.walk(method) for child in ast.iter_child_nodes(node)}
+    for node in ast.walk(method):
+        if not (isinstance(node, ast.Name) and node.id == name and node.lineno > assigned_at
+                and isinstance(node.ctx, ast.Load)):
+            continue
+        parent = parents.get(node)
+        if (isinstance(parent, ast.Call) and node in parent.args
+                and isinstance(parent.func, ast.Attribute) and parent.func.attr == "update"):
+            return "mapping"
+        if isinstance(parent, ast.Dict) and node in parent.values and None in parent.keys:
+            return "mapping"
+        if isinstance(parent, ast.Attribute) and parent.attr in ("items", "keys", "values"):
+            return "mapping"
+        if isinstance(parent, ast.Subscript) and isinstance(parent.slice, ast.Constant) and \
+                isinstance(parent.slice.value, str):
+            return "mapping"
+        if isinstance(parent, ast.For | ast.comprehension) and parent.iter is node:
+            return "sequence"
+    return None
 
 
 def _keys_read(method: ast.FunctionDef, outputs: set[str], use: MemberUse) -> None:

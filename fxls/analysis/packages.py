@@ -20,6 +20,7 @@ import ast
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +83,19 @@ def import_path(location: ModuleLocation, extra: tuple[str, ...], current: list[
                 package is not None and Path(folder).resolve().is_relative_to(package)):
             front.append(folder)
     return front + [p for p in current if p not in front]
+
+
+def loaded_siblings(module_name: str) -> list[ModuleType]:
+    """The other modules of ``module_name``'s package that are already imported (by the
+    package's ``__init__`` or the file itself), in name order: where the package's
+    factories live (``fcos_resnet50_fpn`` beside ``anchor_utils``). None of a script."""
+    package, _, _ = module_name.rpartition(".")
+    if not package:
+        return []
+    prefix = f"{package}."
+    return [module for name, module in sorted(sys.modules.items())
+            if name.startswith(prefix) and "." not in name[len(prefix):]
+            and name != module_name and isinstance(module, ModuleType)]
 
 
 def _configured_roots(project: Path | None, roots: list[str]) -> list[Path]:

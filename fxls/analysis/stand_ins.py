@@ -63,16 +63,19 @@ class StandIn(torch.nn.Identity):
 
 
 class ShapedStandIn(StandIn):
-    """A stand-in returning what its caller unpacks: ``a, b = m(x, y)`` gets ``(x, y)``,
-    ``m(x)["out"]`` a dict of ``x`` under the keys read, ``m(x).values()`` ``count`` maps."""
+    """A stand-in returning what its caller unpacks: ``a, b = m(x, y)`` gets ``(x, y)`` (an
+    empty dict for a value the caller takes as a mapping, a list for one it iterates),
+    ``m(x)["out"]`` a dict of ``x`` under the keys read, ``m(x).values()`` several maps."""
 
     __fxls_leaf__ = False  # traced through: its caller gets a real tuple or dict
 
     def __init__(self, *args: Any, unpacked: int | None = None, keys: tuple[str, ...] = (),
-                 **kwargs: Any) -> None:
+                 items: tuple[str | None, ...] = (), **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.unpacked = unpacked
         self.keys = keys
+        #: what the caller takes each unpacked value as ("mapping", "sequence", None)
+        self.items = items
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         first = _first_argument(*args, **kwargs)
@@ -80,7 +83,13 @@ class ShapedStandIn(StandIn):
             return OrderedDict((key, first) for key in self.keys)
         if self.unpacked:
             given = [*args, *kwargs.values()]
-            return tuple((given + [first] * self.unpacked)[:self.unpacked])
+            values = (given + [first] * self.unpacked)[:self.unpacked]
+            for index, kind in enumerate(self.items[:self.unpacked]):
+                if kind == "mapping":  # ``losses.update(b)``: a real module's dict of losses
+                    values[index] = OrderedDict()
+                elif kind == "sequence":
+                    values[index] = [values[index]]
+            return tuple(values)
         return first
 
 
