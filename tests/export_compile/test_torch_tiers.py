@@ -184,17 +184,17 @@ def test_inputs_the_module_cannot_run_on_are_no_export_failure(tmp_path: Path) -
     source = MODELS + '''
 
 class Mismatch(nn.Module):
-    # fxls: args (torch.randn(4, 3),)
     def __init__(self):
         super().__init__()
         self.lin = nn.Linear(8, 8)
+        self.proj = nn.Linear(5, 8)
 
-    def forward(self, x):
-        return self.lin(x)
+    def forward(self, x):  # the input inferred from `self.lin` cannot fit `self.proj`
+        return self.lin(x) + self.proj(x)
 '''
     report = _check(tmp_path, source, pyproject=TARGETED)
     (module,) = [m for m in report["modules"] if m["name"] == "Mismatch"]
-    assert module["targets"]["export"].startswith("not run: the module raises on its example")
+    assert module["targets"]["export"].startswith("not run: the module raises on the example")
     assert not [d for d in report["diagnostics"] if d["module"] == "Mismatch"]
 
 

@@ -31,6 +31,7 @@ class TargetRun:
 def target_run(traced: TracedModule) -> TargetRun | str:
     """The run, or why there is none (a reason the user reads)."""
     inputs = traced.captured if traced.captured is not None else traced.ctx.example_inputs
+    guessed = traced.inputs_inferred
     if inputs is None and traced.ctx.graph_module is not None:
         try:
             inputs = infer_inputs(traced.ctx.graph_module)
@@ -40,10 +41,19 @@ def target_run(traced: TracedModule) -> TargetRun | str:
         return "not run: no example inputs (add `# fxls: args (...)` to the class)"
     if any(isinstance(value, torch.Tensor) and value.is_meta for value in inputs):
         return "not run: the instance was built on the meta device"
-    try:  # inputs fxls inferred may not fit: that is not a failure of export or compile
-        with torch.no_grad():
-            traced.instance(*inputs)
-    except Exception as error:
-        return (f"not run: the module raises on its example inputs ({type(error).__name__}); "
-                "give it some with `# fxls: args (...)`")
+    if guessed and _raises_on(traced.instance, inputs):
+        return ("not run: the module raises on the example inputs fxls inferred; give it "
+                "some with `# fxls: args (...)`")
     return TargetRun(traced.module_report.name, traced.instance, tuple(inputs), traced.span)
+
+
+def _raises_on(instance: torch.nn.Module, inputs: tuple[Any, ...]) -> bool:
+    """Inferred inputs the module itself cannot run on are a guess that did not fit, not a
+    failure of export or compile (inputs the user gave are theirs: what torch says of them
+    is reported)."""
+    try:
+        with torch.no_grad():
+            instance(*inputs)
+    except Exception:
+        return True
+    return False
