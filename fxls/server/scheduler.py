@@ -30,11 +30,13 @@ from fxls.server.progress import TraceProgress
 from fxls.server.publisher import Publisher
 from fxls.server.reporting import tell
 from fxls.server.session import DocumentController, DocumentSnapshot, Session, open_text
+from fxls.server.targets_status import targets_status
 
 log = logging.getLogger("fxls.server")
 
 #: sent after the complete report of a version is in place (hover, inlay hints, code lens
-#: and code actions answer from it); diagnostics may have been published before it
+#: and code actions answer from it), with the tracers it was analysed for (the editors'
+#: status); diagnostics may have been published before it
 ANALYSIS_DONE = "fxls/analysisDone"
 #: quick fixes are verified once a document's analyses have paused this long (or at once
 #: when a request asks for them): saves in a row never share the cores with verifications
@@ -182,7 +184,8 @@ class AnalysisScheduler:
             uri, document.path, report, text, version, document.fixes)
         self._publisher.publish_report(uri, document.path, report, text, version,
                                        settings.project.root)
-        self._server.protocol.notify(ANALYSIS_DONE, {"uri": uri, "version": version})
+        self._server.protocol.notify(ANALYSIS_DONE, {"uri": uri, "version": version,
+                                                     **targets_status(report)})
         self._publisher.refresh_views()
         if worker_started:
             self._start_fix_verification(document, snapshot, request)
