@@ -252,7 +252,7 @@ def _module_stand_ins(candidates: list[Any], choices: list[Any], use: MemberUse,
     more: list[Any] = []
     if use.methods or use.output_shaped:
         more.append(_Shaped(read, called, tuple(sorted(use.methods)), use.unpacked,
-                            tuple(use.keys), use.items))
+                            tuple(use.keys), use.items, use.listed))
     if a_list or (use.measured and not use.called):  # a list of modules is not called
         more.insert(0 if a_list else len(more), _StandInList(2))
     return [*more, *candidates] if a_list else [*candidates, *more]
@@ -511,11 +511,12 @@ class _Shaped:
     unpacked: int | None
     keys: tuple[str, ...]
     items: tuple[str | None, ...] = ()
+    listed: bool = False
 
     def make(self, build: Callable[[type], Any]) -> Any:
         return ShapedStandIn(attributes=_attribute_values(self.names, self.called),
                              methods=self.methods, unpacked=self.unpacked, keys=self.keys,
-                             items=self.items)
+                             items=self.items, listed=self.listed)
 
     def __repr__(self) -> str:
         shown = [f"{n}=..." for n in (*self.names, *self.methods)]
@@ -523,6 +524,8 @@ class _Shaped:
             shown.append("returns {" + ", ".join(repr(k) for k in self.keys) + "}")
         elif self.unpacked:
             shown.append(f"returns {self.unpacked} values")
+        elif self.listed:
+            shown.append("returns a list")
         return "nn.Identity(" + ", ".join(shown) + ")"
 
 

@@ -31,7 +31,7 @@ from fxls.analysis.stand_ins import GuessedInt, ShapedStandIn, StandIn, is_guess
 
 _CONTAINER_METHODS = ("values", "items", "keys")
 _ITERATING_CALLS = ("list", "tuple", "enumerate", "zip", "iter", "sorted", "reversed", "dict",
-                    "set")
+                    "set", "len")
 #: ``d.update(e)``, ``l.extend(e)``: methods whose argument is taken as a container
 _FILLING_METHODS = ("update", "extend")
 #: how many assignments back a local variable is followed to a stand-in's output

@@ -37,9 +37,12 @@ class MemberUse:
     #: ``len(self.m)``, ``self.m[i]``, ``for m in self.m``: a sequence of modules
     measured: bool = False
 
+    #: ``out = self.m(...)`` then ``len(out)`` or ``for o in out``: a list of outputs
+    listed: bool = False
+
     @property
     def output_shaped(self) -> bool:
-        return bool(self.unpacked or self.keys)
+        return bool(self.unpacked or self.keys or self.listed)
 
 
 def class_trees(cls: type) -> Iterator[ast.ClassDef]:
@@ -166,3 +169,14 @@ def _keys_read(method: ast.FunctionDef, outputs: set[str], use: MemberUse) -> No
               and node.func.attr in ("values", "items", "keys")
               and isinstance(node.func.value, ast.Name) and node.func.value.id in outputs):
             use.keys.extend(k for k in MAPS if k not in use.keys)
+        elif _measured(node, outputs):
+            use.listed = True
+
+
+def _measured(node: ast.AST, names: set[str]) -> bool:
+    """``len(n)``, ``enumerate(n)``, ``zip(n, ...)``, ``for _ in n`` for ``n`` in ``names``."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in (
+            "len", "enumerate", "zip"):
+        return any(isinstance(a, ast.Name) and a.id in names for a in node.args)
+    return (isinstance(node, ast.For | ast.comprehension) and isinstance(node.iter, ast.Name)
+            and node.iter.id in names)

@@ -70,10 +70,13 @@ class ShapedStandIn(StandIn):
     __fxls_leaf__ = False  # traced through: its caller gets a real tuple or dict
 
     def __init__(self, *args: Any, unpacked: int | None = None, keys: tuple[str, ...] = (),
-                 items: tuple[str | None, ...] = (), **kwargs: Any) -> None:
+                 items: tuple[str | None, ...] = (), listed: bool = False,
+                 **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.unpacked = unpacked
         self.keys = keys
+        #: the caller measures or iterates the output: a list
+        self.listed = listed
         #: what the caller takes each unpacked value as ("mapping", "sequence", None)
         self.items = items
 
@@ -88,9 +91,14 @@ class ShapedStandIn(StandIn):
                 if kind == "mapping":  # ``losses.update(b)``: a real module's dict of losses
                     values[index] = OrderedDict()
                 elif kind == "sequence":
-                    values[index] = [values[index]]
+                    values[index] = _listed(values[index])
             return tuple(values)
-        return first
+        return _listed(first) if self.listed else first
+
+
+def _listed(value: Any) -> list[Any]:
+    """A list of outputs: the input's items when it is a list already (feature maps)."""
+    return list(value) if isinstance(value, list | tuple) else [value]
 
 
 class StandInList(torch.nn.ModuleList):
