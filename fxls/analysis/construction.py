@@ -133,6 +133,8 @@ class _Builder:
         #: why the inferred arguments did not build a class: the first failure
         self.inference_failed: dict[type, tuple[str, NotBuilt]] = {}
         self._making: set[type] = set()  # classes being built as another's argument
+        #: the analysed file's text (maybe unsaved), by its file name: what a trace ran
+        self._edited = {str(scope.namespace.get("__file__", "")): scope.source}
 
     # -- the order of strategies ---------------------------------------------------------
 
@@ -381,7 +383,7 @@ class _Builder:
                                           f"{cls.__name__}({shown}), {INFERRED}",
                                           required=kwargs)
                     if isinstance(outcome, Built):
-                        blamed = trace_blame(outcome.instance)
+                        blamed = trace_blame(outcome.instance, self._edited)
                         if blamed is None:
                             return outcome
                         name = failed.add(blamed, assignment, kwargs)

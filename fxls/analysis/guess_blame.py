@@ -65,21 +65,24 @@ class Blame:
         return f"`{self.attribute}` ({guess}) {self.use} at {where}"
 
 
-def first_blame(issues: list[TraceIssue], root: torch.nn.Module) -> Blame | None:
-    """The first problem of a trace that a guess caused, if any."""
+def first_blame(issues: list[TraceIssue], root: torch.nn.Module,
+                sources: dict[str, str] | None = None) -> Blame | None:
+    """The first problem of a trace that a guess caused, if any (``sources``: the text of
+    files being edited, by file name; others are read as Python reads them)."""
     for issue in issues:
-        found = blame(issue, root)
+        found = blame(issue, root, sources)
         if found is not None:
             return found
     return None
 
 
-def blame(issue: TraceIssue, root: torch.nn.Module) -> Blame | None:
+def blame(issue: TraceIssue, root: torch.nn.Module, sources: dict[str, str] | None = None
+          ) -> Blame | None:
     """The guess ``issue`` came from, or None when it is the code's own problem."""
     owners = _owners(root, issue.module_path)
     spans = list(dict.fromkeys([*([issue.span] if issue.span else []), *reversed(issue.stack)]))
     for depth, span in enumerate(spans):
-        located = _located(span)
+        located = _located(span, (sources or {}).get(span.file))
         if located is None:
             continue
         function, nodes = located
@@ -107,7 +110,7 @@ def holds_guesses(root: torch.nn.Module) -> bool:
     return False
 
 
-def trace_blame(root: torch.nn.Module) -> Blame | None:
+def trace_blame(root: torch.nn.Module, sources: dict[str, str] | None = None) -> Blame | None:
     """Trace ``root`` (a short search) and say whether a problem came from a guess. The
     modules are left as they were (a forward may store a trace's values in them)."""
     if not holds_guesses(root):
@@ -121,7 +124,7 @@ def trace_blame(root: torch.nn.Module) -> Blame | None:
     finally:
         restore(pristine)
         root.train(training)
-    return first_blame(trace.issues, root)
+    return first_blame(trace.issues, root, sources)
 
 
 def _owners(root: torch.nn.Module, path: str) -> list[Any]:
@@ -156,22 +159,24 @@ def _member(obj: Any, name: str) -> Any:
 
 # -- the failing expression -----------------------------------------------------------------
 
-_trees: dict[str, ast.Module | None] = {}
+_trees: dict[tuple[str, int], ast.Module | None] = {}
 
 
-def _tree(file: str) -> ast.Module | None:
-    if file not in _trees:
+def _tree(file: str, source: str | None) -> ast.Module | None:
+    text = source if source is not None else "".join(linecache.getlines(file))
+    key = (file, hash(text))
+    if key not in _trees:
         try:
-            _trees[file] = ast.parse("".join(linecache.getlines(file)))
+            _trees[key] = ast.parse(text)
         except (SyntaxError, ValueError):
-            _trees[file] = None
-    return _trees[file]
+            _trees[key] = None
+    return _trees[key]
 
 
-def _located(span: SourceSpan) -> tuple[ast.AST, list[ast.AST]] | None:
+def _located(span: SourceSpan, source: str | None) -> tuple[ast.AST, list[ast.AST]] | None:
     """The function holding ``span`` and the expressions inside the span (of a loop or a
     comprehension spanned whole: what it iterates)."""
-    tree = _tree(span.file)
+    tree = _tree(span.file, source)
     if tree is None:
         return None
     functions = [n for n in ast.walk(tree)

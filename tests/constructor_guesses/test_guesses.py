@@ -208,3 +208,18 @@ def test_the_code_s_own_error_is_still_reported(report):
     assert (fx001.code, fx001.span.line, fx001.span.col, fx001.span.end_line,
             fx001.span.end_col) == ("FX001", line, 11, line, 22)
     assert _module(report, "RealError").entry == f"RealError(block=nn.Identity()), {INFERRED}"
+
+
+def test_the_text_being_edited_is_read_not_the_file_on_disk(tmp_path: Path):
+    # the editor's unsaved text has the forward two lines lower than the saved file
+    saved = MODELS.split("class NothingFits", 1)[0] + "class NothingFits" + MODELS.split(
+        "class NothingFits", 1)[1].split("class RealError", 1)[0]
+    edited = saved.replace("    def forward(self, x):\n        return self.heads(x)",
+                           "    # a comment\n\n    def forward(self, x):\n"
+                           "        return self.heads(x)")
+    path = tmp_path / f"edited_{tmp_path.name}.py"
+    path.write_text(saved, encoding="utf-8")
+    report = analyze_source(str(path), edited, load_settings(tmp_path))
+    (fx101,) = [d for d in report.diagnostics if d.module == "NothingFits"]
+    use = edited.splitlines().index("        return self.heads(x) * len(self.heads)") + 1
+    assert f"is given to len() at {path.name}:{use}" in fx101.message
