@@ -154,6 +154,21 @@ class _Decision:
     issues_before: int
 
 
+@dataclass
+class _StandIns:
+    """The stand-in values of one trace: those the search chose, those the trace used."""
+
+    #: decision key -> the value the search chose for it (see the module docstring)
+    choices: dict[_DecisionKey, Any]
+    decisions: list[_Decision] = field(default_factory=list)
+    #: (kind, code, instruction) -> how many times that position has asked in this trace
+    asked: dict[tuple[str, types.CodeType, int], int] = field(default_factory=dict)
+
+    def carried(self) -> dict[_DecisionKey, Any]:
+        """The search's choices this trace used: where a retrace of it starts from."""
+        return {d.key: d.value for d in self.decisions if d.key in self.choices}
+
+
 #: the values a search tries instead of a stand-in, by what asked for it
 _ALTERNATIVES: dict[str, tuple[Any, ...]] = {
     "bool": (True, False),
@@ -278,7 +293,7 @@ def _refuse_torch_probe(proxy: Proxy, caller: types.FrameType, conversion: str) 
     ``__torch_function__`` (``torch.eye(n)``) or refuses it (``torch.ones(B, C)``)."""
     callee = called_function(caller)
     if callee is UNKNOWN:
-        proxy.tracer._probe_next = True  # type: ignore[attr-defined]
+        proxy.tracer._probes.hold_next = True  # type: ignore[attr-defined]
     elif callee is not None and parsed_by_torch(callee):
         raise TypeError(_NO_CONVERSION[conversion].format(type(proxy).__name__))
 
@@ -314,6 +329,15 @@ class _Probe:
     issue: TraceIssue
 
 
+@dataclass
+class _Probes:
+    """A trace's conversions held back as probes, pending until a node settles them."""
+
+    pending: list[_Probe] = field(default_factory=list)
+    #: set when the callee of a conversion is unknown: hold that conversion as a probe
+    hold_next: bool = False
+
+
 _CONVERSION_MESSAGES = {
     "len": "'len' is not supported in symbolic tracing: the length of a traced value is "
     "unknown while tracing",
@@ -336,20 +360,14 @@ class RecoveringTracer(Tracer):
         **tracer_kwargs: Any,
     ) -> None:
         super().__init__(**tracer_kwargs)
-        #: stand-in values chosen by the search (see the module docstring)
-        self.choices = dict(choices or {})
-        self.decisions: list[_Decision] = []
-        self._asked: dict[tuple[str, types.CodeType, int], int] = {}
+        self.stand_ins = _StandIns(dict(choices or {}))
         self.issues: list[TraceIssue] = []
         self.opaque_modules: list[str] = []
         self._leaf_names = set(leaf_modules)
         self._max_issues = max_issues
-        self._visits: dict[tuple[types.CodeType, int], int] = {}
         self._seen: set[tuple[IssueKind, SourceSpan | None]] = set()
         self._module_path: list[str] = [""]
-        self._probes: list[_Probe] = []
-        #: set when the callee of a conversion is unknown: hold that conversion as a probe
-        self._probe_next = False
+        self._probes = _Probes()
         #: where the last iteration was reported (its ``len`` length hint is not an issue)
         self._iterated_at: _Location | None = None
         #: the root's definition, for errors raised before any user code ran
@@ -384,13 +402,14 @@ class RecoveringTracer(Tracer):
         visit, else ``default``; recorded either way."""
         if frame is None or kind not in _ALTERNATIVES:
             return default
+        stand_ins = self.stand_ins
         lasti = _stable_lasti(frame)
         position = (kind, frame.f_code, lasti)
-        visit = self._asked.get(position, 0)
-        self._asked[position] = visit + 1
+        visit = stand_ins.asked.get(position, 0)
+        stand_ins.asked[position] = visit + 1
         key = (kind, frame.f_code, lasti, visit)
-        value = self.choices.get(key, default)
-        self.decisions.append(_Decision(key, value, len(self.issues)))
+        value = stand_ins.choices.get(key, default)
+        stand_ins.decisions.append(_Decision(key, value, len(self.issues)))
         return value
 
     # -- recording -----------------------------------------------------------------------
@@ -413,7 +432,7 @@ class RecoveringTracer(Tracer):
     def _record(
         self, kind: IssueKind, message: str, frame: types.FrameType | None, **extra: Any
     ) -> None:
-        if self._probes:
+        if self._probes.pending:
             self._settle_probes()
         span = span_of_frame(frame) if frame is not None else None
         if (kind, span) in self._seen:
@@ -426,11 +445,11 @@ class RecoveringTracer(Tracer):
         A probe made at ``location`` stays pending while other nodes are recorded there
         (``get_attr`` of an argument before the call's own node).
         """
-        probes, self._probes = self._probes, []
+        probes, self._probes.pending = self._probes.pending, []
         for probe in probes:
             if node is not None and probe.location is not None and probe.location == location:
                 if probe.node not in node._input_nodes:
-                    self._probes.append(probe)
+                    self._probes.pending.append(probe)
                 continue
             probe.node.meta["consumed_by_issue"] = IssueKind.PYTHON_VALUE.value
             self._add(probe.issue)
@@ -445,7 +464,7 @@ class RecoveringTracer(Tracer):
         type_expr: Any | None = None,
     ) -> Node:
         node = super().create_node(kind, target, args, kwargs, name, type_expr)
-        if self._probes:
+        if self._probes.pending:
             self._settle_probes(node, _location(_user_frame(sys._getframe(1))))
         return node
 
@@ -473,10 +492,9 @@ class RecoveringTracer(Tracer):
         self._note_none_default(obj)
         if frame is None:
             return False
-        key = (frame.f_code, _stable_lasti(frame))
-        visits = self._visits.get(key, 0)
-        self._visits[key] = visits + 1
-        return bool(self._decide("bool", frame, visits == 0))
+        # True the first time this position asks in this trace
+        first = ("bool", frame.f_code, _stable_lasti(frame)) not in self.stand_ins.asked
+        return bool(self._decide("bool", frame, first))
 
     def iter(self, obj: Proxy) -> Iterator[Any]:
         frame = _user_frame(sys._getframe(1))
@@ -500,11 +518,11 @@ class RecoveringTracer(Tracer):
 
     def python_value(self, obj: Proxy, conversion: str, stand_in: Any) -> Any:
         frame = _user_frame(sys._getframe(1))
-        if self._probe_next:
-            self._probe_next = False
+        if self._probes.hold_next:
+            self._probes.hold_next = False
             message = _CONVERSION_MESSAGES[conversion]
             issue = self._issue(IssueKind.PYTHON_VALUE, message, frame, conversion=conversion)
-            self._probes.append(_Probe(_location(frame), obj.node, issue))
+            self._probes.pending.append(_Probe(_location(frame), obj.node, issue))
             return stand_in
         if frame is not None and _location(frame) == self._iterated_at:
             return stand_in  # the length hint of ``f(*x)``/``list(x)`` after iterating x
@@ -516,11 +534,11 @@ class RecoveringTracer(Tracer):
         return self._decide(conversion, frame, stand_in)
 
     def record_exception(self, error: BaseException) -> None:
-        if self._probes:
+        if self._probes.pending:
             where = _traceback_location(error.__traceback__)
             if isinstance(error, TypeError) and where is not None:
                 # a call whose arguments torch's parser probed and then refused
-                self._probes = [p for p in self._probes if p.location != where]
+                self._probes.pending = [p for p in self._probes.pending if p.location != where]
             self._settle_probes()
         spans = spans_of_traceback(error.__traceback__) or self._definition_spans
         span = spans[-1] if spans else None
@@ -647,7 +665,7 @@ def trace_collecting_issues(
             retraces += 1
             concrete.update(dict.fromkeys(nones))
             carried.extend(nones.values())
-            choices = {d.key: d.value for d in tracer.decisions if d.key in tracer.choices}
+            choices = tracer.stand_ins.carried()
             best, tracer = attempt(choices)
             continue
         if not ended_tried and time.perf_counter() <= deadline:
@@ -662,7 +680,7 @@ def trace_collecting_issues(
             break
         improved = False
         # the decisions made before the failure, most recent first
-        before = [d for d in tracer.decisions if d.issues_before <= failure][::-1][:4]
+        before = [d for d in tracer.stand_ins.decisions if d.issues_before <= failure][::-1][:4]
         for decision in before:
             for value in _ALTERNATIVES[decision.key[0]]:
                 if value == decision.value or (decision.key, value) in tried:
@@ -671,7 +689,7 @@ def trace_collecting_issues(
                     break
                 tried.add((decision.key, value))
                 retraces += 1
-                choices = {d.key: d.value for d in tracer.decisions if d.key in tracer.choices}
+                choices = tracer.stand_ins.carried()
                 choices[decision.key] = value
                 candidate, candidate_tracer = attempt(choices)
                 if _score(candidate) < _score(best):
@@ -686,7 +704,7 @@ def trace_collecting_issues(
             if line is not None and line not in static and not issue.user_raise:
                 retraces += 1
                 static[line] = dataclasses.replace(issue, after_recovery=False)
-                choices = {d.key: d.value for d in tracer.decisions if d.key in tracer.choices}
+                choices = tracer.stand_ins.carried()
                 candidate, candidate_tracer = attempt(choices)
                 if line not in candidate_tracer.raised_again and _score(candidate) < _score(best):
                     best, tracer, improved = candidate, candidate_tracer, True
@@ -699,7 +717,7 @@ def trace_collecting_issues(
                 # no size to make static: the check that chose this branch was isinstance
                 retraces += 1
                 tensor[(line[0], lines)] = dataclasses.replace(issue, after_recovery=False)
-                choices = {d.key: d.value for d in tracer.decisions if d.key in tracer.choices}
+                choices = tracer.stand_ins.carried()
                 candidate, candidate_tracer = attempt(choices)
                 if line not in candidate_tracer.raised_again and _score(candidate) < _score(best):
                     best, tracer, improved = candidate, candidate_tracer, True
