@@ -1,0 +1,137 @@
+"""The export and compile targets in the editor (issue 33; pytest-lsp client, real
+``fxls serve`` and worker): a graph break and an export failure inside a library (outside
+the workspace, on PYTHONPATH) at the user's call, with the chain into the library as related
+information; torch's graph-break page as FX301's ``codeDescription``; the symbolic-trace
+diagnostics published before compile's; a newer save cancels a running tier; a compile-only
+project gets no symbolic-trace code on a loop over a tensor."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import LanguageClient
+
+from tests.lsp_client import (
+    editor_session,
+    open_and_wait,
+    save_and_wait,
+    serve_config,
+)
+
+CASE = Path(__file__).parent / "library_case"
+TMP = Path(tempfile.mkdtemp(prefix="fxls-targets-lsp-"))
+shutil.copytree(CASE, TMP, dirs_exist_ok=True)
+PROJECT, LIBRARY = TMP / "project", TMP / "lib" / "breaky_lib.py"
+USER_FILE = PROJECT / "model.py"
+USER_TEXT = USER_FILE.read_text(encoding="utf-8")
+LIBRARY_TEXT = LIBRARY.read_text(encoding="utf-8")
+TARGETED = {"fxls": {"trace": {"timeout": 120}, "targets": ["export", "compile"]}}
+
+
+@pytest_lsp.fixture(config=serve_config(env={"PYTHONPATH": str(LIBRARY.parent)}, cwd=PROJECT))
+async def library_client(lsp_client: LanguageClient):
+    """The editor open on ``project/``, the library it imports outside it, on PYTHONPATH; the
+    editor setting ``fxls.targets`` asks for export and compile."""
+    async with editor_session(lsp_client, root=PROJECT, options=TARGETED):
+        yield
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _case_removed_at_the_end() -> Iterator[None]:
+    yield
+    shutil.rmtree(TMP, ignore_errors=True)
+
+
+def _where(text: str, fragment: str, row_with: str = "") -> types.Range:
+    """The range of ``fragment`` on the first row of ``text`` that has ``row_with`` (default:
+    the fragment) in it (0-based; ASCII text)."""
+    rows = text.splitlines()
+    line = next(number for number, row in enumerate(rows) if (row_with or fragment) in row)
+    start = rows[line].index(fragment)
+    return types.Range(types.Position(line, start), types.Position(line, start + len(fragment)))
+
+
+def _in_library(fragment: str, row_with: str = "") -> types.Location:
+    return types.Location(LIBRARY.resolve().as_uri(), _where(LIBRARY_TEXT, fragment, row_with))
+
+
+def _chain(diagnostic: types.Diagnostic) -> list[types.Location]:
+    return [info.location for info in diagnostic.related_information or ()]
+
+
+def _only(diagnostics: list[types.Diagnostic], code: str) -> types.Diagnostic:
+    (found,) = [d for d in diagnostics if d.code == code]
+    return found
+
+
+async def _open(client: LanguageClient, path: Path, text: str) -> list[types.Diagnostic]:
+    path.write_text(text, encoding="utf-8")
+    async with asyncio.timeout(300):
+        return await open_and_wait(client, path, text)
+
+
+async def test_a_graph_break_inside_a_library_is_at_the_users_call(
+        library_client: LanguageClient) -> None:
+    diagnostics = await _open(library_client, USER_FILE, USER_TEXT)
+    graph_break = _only(diagnostics, "FX301")
+    assert graph_break.range == _where(USER_TEXT, "self.block(x)")
+    assert graph_break.severity == types.DiagnosticSeverity.Warning
+    assert "breaky_lib.noisy" in graph_break.message
+    # the chain into the library: the call of `noisy`, dynamo's two break sites
+    assert _chain(graph_break) == [_in_library("noisy(x)", "h = noisy(x)"),
+                                   _in_library('print("inside")'),
+                                   _in_library("h.sum() > 0")]
+
+
+async def test_an_export_failure_inside_a_library_is_at_the_users_call(
+        library_client: LanguageClient) -> None:
+    diagnostics = await _open(library_client, USER_FILE, USER_TEXT)
+    failure = _only(diagnostics, "FX201")
+    assert failure.range == _where(USER_TEXT, "self.block(x)")
+    assert failure.severity == types.DiagnosticSeverity.Error
+    assert "breaky_lib.Block.forward" in failure.message
+    assert _chain(failure) == [_in_library("h.sum() > 0")]
+
+
+async def test_a_graph_breaks_code_description_is_torchs_page(
+        library_client: LanguageClient) -> None:
+    from torch._dynamo.exc import get_gbid_documentation_link
+
+    diagnostics = await _open(library_client, USER_FILE, USER_TEXT)
+    graph_break = _only(diagnostics, "FX301")  # its first break is `print`'s
+    page = get_gbid_documentation_link("Failed to trace builtin operator")
+    assert graph_break.code_description == types.CodeDescription(page)
+    assert page.startswith("https://") and page.endswith("/gb0059.html")
+
+
+ROW_LOOP = """import torch
+from torch import nn
+
+
+class RowLoop(nn.Module):
+    # fxls: args (torch.randn(4, 8),)
+    def forward(self, x):
+        out = []
+        for row in x:
+            out.append(row * 2)
+        return torch.stack(out)
+"""
+
+
+async def test_a_compile_only_project_gets_no_fx002_on_a_loop_over_a_tensor(
+        client: LanguageClient, tmp_path: Path) -> None:
+    path = tmp_path / "rows.py"
+    traced = await _open(client, path, ROW_LOOP)  # nothing says compile: symbolic tracing
+    assert [d.range.start for d in traced if d.code == "FX002"] == [
+        _where(ROW_LOOP, "for row in x").start]
+    compiled_text = ROW_LOOP + "\n\ncompiled = torch.compile(RowLoop())\n"
+    async with asyncio.timeout(300):
+        compiled = await save_and_wait(client, path, compiled_text, 2)
+    assert compiled == []  # dynamo unrolls the loop: no break either
