@@ -1,6 +1,8 @@
 """The VS Code extension: its unit tests (node --test, `vscode` stubbed) and the end-to-end
 run in a real VS Code (code-server in headless Chromium, loopback only), which ends with a
-file of FX passes: the pass's FX005 squiggle, the pass code lenses, the before/after view."""
+file of FX passes (the pass's FX005 squiggle, the pass code lenses, the before/after view)
+and a file of a project that targets torch.compile alone (the graph break's FX301 squiggle,
+torch's page for its GB type, the status item's targets; screenshot graph-break.png)."""
 
 from __future__ import annotations
 
@@ -48,6 +50,7 @@ def test_extension_in_a_real_vs_code():
     first = _run(["bash", "scripts/vscode-e2e.sh"], REPO, 1500)
     if first.returncode == 0:
         _ran_the_pass_steps(first.stdout)
+        _ran_the_graph_break_step(first.stdout)
         return
     second = _run(["bash", "scripts/vscode-e2e.sh"], REPO, 1500)
     assert second.returncode == 0, (
@@ -55,6 +58,7 @@ def test_extension_in_a_real_vs_code():
         + "\nsecond run:\n" + (second.stdout + second.stderr)[-3000:]
     )
     _ran_the_pass_steps(second.stdout)
+    _ran_the_graph_break_step(second.stdout)
 
 
 def _ran_the_pass_steps(stdout: str) -> None:
@@ -67,3 +71,15 @@ def _ran_the_pass_steps(stdout: str) -> None:
     # the grouped graph view of editors/vscode/e2e/blocks.py: expand, click -> the line
     assert ("ok   the graph view opens grouped; a click on a node takes the editor to its line"
             in stdout), stdout
+
+
+def _ran_the_graph_break_step(stdout: str) -> None:
+    """editors/vscode/e2e/graph_break.py in a project with ``targets = ["compile"]``: the
+    status item names the target, dynamo's graph break is a warning squiggle exactly over the
+    print (``for row in x`` no error), its hover links FX301 to torch's page for GB0059."""
+    assert ("ok   a compile-only project: the graph break's FX301 squiggle, torch's page, the "
+            "status's targets") in stdout, stdout
+    assert 'status "fxls: 1 problem · compile"' in stdout, stdout
+    assert "FX301 squiggle at columns 8-32" in stdout, stdout
+    assert "link FX301 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0059" in (
+        stdout), stdout

@@ -12,10 +12,15 @@ if (!url || !outDir) {
   process.exit(2);
 }
 fs.mkdirSync(outDir, { recursive: true });
-// a model and two FX passes (FX005 in `negate_after_relu`; a code lens on each pass)
-// and a model of twelve blocks for the grouped graph view
+// a model and two FX passes (FX005 in `negate_after_relu`; a code lens on each pass),
+// a model of twelve blocks for the grouped graph view, and a folder whose project targets
+// torch.compile alone, with a model that breaks the graph
 if (process.env.FXLS_E2E_PROJECT) {
-  for (const name of ["passes.py", "blocks.py"]) fs.copyFileSync(path.join(__dirname, name), path.join(process.env.FXLS_E2E_PROJECT, name));
+  const project = process.env.FXLS_E2E_PROJECT;
+  for (const name of ["passes.py", "blocks.py"]) fs.copyFileSync(path.join(__dirname, name), path.join(project, name));
+  fs.mkdirSync(path.join(project, "compiled"), { recursive: true });
+  fs.writeFileSync(path.join(project, "compiled", "pyproject.toml"), '[tool.fxls]\ntargets = ["compile"]\n');
+  fs.copyFileSync(path.join(__dirname, "graph_break.py"), path.join(project, "compiled", "graph_break.py"));
 }
 
 const results = [];
@@ -72,6 +77,32 @@ async function quickOpen(page, name, expected) {
       await page.keyboard.press("Escape");
     }
   }
+}
+
+/** Waits for a squiggle (`kind`: "error", "warning") on the editor line showing `text` that
+ * spans exactly from `from` to the end of `to` on it; says its columns. */
+async function squiggleOver(page, text, from, to, kind, timeoutMs) {
+  const line = page.locator(".monaco-editor .view-line", { hasText: text }).first();
+  await line.waitFor({ timeout: 15_000 });
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const lineBox = await line.boundingBox();
+    const content = (await line.innerText()).replace(/\u00a0/g, " ");
+    const textBox = await line.locator(":scope > span").first().boundingBox();
+    const charWidth = textBox.width / content.length;
+    const start = content.indexOf(from);
+    const end = content.indexOf(to) + to.length;
+    for (const squiggle of await page.locator(`.monaco-editor .squiggly-${kind}`).all()) {
+      const box = await squiggle.boundingBox();
+      if (!box || Math.abs(box.y + box.height / 2 - (lineBox.y + lineBox.height / 2)) > lineBox.height / 2) continue;
+      const left = (box.x - textBox.x) / charWidth;
+      const right = (box.x + box.width - textBox.x) / charWidth;
+      if (Math.abs(left - start) < 0.5 && Math.abs(right - end) < 0.5) return `columns ${Math.round(left)}-${Math.round(right)}`;
+      console.log(`  a squiggle on the line at columns ${left.toFixed(1)}-${right.toFixed(1)}, expected ${start}-${end}`);
+    }
+    await page.waitForTimeout(500);
+  }
+  throw new Error(`no ${kind} squiggle over \`${to}\` from \`${from}\``);
 }
 
 async function command(page, title) {
@@ -249,28 +280,8 @@ async function command(page, title) {
       await quickOpen(page, "passes.py", "neg = gm.graph.call_function");
       const text = "neg = gm.graph.call_function(torch.neg, (node,))";
       const line = page.locator(".monaco-editor .view-line", { hasText: text }).first();
-      await line.waitFor({ timeout: 15_000 });
       // the squiggle on that line must start at `gm.graph.call_function` and end after `)`
-      const deadline = Date.now() + 120_000;
-      let found = "";
-      while (Date.now() < deadline && !found) {
-        const lineBox = await line.boundingBox();
-        const content = (await line.innerText()).replace(/\u00a0/g, " ");
-        const textBox = await line.locator(":scope > span").first().boundingBox();
-        const charWidth = textBox.width / content.length;
-        const start = content.indexOf("gm.graph.call_function");
-        const end = content.indexOf(text) + text.length;
-        for (const squiggle of await page.locator(".monaco-editor .squiggly-error").all()) {
-          const box = await squiggle.boundingBox();
-          if (!box || Math.abs(box.y + box.height / 2 - (lineBox.y + lineBox.height / 2)) > lineBox.height / 2) continue;
-          const from = (box.x - textBox.x) / charWidth;
-          const to = (box.x + box.width - textBox.x) / charWidth;
-          if (Math.abs(from - start) < 0.5 && Math.abs(to - end) < 0.5) found = `columns ${Math.round(from)}-${Math.round(to)}`;
-          else console.log(`  a squiggle on the line at columns ${from.toFixed(1)}-${to.toFixed(1)}, expected ${start}-${end}`);
-        }
-        if (!found) await page.waitForTimeout(500);
-      }
-      if (!found) throw new Error("no FX005 squiggle over `gm.graph.call_function(torch.neg, (node,))`");
+      const found = await squiggleOver(page, text, "gm.graph.call_function", text, "error", 120_000);
       // its hover says what is wrong
       await line.locator("span", { hasText: "call_function" }).first().hover();
       const hover = page.locator(".monaco-hover-content", { hasText: /before it is defined/ });
@@ -386,6 +397,42 @@ async function command(page, title) {
       await page.keyboard.press("Control+S");
       await findFrame(page, 'body:not([data-before-save]) #graph[data-rendered="true"] g.node[data-id="n:relu_3"]', 60_000);
       return `Net (line ${netLine}): ${collapsed} closed groups, ${before} -> ${after} nodes after expanding blocks.3; click relu_3 -> Ln ${reluLine}; ${marked} items marked for the cursor line; after a save blocks.3 is still open`;
+    });
+
+    await step("a compile-only project: the graph break's FX301 squiggle, torch's page, the status's targets", async () => {
+      if (!process.env.FXLS_E2E_PROJECT) return "skipped: FXLS_E2E_PROJECT not set";
+      await command(page, "View: Close All Editors");
+      await quickOpen(page, "graph_break.py", "class Talky");
+      // the status item says the tracers the file was analysed for, its tooltip why
+      const item = page.locator(".statusbar-item", { hasText: /fxls: 1 problem · compile/ }).first();
+      await item.waitFor({ timeout: 120_000 });
+      const status = (await item.innerText()).trim();
+      await item.hover();
+      const tooltip = page.locator(".monaco-hover, .workbench-hover, .custom-hover", { hasText: "Targets: compile (from the settings)" }).first();
+      await tooltip.waitFor({ timeout: 15_000 });
+      await page.mouse.move(5, 5);
+      await page.keyboard.press("Escape");
+      // dynamo's graph break, a warning, exactly over the print
+      const text = 'print("hidden", h.shape)';
+      const found = await squiggleOver(page, text, text, text, "warning", 60_000);
+      // compile targeted alone: `for row in x` (FX002 for symbolic tracing) is no problem
+      const errors = await page.locator(".monaco-editor .squiggly-error").count();
+      if (errors) throw new Error(`${errors} error squiggles in a compile-only file`);
+      // the problem's hover: dynamo's reason, its GB type, and the code linked to torch's page
+      const line = page.locator(".monaco-editor .view-line", { hasText: text }).first();
+      await line.locator("span", { hasText: "print" }).first().hover();
+      const hover = page.locator(".monaco-hover-content", { hasText: /graph break/ }).first();
+      await hover.waitFor({ timeout: 20_000 });
+      const message = (await hover.innerText()).replace(/\s+/g, " ");
+      if (!/GB0059/.test(message) || !/print/.test(message)) throw new Error(`hover: ${message.slice(0, 200)}`);
+      const links = await hover.locator("a").evaluateAll((anchors) => anchors.map((a) => `${a.textContent} ${a.getAttribute("href") || ""} ${a.getAttribute("data-href") || ""} ${a.title || ""}`));
+      const link = links.find((l) => /FX301/.test(l) && /compile-graph-break-site\/gb\/gb0059/.test(l));
+      if (!link) throw new Error(`no FX301 link to torch's page for GB0059 in the hover: ${links.join(" | ")}`);
+      await page.waitForTimeout(1000); // the hover fades in
+      await page.screenshot({ path: path.join(outDir, "graph-break.png") });
+      await page.mouse.move(5, 5);
+      await page.keyboard.press("Escape");
+      return `status "${status}"; FX301 squiggle at ${found}; hover "${message.slice(0, 110)}"; link ${link.replace(/\s+/g, " ").trim()}`;
     });
 
     const csp = consoleErrors.filter((text) => /Content Security Policy/i.test(text));

@@ -33,7 +33,7 @@ import {
 import { GraphTarget, PASS_FORMAT, classNames, enclosingClass, enclosingDefinition, targetFromArgs, withoutCommands } from "./modules";
 import { buildServerCommand, formatCommandLine, startFailureHint } from "./serverCommand";
 import { ServerSettings, configChangeAction, didChangeConfigurationParams, initializationOptions, serverSettings } from "./settings";
-import { ClientState, countSeverities } from "./status";
+import { ClientState, FileTargets, countSeverities, targetsOf } from "./status";
 import { StatusBar } from "./statusBar";
 
 const SHOW_GRAPH = "fxls.showGraph";
@@ -99,6 +99,8 @@ class FxlsExtension implements vscode.Disposable {
   private readonly panels = new Map<string, GraphPanel>();
   /** documents (vscode URI strings) the server has published diagnostics for */
   private readonly traced = new Set<string>();
+  /** documents -> the tracers their last complete report was analysed for, and why */
+  private readonly targets = new Map<string, FileTargets>();
   /** documents with a trace asked for (open/save) and not reported yet -> expiry timer */
   private readonly tracing = new Map<string, NodeJS.Timeout>();
   private client: FxlsLanguageClient | undefined;
@@ -127,6 +129,7 @@ class FxlsExtension implements vscode.Disposable {
       vscode.languages.onDidChangeDiagnostics(() => this.updateStatus()),
       vscode.workspace.onDidCloseTextDocument((doc) => {
         this.traced.delete(doc.uri.toString());
+        this.targets.delete(doc.uri.toString());
         this.clearTracing(doc.uri.toString());
       }),
     );
@@ -372,6 +375,9 @@ class FxlsExtension implements vscode.Disposable {
       if (client !== this.client || typeof params?.uri !== "string") return;
       const key = client.protocol2CodeConverter.asUri(params.uri).toString();
       this.traced.add(key);
+      const targets = targetsOf(params);
+      if (targets) this.targets.set(key, targets);
+      else this.targets.delete(key);
       this.clearTracing(key);
       this.updateStatus();
       this.scheduleGraphRefresh(key);
@@ -471,6 +477,7 @@ class FxlsExtension implements vscode.Disposable {
       client: this.clientState,
       isPython,
       traced: this.traced.has(key),
+      targets: this.targets.get(key),
       tracing: this.tracing.has(key),
       counts: countSeverities(diagnostics),
       fileName: document ? vscode.workspace.asRelativePath(document.uri) : undefined,

@@ -42,6 +42,33 @@ export interface StatusInput {
   counts: SeverityCounts;
   /** short name of the file, for the tooltip */
   fileName?: string;
+  /** the tracers the server analysed the file for, and why */
+  targets?: FileTargets;
+}
+
+/** What `fxls/analysisDone` says of the tracers a file was analysed for (SPEC: Targets). */
+export interface FileTargets {
+  targets: string[];
+  because?: string;
+}
+
+/** The targets in an `fxls/analysisDone`'s params; undefined when it has none (an older
+ * server, or a report of a file the server could not analyse). */
+export function targetsOf(params: unknown): FileTargets | undefined {
+  const { targets, targetsBecause } = (params ?? {}) as { targets?: unknown; targetsBecause?: unknown };
+  if (!Array.isArray(targets) || targets.length === 0 || !targets.every((t) => typeof t === "string")) return undefined;
+  return { targets, because: typeof targetsBecause === "string" && targetsBecause ? targetsBecause : undefined };
+}
+
+/** Symbolic tracing alone is what fxls always checked: the text names other targets only. */
+function targetsText(targets: FileTargets | undefined): string {
+  if (!targets || (targets.targets.length === 1 && targets.targets[0] === "symbolic_trace")) return "";
+  return ` · ${targets.targets.join(", ")}`;
+}
+
+function targetsTooltip(targets: FileTargets | undefined): string {
+  if (!targets) return "";
+  return ` Targets: ${targets.targets.join(", ")}${targets.because ? ` (${targets.because})` : ""}.`;
 }
 
 export type StatusAction = "showLogs" | "showProblems" | "showGraph" | "restart";
@@ -87,8 +114,10 @@ export function statusFor(input: StatusInput): Status {
   }
   const { error, warning, info, hint } = input.counts;
   const total = error + warning + info + hint;
+  const targets = targetsText(input.targets);
+  const why = targetsTooltip(input.targets);
   if (total === 0) {
-    return { visible: true, text: "$(check) fxls: clean", tooltip: `Every module${file} traces cleanly. Click to show the FX graph.`, level: "none", action: "showGraph" };
+    return { visible: true, text: `$(check) fxls: clean${targets}`, tooltip: `Every module${file} traces cleanly.${why} Click to show the FX graph.`, level: "none", action: "showGraph" };
   }
   const parts = [];
   if (error) parts.push(plural(error, "error"));
@@ -97,8 +126,8 @@ export function statusFor(input: StatusInput): Status {
   if (hint) parts.push(plural(hint, "hint"));
   return {
     visible: true,
-    text: `${error ? "$(error)" : "$(warning)"} fxls: ${plural(total, "problem")}`,
-    tooltip: `${parts.join(", ")}${file}. Click to open the Problems view.`,
+    text: `${error ? "$(error)" : "$(warning)"} fxls: ${plural(total, "problem")}${targets}`,
+    tooltip: `${parts.join(", ")}${file}.${why} Click to open the Problems view.`,
     level: "none",
     action: "showProblems",
   };

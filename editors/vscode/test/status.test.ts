@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { StatusInput, countSeverities, statusFor } from "../src/status";
+import { StatusInput, countSeverities, statusFor, targetsOf } from "../src/status";
 import { StatusBar } from "../src/statusBar";
 import { StubStatusBarItem, ThemeColor } from "./vscode-stub";
 
@@ -46,6 +46,32 @@ test("not traced yet, tracing, starting, stopped, failed", () => {
   assert.equal(failed.visible, true, "a failed server shows whatever the file");
   assert.equal(failed.level, "error");
   assert.equal(failed.action, "restart");
+});
+
+test("the targets the server analysed the file for, and why", () => {
+  const compile = { targets: ["compile"], because: "from the settings" };
+  const status = statusFor({ ...base, counts: { ...none, warning: 1 }, targets: compile });
+  assert.equal(status.text, "$(warning) fxls: 1 problem · compile");
+  assert.equal(status.tooltip, "1 warning in model.py. Targets: compile (from the settings). Click to open the Problems view.");
+  const both = statusFor({ ...base, targets: { targets: ["export", "compile"], because: "inferred (export: `torch.export.export` in train.py; compile: `torch.compile` in train.py)" } });
+  assert.equal(both.text, "$(check) fxls: clean · export, compile");
+  assert.match(both.tooltip, /Targets: export, compile \(inferred \(export: .* in train.py\)\)\./);
+  // symbolic tracing alone (what fxls always checked): said in the tooltip only
+  const usual = statusFor({ ...base, targets: { targets: ["symbolic_trace"], because: "the default: nothing in the project calls torch.export, torch.compile or torch.fx" } });
+  assert.equal(usual.text, "$(check) fxls: clean");
+  assert.match(usual.tooltip, /Targets: symbolic_trace \(the default: nothing/);
+  // while tracing, the trace is what the item says
+  assert.equal(statusFor({ ...base, tracing: true, targets: compile }).text, "$(loading~spin) fxls: tracing");
+});
+
+test("the targets are read from fxls/analysisDone's params", () => {
+  assert.deepEqual(targetsOf({ uri: "file:///m.py", version: 2, targets: ["symbolic_trace", "compile"], targetsBecause: "from the settings; Net: compile (its pragma)" }),
+    { targets: ["symbolic_trace", "compile"], because: "from the settings; Net: compile (its pragma)" });
+  assert.deepEqual(targetsOf({ targets: ["export"], targetsBecause: null }), { targets: ["export"], because: undefined });
+  assert.equal(targetsOf({ uri: "file:///m.py", version: 2 }), undefined, "an older server sends none");
+  assert.equal(targetsOf({ targets: [] }), undefined);
+  assert.equal(targetsOf({ targets: [3] }), undefined);
+  assert.equal(targetsOf(undefined), undefined);
 });
 
 test("hidden for files that are not Python", () => {
