@@ -117,3 +117,7 @@ class TracerTargets:
     export_strict: bool = False
     #: ``torch.compile(fullgraph=True)``: a graph break is an error, not a warning
     fullgraph: bool = False
+    #: export's dynamic shapes by ``forward`` argument name, ``{"input_ids": {"0": "batch",
+    #: "1": "seq"}}`` (a dimension's name is a ``torch.export.Dim``; a class's
+    #: ``# fxls: dynamic`` pragma is used instead for that class)
+    dynamic: dict[str, dict[str, str]] = field(default_factory=dict)

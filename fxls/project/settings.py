@@ -138,6 +138,22 @@ def check_targets(value: Any) -> str | None:
     return None
 
 
+def check_dynamic(value: Any) -> str | None:
+    """Why ``value`` is not ``{argument = {"<dimension>" = "<name>"}}``, or None."""
+    shape = 'must be a table of tables like {input_ids = {"0" = "batch", "1" = "seq"}}'
+    if not isinstance(value, dict):
+        return shape
+    for argument, axes in value.items():
+        if not (isinstance(argument, str) and isinstance(axes, dict)):
+            return shape
+        for axis, dim in axes.items():
+            if not (isinstance(axis, str) and axis.isdigit()):
+                return f"{shown_value(axis)} of {argument} is not a dimension number"
+            if not (isinstance(dim, str) and dim.isidentifier()):
+                return f"{shown_value(dim)} of {argument} is not a name for a dimension"
+    return None
+
+
 def _unknown_target(value: Any) -> str | None:
     """The first name in ``value`` that is not a target (where its problem is written)."""
     names = value if isinstance(value, list) else []
@@ -162,6 +178,8 @@ def _check_setting(name: str, value: Any) -> str | None:
         return None if value in TRACE_MODES else f"must be one of {', '.join(TRACE_MODES)}"
     if name == "targets":
         return check_targets(value)
+    if name == "dynamic":
+        return check_dynamic(value)
     default = _default(name)
     if isinstance(default, dict):
         if isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, str)
@@ -349,8 +367,9 @@ class _Place:
 
 
 def _copy(value: Any) -> Any:
-    return list(value) if isinstance(value, list) else dict(value) if isinstance(
-        value, dict) else value
+    if isinstance(value, dict):
+        return {key: _copy(item) for key, item in value.items()}
+    return list(value) if isinstance(value, list) else value
 
 
 def _as_json(value: Any) -> Any:

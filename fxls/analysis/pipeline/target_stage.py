@@ -11,6 +11,7 @@ symbolic-trace diagnostic of a class that does not target symbolic tracing is dr
 from __future__ import annotations
 
 import ast
+import inspect
 from typing import Any
 
 from fxls.analysis.pipeline.compile_trace import compile_module
@@ -78,7 +79,7 @@ def _run_target(target: Target, run: TargetRun, file: SourceFile) -> tuple[str, 
     try:
         dynamic_shapes = _dynamic_shapes(run, file)
     except (ValueError, SyntaxError, TypeError, AttributeError) as error:
-        return f"not run: the `dynamic` pragma cannot be read ({error})", []
+        return f"not run: the declared dynamic shapes cannot be used ({error})", []
     return export_module(run, file, tracers.export_strict, dynamic_shapes)
 
 
@@ -89,14 +90,18 @@ def _not_run(module_report: ModuleReport) -> str:
 
 
 def _dynamic_shapes(run: TargetRun, file: SourceFile) -> Any:
-    """The class's ``# fxls: dynamic {"x": {0: "batch"}}`` as export's ``dynamic_shapes``
-    (each named dimension a ``Dim`` of that name; one name shared is one dimension)."""
+    """Export's ``dynamic_shapes`` for the class: its ``# fxls: dynamic {"x": {0: "batch"}}``,
+    else ``[tool.fxls] dynamic`` for the ``forward`` arguments it names (each named dimension
+    a ``Dim`` of that name; one name shared is one dimension); None when nothing is declared."""
     text = file.pragmas.classes.get(run.name, ClassPragmas()).dynamic
-    if not text:
+    declared = ast.literal_eval(text) if text else file.settings.tracers.dynamic
+    names = list(inspect.signature(run.instance.forward).bind(*run.inputs).arguments)
+    if not isinstance(declared, dict) or not set(declared) & set(names):
+        if text:
+            raise ValueError(f"it names no argument of `forward` ({', '.join(names)})")
         return None
     from torch.export import Dim
-    declared = ast.literal_eval(text)
     dims: dict[str, Any] = {}
-    return {argument: {int(axis): dims.setdefault(str(dim), Dim(str(dim)))
-                       for axis, dim in axes.items()}
-            for argument, axes in declared.items()}
+    return {name: {int(axis): dims.setdefault(str(dim), Dim(str(dim)))
+                   for axis, dim in declared[name].items()} if name in declared else None
+            for name in names}
