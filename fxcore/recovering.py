@@ -621,151 +621,222 @@ def trace_collecting_issues(
 ) -> CollectedTrace:
     """Trace ``root`` and return the graph with every issue found along the way; where a
     stand-in made the code raise, search other stand-ins (the module docstring)."""
-    static: dict[tuple[str, int], TraceIssue] = {}
-    tensor: dict[tuple[str, range], TraceIssue] = {}
-    concrete = dict(concrete_args or {})
-    carried: list[TraceIssue] = []
-
-    #: refusals met by every trace of the search before its first follow-on: sites torch.fx
-    #: stops at when the code goes the way that trace's stand-ins took it
-    met: dict[tuple[IssueKind, SourceSpan | None], TraceIssue] = {}
-
-    # a forward that assigns to its module (AnchorGenerator's `self.cell_anchors = ...`) leaves
-    # a trace's Proxies there: every trace starts from the module as it was; the last one's
-    # writes stay, as one torch.fx trace's would (`self.calls += 1`)
-    pristine = snapshot(root)
-    traced_once = False
-
-    def attempt(choices: dict[_DecisionKey, Any]) -> tuple[CollectedTrace, RecoveringTracer]:
-        nonlocal traced_once
-        if traced_once:
-            restore(pristine)
-        traced_once = True
-        trace, tracer = _trace_once(root, concrete or None, leaf_modules, autowrap_functions,
-                                    max_issues, choices, static, carried, tensor)
-        first = _first_follow_on(trace)
-        for issue in trace.issues[:first]:
-            if issue.kind is not IssueKind.EXCEPTION:
-                met.setdefault((issue.kind, issue.span), issue)
-        return trace, tracer
-
+    search = _Search(root, _TraceOptions(leaf_modules, autowrap_functions, max_issues),
+                     _Fixes(dict(concrete_args or {})))
     started = time.perf_counter()
-    best, tracer = attempt({})
+    first = search.attempt({})
     # the search costs whole traces: at most ``max_retraces`` and ``time_budget`` seconds
     # (but never less than four traces' time)
     deadline = started + max(time_budget, 4 * (time.perf_counter() - started))
-    retraces = 0
-    tried: set[tuple[_DecisionKey, Any]] = set()
-    ended_tried = False
-    while retraces < max_retraces:
-        nones = {name: issue for name, issue in tracer.none_defaults.items()
-                 if name not in concrete}
-        if nones and _first_follow_on(best) is not None and time.perf_counter() <= deadline:
-            # the user's fix for `for t in targets` with targets=None: concrete_args None
-            retraces += 1
-            concrete.update(dict.fromkeys(nones))
-            carried.extend(nones.values())
-            choices = tracer.stand_ins.carried()
-            best, tracer = attempt(choices)
-            continue
-        if not ended_tried and time.perf_counter() <= deadline:
-            ended_tried = True
-            candidate = _past_a_none_check(root, best, concrete, carried, attempt)
-            if candidate is not None:
-                retraces += 1
-                best, tracer = candidate
-                continue
-        failure = _first_follow_on(best)
-        if failure is None:
-            break
-        improved = False
-        # the decisions made before the failure, most recent first
-        before = [d for d in tracer.stand_ins.decisions if d.issues_before <= failure][::-1][:4]
-        for decision in before:
-            for value in _ALTERNATIVES[decision.key[0]]:
-                if value == decision.value or (decision.key, value) in tried:
-                    continue
-                if retraces >= max_retraces or time.perf_counter() > deadline:
+    return search.improve(first, _Budget(max_retraces, deadline))
+
+
+@dataclass(frozen=True)
+class _TraceOptions:
+    """How every trace of a search traces (``trace_collecting_issues``'s arguments)."""
+
+    leaf_modules: tuple[str, ...]
+    autowrap_functions: tuple[Callable[..., Any], ...]
+    max_issues: int
+
+
+@dataclass
+class _Fixes:
+    """What a trace of the search starts from beyond its stand-ins: the fixes that earlier
+    traces of the search found and kept."""
+
+    #: the user's concrete_args and the parameters defaulting to None made None
+    concrete: dict[str, Any]
+    #: issues of an earlier trace this one was fixed past (each trace reports them)
+    carried: list[TraceIssue] = field(default_factory=list)
+    #: lines whose sizes are static (fxcore._static_sizes) -> the exception raised there
+    static: dict[tuple[str, int], TraceIssue] = field(default_factory=dict)
+    #: statements where isinstance sees a tensor (fxcore._tensor_checks) -> their exception
+    tensor: dict[tuple[str, range], TraceIssue] = field(default_factory=dict)
+
+
+@dataclass
+class _Budget:
+    """What the search may spend: whole traces, ``max_retraces`` and until ``deadline``."""
+
+    max_retraces: int
+    deadline: float
+    spent: int = 0
+
+    def has_retraces(self) -> bool:
+        return self.spent < self.max_retraces
+
+    def allows(self) -> bool:
+        return self.has_retraces() and time.perf_counter() <= self.deadline
+
+    def spend(self) -> None:
+        self.spent += 1
+
+
+#: a trace and the tracer that made it (its decisions, none_defaults, raised_again)
+_Attempt = tuple[CollectedTrace, RecoveringTracer]
+
+
+class _Search:
+    """The traces of one ``trace_collecting_issues`` call (the module docstring's search):
+    each step proposes one retrace of the best trace so far, kept if it gets further."""
+
+    def __init__(
+        self, root: torch.nn.Module | Callable[..., Any], options: _TraceOptions, fixes: _Fixes
+    ) -> None:
+        self.root = root
+        self.options = options
+        self.fixes = fixes
+        #: refusals met by every trace of the search before its first follow-on: sites
+        #: torch.fx stops at when the code goes the way that trace's stand-ins took it
+        self.met: dict[tuple[IssueKind, SourceSpan | None], TraceIssue] = {}
+        #: (decision, value) pairs already traced
+        self.tried: set[tuple[_DecisionKey, Any]] = set()
+        # a forward that assigns to its module (AnchorGenerator's `self.cell_anchors = ...`)
+        # leaves a trace's Proxies there: every trace starts from the module as it was; the
+        # last one's writes stay, as one torch.fx trace's would (`self.calls += 1`)
+        self._pristine = snapshot(root)
+        self._traced_once = False
+
+    def attempt(self, choices: dict[_DecisionKey, Any]) -> _Attempt:
+        """One trace with these stand-in choices and the search's fixes."""
+        if self._traced_once:
+            restore(self._pristine)
+        self._traced_once = True
+        trace, tracer = _trace_once(self.root, self.options, self.fixes, choices)
+        first = _first_follow_on(trace)
+        for issue in trace.issues[:first]:
+            if issue.kind is not IssueKind.EXCEPTION:
+                self.met.setdefault((issue.kind, issue.span), issue)
+        return trace, tracer
+
+    def improve(self, best: _Attempt, budget: _Budget) -> CollectedTrace:
+        """Retrace from ``best`` while a step gets further and the budget lasts."""
+        none_check_tried = False
+        while budget.has_retraces():
+            step = self._with_none_defaults(best, budget)
+            if step is None and not none_check_tried and budget.allows():
+                none_check_tried = True
+                step = self._past_a_none_check(best, budget)
+            if step is None:
+                failure = _first_follow_on(best[0])
+                if failure is None:
                     break
-                tried.add((decision.key, value))
-                retraces += 1
+                step = self._other_decision(best, failure, budget)
+                if step is None and budget.allows():
+                    step = self._past_the_failing_line(best, best[0].issues[failure], budget)
+            if step is None:
+                break
+            best = step
+        trace = best[0]
+        if budget.spent:
+            # a branch the best trace did not take can hold stops too (`boxes.numel() > 4000`
+            # decides between two NMS paths): report them with the best trace's issues
+            have = {(issue.kind, issue.span) for issue in trace.issues}
+            trace.issues.extend(issue for key, issue in self.met.items() if key not in have)
+        return trace
+
+    def _with_none_defaults(self, best: _Attempt, budget: _Budget) -> _Attempt | None:
+        """The user's fix for ``for t in targets`` with targets=None: concrete_args None for
+        the placeholders defaulting to None that the trace iterated, tested or converted."""
+        trace, tracer = best
+        nones = {name: issue for name, issue in tracer.none_defaults.items()
+                 if name not in self.fixes.concrete}
+        if not nones or _first_follow_on(trace) is None or not budget.allows():
+            return None
+        budget.spend()
+        self.fixes.concrete.update(dict.fromkeys(nones))
+        self.fixes.carried.extend(nones.values())
+        return self.attempt(tracer.stand_ins.carried())
+
+    def _past_a_none_check(self, best: _Attempt, budget: _Budget) -> _Attempt | None:
+        """A trace that ended at an exception of its own (no stand-in before it: ``if
+        encoder_hidden_states is not None: ... raise``) when parameters defaulting to
+        ``None`` are placeholders: traced again with them ``None`` (the exception kept),
+        taken if it gets further; else the fixes are left as they were. Not for a
+        ``forward`` behind a decorator (Hugging Face's ``*args, **kwargs`` wrappers read the
+        parameters themselves)."""
+        trace = best[0]
+        forward = getattr(self.root, "forward", self.root)
+        if not trace.issues or trace.graph is None or hasattr(forward, "__wrapped__"):
+            return None
+        last = trace.issues[-1]
+        if last.kind is not IssueKind.EXCEPTION or last.after_recovery:
+            return None
+        concrete = self.fixes.concrete
+        names = [str(node.target) for node in trace.graph.nodes
+                 if node.op == "placeholder" and node.args == (None,)
+                 and str(node.target) not in concrete]
+        if not names:
+            return None
+        concrete.update(dict.fromkeys(names))
+        self.fixes.carried.append(last)
+        candidate = self.attempt({})
+        if _score(candidate[0]) < _score(trace):
+            budget.spend()
+            return candidate
+        for name in names:
+            del concrete[name]
+        self.fixes.carried.pop()
+        return None
+
+    def _other_decision(self, best: _Attempt, failure: int, budget: _Budget) -> _Attempt | None:
+        """The first trace that gets further with one decision made before the failure
+        changed, the most recent decisions first."""
+        trace, tracer = best
+        before = [d for d in tracer.stand_ins.decisions if d.issues_before <= failure]
+        for decision in before[::-1][:4]:
+            for value in _ALTERNATIVES[decision.key[0]]:
+                if value == decision.value or (decision.key, value) in self.tried:
+                    continue
+                if not budget.allows():
+                    break
+                self.tried.add((decision.key, value))
+                budget.spend()
                 choices = tracer.stand_ins.carried()
                 choices[decision.key] = value
-                candidate, candidate_tracer = attempt(choices)
-                if _score(candidate) < _score(best):
-                    best, tracer, improved = candidate, candidate_tracer, True
-                    break
-            if improved:
-                break
-        if not improved and retraces < max_retraces and time.perf_counter() <= deadline:
-            # no decision gets further: make the sizes static where the exception came from
-            issue = best.issues[failure]
-            line = (issue.span.file, issue.span.line) if issue.span is not None else None
-            if line is not None and line not in static and not issue.user_raise:
-                retraces += 1
-                static[line] = dataclasses.replace(issue, after_recovery=False)
-                choices = tracer.stand_ins.carried()
-                candidate, candidate_tracer = attempt(choices)
-                if line not in candidate_tracer.raised_again and _score(candidate) < _score(best):
-                    best, tracer, improved = candidate, candidate_tracer, True
-                else:
-                    del static[line]
-            lines = fix_lines(*line) if line is not None else None
-            if (not improved and line is not None and lines is not None
-                    and (line[0], lines) not in tensor and retraces < max_retraces
-                    and any("isinstance(" in linecache.getline(line[0], n) for n in lines)):
-                # no size to make static: the check that chose this branch was isinstance
-                retraces += 1
-                tensor[(line[0], lines)] = dataclasses.replace(issue, after_recovery=False)
-                choices = tracer.stand_ins.carried()
-                candidate, candidate_tracer = attempt(choices)
-                if line not in candidate_tracer.raised_again and _score(candidate) < _score(best):
-                    best, tracer, improved = candidate, candidate_tracer, True
-                else:
-                    del tensor[(line[0], lines)]
-        if not improved:
-            break
-    if retraces:
-        # a branch the best trace did not take can hold stops too (`boxes.numel() > 4000`
-        # decides between two NMS paths): report them with the best trace's issues
-        have = {(issue.kind, issue.span) for issue in best.issues}
-        best.issues.extend(issue for key, issue in met.items() if key not in have)
-    return best
+                candidate = self.attempt(choices)
+                if _score(candidate[0]) < _score(trace):
+                    return candidate
+        return None
 
+    def _past_the_failing_line(
+        self, best: _Attempt, issue: TraceIssue, budget: _Budget
+    ) -> _Attempt | None:
+        """No decision gets further: make the sizes static where the exception came from,
+        else answer the isinstance that chose the branch there."""
+        if issue.span is None:
+            return None
+        line = (issue.span.file, issue.span.line)
+        fixed = dataclasses.replace(issue, after_recovery=False)
+        static, tensor = self.fixes.static, self.fixes.tensor
+        if line not in static and not issue.user_raise:
+            static[line] = fixed
+            step = self._retrace_fixed(best, line, budget)
+            if step is not None:
+                return step
+            del static[line]
+        lines = fix_lines(*line)
+        if (lines is None or (line[0], lines) in tensor or not budget.has_retraces()
+                or not any("isinstance(" in linecache.getline(line[0], n) for n in lines)):
+            return None
+        # no size to make static: the check that chose this branch was isinstance
+        tensor[(line[0], lines)] = fixed
+        step = self._retrace_fixed(best, line, budget)
+        if step is None:
+            del tensor[(line[0], lines)]
+        return step
 
-def _past_a_none_check(
-    root: torch.nn.Module | Callable[..., Any],
-    best: CollectedTrace,
-    concrete: dict[str, Any],
-    carried: list[TraceIssue],
-    attempt: Callable[[dict[_DecisionKey, Any]], tuple[CollectedTrace, RecoveringTracer]],
-) -> tuple[CollectedTrace, RecoveringTracer] | None:
-    """A trace that ended at an exception of its own (no stand-in before it: ``if
-    encoder_hidden_states is not None: ... raise``) when parameters defaulting to ``None`` are
-    placeholders: traced again with them ``None`` (the exception kept), taken if it gets
-    further; else ``concrete`` and ``carried`` are left as they were. Not for a ``forward``
-    behind a decorator (Hugging Face's ``*args, **kwargs`` wrappers read the parameters
-    themselves)."""
-    forward = getattr(root, "forward", root)
-    if not best.issues or best.graph is None or hasattr(forward, "__wrapped__"):
+    def _retrace_fixed(
+        self, best: _Attempt, line: tuple[str, int], budget: _Budget
+    ) -> _Attempt | None:
+        """``best`` traced again with a fix at ``line``: taken if the line does not raise
+        again and the trace gets further."""
+        budget.spend()
+        candidate = self.attempt(best[1].stand_ins.carried())
+        if line not in candidate[1].raised_again and _score(candidate[0]) < _score(best[0]):
+            return candidate
         return None
-    last = best.issues[-1]
-    if last.kind is not IssueKind.EXCEPTION or last.after_recovery:
-        return None
-    names = [str(node.target) for node in best.graph.nodes
-             if node.op == "placeholder" and node.args == (None,)
-             and str(node.target) not in concrete]
-    if not names:
-        return None
-    concrete.update(dict.fromkeys(names))
-    carried.append(last)
-    candidate = attempt({})
-    if _score(candidate[0]) < _score(best):
-        return candidate
-    for name in names:
-        del concrete[name]
-    carried.pop()
-    return None
 
 
 def _first_follow_on(trace: CollectedTrace) -> int | None:
@@ -797,23 +868,18 @@ def _score(trace: CollectedTrace) -> tuple[int, int, int, int]:
 
 def _trace_once(
     root: torch.nn.Module | Callable[..., Any],
-    concrete_args: dict[str, Any] | None,
-    leaf_modules: tuple[str, ...],
-    autowrap_functions: tuple[Callable[..., Any], ...],
-    max_issues: int,
+    options: _TraceOptions,
+    fixes: _Fixes,
     choices: dict[_DecisionKey, Any],
-    static: dict[tuple[str, int], TraceIssue] | None = None,
-    carried: list[TraceIssue] | None = None,
-    tensor: dict[tuple[str, range], TraceIssue] | None = None,
-) -> tuple[CollectedTrace, RecoveringTracer]:
+) -> _Attempt:
     tracer = RecoveringTracer(
-        leaf_modules=leaf_modules, max_issues=max_issues, autowrap_functions=autowrap_functions,
-        choices=choices,
+        leaf_modules=options.leaf_modules, max_issues=options.max_issues,
+        autowrap_functions=options.autowrap_functions, choices=choices,
     )
-    tracer.tensor_lines = dict(tensor or {})
-    for issue in carried or ():  # issues of an earlier trace this one was fixed past
+    tracer.tensor_lines = dict(fixes.tensor)
+    for issue in fixes.carried:  # issues of an earlier trace this one was fixed past
         tracer._add(issue)
-    static = static or {}
+    static = fixes.static
 
     def made_static(file: str, line: int) -> None:
         issue = static[(file, line)]
@@ -824,7 +890,7 @@ def _trace_once(
     complete = False
     try:
         with static_sizes_at(set(static), made_static):
-            graph = tracer.trace(root, concrete_args)
+            graph = tracer.trace(root, fixes.concrete or None)
         complete = True
     except _TooManyIssues:
         graph = getattr(tracer, "graph", None)
