@@ -8,10 +8,12 @@ project gets no symbolic-trace code on a loop over a tensor."""
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import pytest_lsp
@@ -23,6 +25,7 @@ from tests.lsp_client import (
     open_and_wait,
     save_and_wait,
     serve_config,
+    wait_for_version,
 )
 
 CASE = Path(__file__).parent / "library_case"
@@ -40,6 +43,14 @@ async def library_client(lsp_client: LanguageClient):
     """The editor open on ``project/``, the library it imports outside it, on PYTHONPATH; the
     editor setting ``fxls.targets`` asks for export and compile."""
     async with editor_session(lsp_client, root=PROJECT, options=TARGETED):
+        yield
+
+
+@pytest_lsp.fixture(config=serve_config())
+async def patient_client(lsp_client: LanguageClient, tmp_path: Path):
+    """An editor on ``tmp_path`` whose analyses may take minutes (a slow tier is cancelled,
+    never timed out)."""
+    async with editor_session(lsp_client, root=tmp_path, timeout=300):
         yield
 
 
@@ -135,3 +146,127 @@ async def test_a_compile_only_project_gets_no_fx002_on_a_loop_over_a_tensor(
     async with asyncio.timeout(300):
         compiled = await save_and_wait(client, path, compiled_text, 2)
     assert compiled == []  # dynamo unrolls the loop: no break either
+
+
+GATE = """import torch
+from torch import nn
+
+
+class Gate(nn.Module):
+    # fxls: args (torch.ones(2, 8),)
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        h = self.fc(x)
+        if h.sum() > 0:
+            h = h.relu()
+        return h
+"""
+TRACE_AND_COMPILE = '[tool.fxls]\ntargets = ["symbolic_trace", "compile"]\n'
+
+
+def _publishes(client: LanguageClient, path: Path) -> list[types.PublishDiagnosticsParams]:
+    """Every publish for ``path`` from now on, in the order the client got them (wraps
+    pytest-lsp's own handler)."""
+    uri, seen = path.as_uri(), []
+    features = client.protocol.fm.features
+    original = features[types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS]
+
+    def recording(*args: Any) -> Any:
+        if args[-1].uri == uri:
+            seen.append(args[-1])
+        return original(*args)
+
+    features[types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS] = recording
+    return seen
+
+
+def _codes(publish: types.PublishDiagnosticsParams) -> list[str]:
+    return sorted(str(d.code) for d in publish.diagnostics)
+
+
+def _open_document(client: LanguageClient, path: Path, text: str) -> None:
+    path.write_text(text, encoding="utf-8")
+    client.text_document_did_open(types.DidOpenTextDocumentParams(
+        types.TextDocumentItem(path.as_uri(), "python", 1, text)))
+
+
+async def test_tracings_diagnostics_are_published_before_compiles(
+        patient_client: LanguageClient, tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text(TRACE_AND_COMPILE, encoding="utf-8")
+    path = tmp_path / "gate.py"
+    publishes = _publishes(patient_client, path)
+    _open_document(patient_client, path, GATE)
+    async with asyncio.timeout(300):
+        while not publishes:
+            await asyncio.sleep(0.01)
+        first_done = (path.as_uri(), 1) in patient_client.fxls_done  # type: ignore[attr-defined]
+        final = await wait_for_version(patient_client, path.as_uri(), 1)
+    assert _codes(publishes[0]) == ["FX001"] and not first_done  # the tier has not run yet
+    branch = _where(GATE, "h.sum() > 0")
+    assert sorted((str(d.code), d.range == branch) for d in final) == [
+        ("FX001", True), ("FX301", True)]
+    assert [p.version for p in publishes] == [1] * len(publishes)
+    assert _codes(publishes[-1]) == ["FX001", "FX301"]
+
+
+SLOW_COMPILE = """import time
+
+import torch
+from torch import nn
+
+
+class Slow(nn.Module):
+    # fxls: args (torch.ones(2, 8),)
+    def forward(self, x):
+        x = x + 1
+        if torch.compiler.is_compiling():
+            time.sleep(600)  # dynamo's run of this forward; the eager ones never sleep
+        return x * 2
+"""
+QUICK = SLOW_COMPILE.replace("time.sleep(600)", "pass")
+
+
+def _sleeping_descendants() -> set[int]:
+    """This test's descendants (its server, the worker, the jobs) asleep in ``time.sleep``."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        try:
+            stat = (entry / "stat").read_text() if entry.name.isdigit() else ""
+        except OSError:  # gone meanwhile
+            continue
+        if stat:
+            parent = int(stat.rpartition(")")[2].split()[1])
+            children.setdefault(parent, []).append(int(entry.name))
+    sleeping, pending = set(), [os.getpid()]
+    while pending:
+        for child in children.get(pending.pop(), ()):
+            pending.append(child)
+            try:
+                if "nanosleep" in Path(f"/proc/{child}/wchan").read_text():
+                    sleeping.add(child)
+            except OSError:
+                continue
+    return sleeping
+
+
+async def test_a_newer_save_cancels_a_running_tier(
+        patient_client: LanguageClient, tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text(TRACE_AND_COMPILE, encoding="utf-8")
+    path = tmp_path / "slow.py"
+    publishes = _publishes(patient_client, path)
+    _open_document(patient_client, path, SLOW_COMPILE)
+    async with asyncio.timeout(300):
+        while not _sleeping_descendants():  # dynamo is running forward: the tier has begun
+            await asyncio.sleep(0.1)
+    assert publishes and (path.as_uri(), 1) not in patient_client.fxls_done  # type: ignore[attr-defined]
+    async with asyncio.timeout(300):
+        quick = await save_and_wait(patient_client, path, QUICK, 2)
+        while _sleeping_descendants():  # the job of version 1 was ended, not left to sleep
+            await asyncio.sleep(0.1)
+    assert quick == []
+    assert (path.as_uri(), 1) not in patient_client.fxls_done  # type: ignore[attr-defined]
+    old = [p for p in publishes if p.version == 1]
+    assert old and not [code for p in old for code in _codes(p) if code.startswith("FX3")]
