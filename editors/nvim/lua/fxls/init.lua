@@ -1,9 +1,9 @@
 -- fxls helpers for Neovim 0.11+: the FX graph of the module under the cursor as the
 -- interactive graph page in the browser (format `html`) or in a scratch buffer (code, table
 -- with a <CR> to jump to each node's source line, dot, json), the before/after diff of the
--- FX pass under it, worker restart, fix-all.
--- Used by plugin/fxls.lua (:FxlsGraph, :FxlsRestart, :FxlsFixAll) and by the
--- `fxls.showGraph` code lenses.
+-- FX pass under it, worker restart, fix-all, the tracers a buffer was analysed for.
+-- Used by plugin/fxls.lua (:FxlsGraph, :FxlsRestart, :FxlsFixAll, :FxlsStatus), by the
+-- `fxls.showGraph` code lenses and by lsp/fxls.lua's `fxls/analysisDone` handler.
 local M = {}
 
 --- graph formats; `html` is the graph page (opened in the browser; for an FX pass its
@@ -368,6 +368,31 @@ function M.fix_all(bufnr, opts)
     notify('no verified safe fixes for this text (save to re-trace)')
   end
   return false
+end
+
+--- Keep the tracers the server analysed `bufnr` for, and why (`fxls/analysisDone`'s
+--- `targets`, `targetsBecause`), in `vim.b[bufnr].fxls_targets`.
+---@param bufnr integer
+---@param result table the notification's params
+function M.remember_targets(bufnr, result)
+  if type(result.targets) ~= 'table' or #result.targets == 0 then
+    return
+  end
+  local because = type(result.targetsBecause) == 'string' and result.targetsBecause or nil
+  vim.b[bufnr].fxls_targets = { targets = result.targets, because = because }
+end
+
+--- What the buffer was last analysed for, as a status line can show it: `fxls: export,
+--- compile (inferred (...))`; nil before the first complete report. `:FxlsStatus` echoes it.
+---@param bufnr integer?
+---@return string?
+function M.status(bufnr)
+  local known = vim.b[bufnr or 0].fxls_targets
+  if not known then
+    return nil
+  end
+  local text = 'fxls: ' .. table.concat(known.targets, ', ')
+  return known.because and ('%s (%s)'):format(text, known.because) or text
 end
 
 --- `fxls.showGraph` from a code lens ([uri, className, format] over a module, [uri,
