@@ -236,6 +236,9 @@ class _Builder:
         #: call -> (the classes in the model, its size, the model's own class)
         census: dict[str, tuple[set[type], int, type] | None] = {}
         deadline = perf_counter() + _CENSUS_SECONDS
+        #: blocks only big models contain: after the classes factories build themselves,
+        #: whose models may hold them, small guessed sizes before building a big model
+        blocks: list[tuple[type, list[_Factory]]] = []
         for cls in wanted:
             if self._has_instance(cls) or self._in_a_root(cls):
                 continue  # a factory built for an earlier class built this one too
@@ -269,28 +272,37 @@ class _Builder:
                     if len(containing) >= _FACTORY_CANDIDATES:
                         break
             containing.sort(key=lambda item: item[0])
-            if (containing and not builds_it and containing[0][0] > PREFER_FACTORY_ABOVE
-                    and self._guess_sizes(cls)):
-                continue  # rather than building a big model for one block: small sizes did
             choices = [f for _, f in containing] + unknown
-            for factory in choices[:_FACTORY_CALLS]:
-                known = census.get(factory.call_text)
-                model, weights = self._call_built(factory.function, factory.defaults,
-                                                  known[1] if known else None)
-                if isinstance(model, BaseException):
-                    self.tried[cls].append(f"`{factory.call_text}`, which raised "
-                                           f"{type(model).__name__}: {_first_line(model)}")
-                    continue
-                if not isinstance(model, torch.nn.Module):
-                    continue
-                built = Built(model, factory.call_text, on_meta=_is_meta(model),
-                              parameters=_count(model), weights=weights)
-                if type(model) in self.tried:
-                    self._settle(type(model), built)
-                else:
-                    self.roots.append((type(model), built))
-                if _contains_instance_of(model, cls):
-                    break
+            if containing and not builds_it and containing[0][0] > PREFER_FACTORY_ABOVE:
+                blocks.append((cls, choices))
+            else:
+                self._build_factory_model(cls, choices, census)
+        for cls, choices in blocks:
+            if not (self._has_instance(cls) or self._in_a_root(cls) or self._guess_sizes(cls)):
+                self._build_factory_model(cls, choices, census)
+
+    def _build_factory_model(self, cls: type, choices: list[_Factory],
+                             census: dict[str, tuple[set[type], int, type] | None]) -> None:
+        """The first of ``choices`` that builds (at most ``_FACTORY_CALLS`` tried), as the
+        instance of its model's class or a root to harvest ``cls`` from."""
+        for factory in choices[:_FACTORY_CALLS]:
+            known = census.get(factory.call_text)
+            model, weights = self._call_built(factory.function, factory.defaults,
+                                              known[1] if known else None)
+            if isinstance(model, BaseException):
+                self.tried[cls].append(f"`{factory.call_text}`, which raised "
+                                       f"{type(model).__name__}: {_first_line(model)}")
+                continue
+            if not isinstance(model, torch.nn.Module):
+                continue
+            built = Built(model, factory.call_text, on_meta=_is_meta(model),
+                          parameters=_count(model), weights=weights)
+            if type(model) in self.tried:
+                self._settle(type(model), built)
+            else:
+                self.roots.append((type(model), built))
+            if _contains_instance_of(model, cls):
+                break
 
     def _meta_census(self, factory: _Factory) -> tuple[set[type], int, type] | None:
         """The classes in the model a factory builds, its size and its class, from a
