@@ -16,7 +16,14 @@ from fxls.analysis.diagnostics import diagnostic
 from fxls.analysis.pipeline.file_context import SourceFile
 from fxls.analysis.pipeline.library_entry import user_callers
 from fxls.analysis.pipeline.target_inputs import TargetRun
-from fxls.analysis.pipeline.user_frames import locate, spans_of_exception, spans_of_summaries
+from fxls.analysis.pipeline.torch_words import first_sentence
+from fxls.analysis.pipeline.user_frames import (
+    Location,
+    locate,
+    span_text,
+    spans_of_exception,
+    spans_of_summaries,
+)
 from fxls.codes import Severity
 from fxls.report import Diagnostic
 
@@ -71,42 +78,50 @@ def compile_module(run: TargetRun, file: SourceFile,
     try:
         explained = torch._dynamo.explain(run.instance)(*run.inputs)
     except Exception as error:
-        where = locate(spans_of_exception(error), file, run.span)
-        text = str(error).strip().splitlines()
-        item = diagnostic("FX309", f"compiling `{run.name}` raised here: "
-                          f"{type(error).__name__}: {text[0] if text else ''}",
-                          where.span, run.name)
-        item.related.extend(where.related)
-        return "failed", [item]
+        return "failed", [_raised_diagnostic(error, run, file)]
     breaks = _distinct([(GraphBreak.parse(reason.reason),
                          spans_of_summaries(reason.user_stack or [], file))
                         for reason in explained.break_reasons])
-    breaks = _with_user_callers(breaks, run, file)
-    found = [_break_diagnostic(graph_break, spans, run, file, fullgraph)
-             for graph_break, spans in breaks]
-    if not found:
+    if not breaks:
         return COMPILED, []
-    return f"{len(found)} graph break{'s' if len(found) != 1 else ''}", _one_per_place(found)
+    breaks = _with_user_callers(breaks, run, file)
+    located = [(graph_break, locate(spans, file, run.span)) for graph_break, spans in breaks]
+    found = [_break_diagnostic(at_place, run, file, fullgraph)
+             for at_place in _by_place(located)]
+    return f"{len(breaks)} graph break{'s' if len(breaks) != 1 else ''}", found
 
 
-def _one_per_place(found: list[Diagnostic]) -> list[Diagnostic]:
-    """Breaks inside a library reached from the same user line are one diagnostic there (one
-    per code and range), which lists them all; each site is related information."""
-    by_place: dict[tuple[str, int, int, int, int], list[Diagnostic]] = {}
-    for item in found:
-        by_place.setdefault(item.span.key(), []).append(item)
-    merged = []
-    for items in by_place.values():
-        first = items[0]
-        if len(items) > 1:
-            first.message = f"{len(items)} graph breaks here: " + "; ".join(
-                f"({number}) {item.message}" for number, item in enumerate(items, 1))
-            for item in items[1:]:
-                first.related.extend(item.related)
-                if item.severity is Severity.ERROR:
-                    first.severity = Severity.ERROR
-        merged.append(first)
-    return merged
+def _raised_diagnostic(error: Exception, run: TargetRun, file: SourceFile) -> Diagnostic:
+    where = locate(spans_of_exception(error), file, run.span)
+    inside = _inside(where, file)
+    item = diagnostic("FX309", f"compiling `{run.name}` raised{inside or ' here'}: "
+                      f"{first_sentence(error)}", where.span, run.name)
+    item.related.extend(where.related)
+    return item
+
+
+def _inside(where: Location, file: SourceFile) -> str:
+    """`` inside `lib.fn` at `expr`, reached from here`` for a user's line that called into
+    the library function that failed; empty for a failure at the user's own expression."""
+    if where.library is None:
+        return ""
+    text = span_text(where.library_site, file) if where.library_site is not None else ""
+    return f" inside `{where.library}`" + (f" at `{text}`" if text else "") + \
+        ", reached from here"
+
+
+_Located = tuple[GraphBreak, Location]
+
+
+def _by_place(located: list[_Located]) -> list[list[_Located]]:
+    """Breaks reached from the same user line (inside a library) are one diagnostic there
+    (one per code and range), which lists them all; each site is related information."""
+    by_place: dict[tuple[str, int, int, int, int], list[_Located]] = {}
+    for graph_break, where in located:
+        span = where.span
+        place = (span.file, span.line, span.col, span.end_line, span.end_col)
+        by_place.setdefault(place, []).append((graph_break, where))
+    return list(by_place.values())
 
 
 _Break = tuple[GraphBreak, list[SourceSpan]]
@@ -135,20 +150,24 @@ def _with_user_callers(breaks: list[_Break], run: TargetRun, file: SourceFile) -
              if spans else spans) for graph_break, spans in breaks]
 
 
-def _break_diagnostic(graph_break: GraphBreak, spans: list[SourceSpan], run: TargetRun,
-                      file: SourceFile, fullgraph: bool) -> Diagnostic:
-    where = locate(spans, file, run.span)
-    inside = f" inside `{where.library}`, reached from here" if where.library else ""
-    item = diagnostic("FX301", f"graph break{inside}: {graph_break.words()} "
-                      f"(compiling `{run.name}`)", where.span, run.name,
-                      gb_type=graph_break.gb_type)
-    if graph_break.gb_id:
-        item.data["gb_id"] = graph_break.gb_id
-    if graph_break.url:
-        item.data["help_url"] = graph_break.url
+def _break_diagnostic(at_place: list[_Located], run: TargetRun, file: SourceFile,
+                      fullgraph: bool) -> Diagnostic:
+    first, where = at_place[0]
+    if len(at_place) == 1:
+        message = f"graph break{_inside(where, file)}: {first.words()} (compiling `{run.name}`)"
+    else:
+        message = f"{len(at_place)} graph breaks here (compiling `{run.name}`): " + "; ".join(
+            f"({number}){_inside(place, file)}: {graph_break.words()}"
+            for number, (graph_break, place) in enumerate(at_place, 1))
+    item = diagnostic("FX301", message, where.span, run.name, gb_type=first.gb_type)
+    if first.gb_id:
+        item.data["gb_id"] = first.gb_id
+    if first.url:
+        item.data["help_url"] = first.url
     if fullgraph:
         item.severity = Severity.ERROR
-    item.related.extend(where.related)
+    for _, place in at_place:
+        item.related.extend(place.related)
     return item
 
 

@@ -5,7 +5,8 @@ One export answers whether the module exports; it stops at the first failure. Wh
 fails, ``draft_export`` (non-strict) runs on: it decides each data-dependent guard from
 the real values and reports every one it met, so the user sees all of them at once
 rather than one per fix. Its own crash (it propagates real tensors through code written
-for fake ones) costs only its extra findings: the first failure is always reported.
+for fake ones) is one more failure where it differs from the first (e.g. an operator whose
+output size depends on the data, met past the guard export stopped at).
 """
 
 from __future__ import annotations
@@ -21,9 +22,11 @@ from fxcore.source import SourceSpan
 from fxls.analysis.diagnostics import diagnostic
 from fxls.analysis.pipeline.file_context import SourceFile
 from fxls.analysis.pipeline.target_inputs import TargetRun
+from fxls.analysis.pipeline.torch_words import first_sentence
 from fxls.analysis.pipeline.user_frames import (
     Location,
     locate,
+    returned_span,
     span_text,
     spans_of_exception,
     spans_of_structured,
@@ -40,6 +43,8 @@ class ExportFailure:
     code: str
     what: str  # torch's words, first line
     spans: tuple[SourceSpan, ...]
+    #: raised while flattening what ``forward`` returned (no frame of the user's)
+    in_outputs: bool = False
 
 
 def export_module(run: TargetRun, file: SourceFile, strict: bool,
@@ -54,7 +59,7 @@ def export_module(run: TargetRun, file: SourceFile, strict: bool,
     if not strict:
         failures += _drafted(run, file, dynamic_shapes)  # the first has exact columns
     found = _unique(_placed([_worded(failure, run, file) for failure in failures], run))
-    return _failed(len(found)), found
+    return _failed(len(found)), _one_per_range([item for item, _ in found])
 
 
 def _failed(count: int) -> str:
@@ -62,10 +67,13 @@ def _failed(count: int) -> str:
 
 
 def _failure_of(error: Exception) -> ExportFailure:
+    from torch._subclasses.fake_tensor import DynamicOutputShapeException
     from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
     what = (f"guard `{error.cond}`" if isinstance(error, GuardOnDataDependentSymNode)
-            else _first_line(error))
-    return ExportFailure(_code_of(error), what, tuple(spans_of_exception(error)))
+            else f"the output size of `{error.func}` depends on the data"
+            if isinstance(error, DynamicOutputShapeException) else first_sentence(error))
+    return ExportFailure(_code_of(error), what, tuple(spans_of_exception(error)),
+                         _in_outputs(error))
 
 
 def _code_of(error: Exception) -> str:
@@ -79,12 +87,11 @@ def _code_of(error: Exception) -> str:
         ConstraintViolationError,
         GuardOnDataDependentSymNode,
     )
-    if isinstance(error, GuardOnDataDependentSymNode):
+    if isinstance(error, GuardOnDataDependentSymNode | DynamicOutputShapeException):
         return "FX201"
     if isinstance(error, Unsupported):
         return "FX202"
-    if isinstance(error, UnsupportedOperatorException | DynamicOutputShapeException) or (
-            _missing_fake_kernel(error)):
+    if isinstance(error, UnsupportedOperatorException) or _missing_fake_kernel(error):
         return "FX203"
     if isinstance(error, ConstraintViolationError) or (
             isinstance(error, UserError)
@@ -106,10 +113,16 @@ def _missing_fake_kernel(error: Exception) -> bool:
     return in_library and "fake_impl" in (code.co_name, Path(code.co_filename).stem)
 
 
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip().splitlines()
-    first = text[0].split(". ")[0].rstrip(".") if text else ""
-    return f"{type(error).__name__}: {first}" if first else type(error).__name__
+def _in_outputs(error: Exception) -> bool:
+    """Raised by export's flattening of the outputs (``flat_fn`` of aot_autograd): a value
+    it cannot flatten, such as transformers' ``DynamicCache``, returned by ``forward``."""
+    tb = error.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None:
+        return False
+    code = tb.tb_frame.f_code
+    return code.co_name == "flat_fn" and "_aot_autograd" in code.co_filename
 
 
 _DRAFT_CODES = {"DATA_DEPENDENT_ERROR": "FX201", "GUARD_ADDED": "FX205",
@@ -122,8 +135,8 @@ def _drafted(run: TargetRun, file: SourceFile, dynamic_shapes: Any) -> list[Expo
     from torch.export import draft_export
     try:
         program = draft_export(run.instance, run.inputs, dynamic_shapes=dynamic_shapes)
-    except Exception:
-        return []
+    except Exception as error:  # one more failure (the same as export's: dropped as such)
+        return [_failure_of(error)]
     file_names = {number: name for name, number in INTERN_TABLE.items()}
     failures = []
     for failure in getattr(getattr(program, "_report", None), "failures", ()):
@@ -139,21 +152,42 @@ def _drafted(run: TargetRun, file: SourceFile, dynamic_shapes: Any) -> list[Expo
     return failures
 
 
-def _worded(failure: ExportFailure, run: TargetRun, file: SourceFile) -> Diagnostic:
+#: a failure as a diagnostic, and what tells it from another reached from the same line
+#: of the user's (torch's words when it is inside a library; None at the user's expression)
+_Worded = tuple[Diagnostic, str | None]
+
+
+def _worded(failure: ExportFailure, run: TargetRun, file: SourceFile) -> _Worded:
+    if failure.in_outputs:
+        returned = returned_span(file, run.name)
+        if returned is not None:
+            return _returned_diagnostic(failure, returned, run, file), None
     where = locate(failure.spans, file, run.span)
-    return _diagnostic(failure, where, run, file)
+    return _diagnostic(failure, where, run, file), (
+        failure.what if where.library is not None else None)
 
 
 def _diagnostic(failure: ExportFailure, where: Location, run: TargetRun,
                 file: SourceFile) -> Diagnostic:
-    reached = (f" inside `{where.library}`, reached from here" if where.library is not None
-               else "")
     text = span_text(where.span, file)
-    title = _TITLES[failure.code].format(text=f"`{text}`" if text else "this")
-    message = f"{title}{reached} ({failure.what}; exporting `{run.name}`)"
+    subject = f"`{text}`" if text else "this"
+    if where.library is not None:  # the user's line called into it: name where it failed
+        inner = span_text(where.library_site, file) if where.library_site else ""
+        subject = (f"`{inner}` in `{where.library}`" if inner else f"`{where.library}`") + \
+            " (reached from here)"
+    title = _TITLES[failure.code].format(text=subject)
+    message = f"{title} ({failure.what}; exporting `{run.name}`)"
     item = diagnostic(failure.code, message, where.span, run.name)
     item.related.extend(where.related)
     return item
+
+
+def _returned_diagnostic(failure: ExportFailure, returned: SourceSpan, run: TargetRun,
+                         file: SourceFile) -> Diagnostic:
+    message = (f"export cannot flatten what `forward` returns, `{span_text(returned, file)}`: "
+               "return tensors (or containers of them), or register the other classes as "
+               f"pytree nodes ({failure.what}; exporting `{run.name}`)")
+    return diagnostic(failure.code, message, returned, run.name)
 
 
 _TITLES = {
@@ -167,21 +201,39 @@ _TITLES = {
 }
 
 
-def _placed(found: list[Diagnostic], run: TargetRun) -> list[Diagnostic]:
+def _placed(found: list[_Worded], run: TargetRun) -> list[_Worded]:
     """Without a failure left at the class for want of a user frame when the same kind
     is found at a line (export's exception has no frame where draft's report has one)."""
     at_class = (run.span.file, run.span.line)
-    placed = {item.code for item in found if (item.span.file, item.span.line) != at_class}
-    return [item for item in found
+    placed = {item.code for item, _ in found if (item.span.file, item.span.line) != at_class}
+    return [(item, inside) for item, inside in found
             if (item.span.file, item.span.line) != at_class or item.code not in placed]
 
 
-def _unique(found: Iterable[Diagnostic]) -> list[Diagnostic]:
-    """One diagnostic per (code, line): draft_export meets the first failure again."""
+def _unique(found: Iterable[_Worded]) -> list[_Worded]:
+    """One per (code, line): draft_export meets the first failure again. Failures inside a
+    library reached from one line of the user's differ by torch's words (two guards)."""
     seen, kept = set(), []
-    for item in found:
-        key = (item.code, item.span.file, item.span.line)
+    for item, inside in found:
+        key = (item.code, item.span.file, item.span.line, inside)
         if key not in seen:
             seen.add(key)
-            kept.append(item)
+            kept.append((item, inside))
     return kept
+
+
+def _one_per_range(found: list[Diagnostic]) -> list[Diagnostic]:
+    """One diagnostic per (code, range), listing each failure reached from there."""
+    by_range: dict[tuple[str, tuple[str, int, int, int, int]], list[Diagnostic]] = {}
+    for item in found:
+        by_range.setdefault((item.code, item.span.key()), []).append(item)
+    merged = []
+    for items in by_range.values():
+        first = items[0]
+        if len(items) > 1:
+            first.message = f"{len(items)} problems here: " + "; ".join(
+                f"({number}) {item.message}" for number, item in enumerate(items, 1))
+            for item in items[1:]:
+                first.related.extend(item.related)
+        merged.append(first)
+    return merged

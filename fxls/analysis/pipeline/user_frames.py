@@ -26,6 +26,7 @@ from fxcore.source import SourceSpan, spans_of_traceback
 from fxls.analysis.diagnostics import to_span
 from fxls.analysis.library_names import library_function
 from fxls.analysis.pipeline.file_context import SourceFile
+from fxls.analysis.pipeline.torch_words import without_resume_names
 from fxls.project.source_text import source_text
 from fxls.report import RelatedInfo, Span
 
@@ -44,6 +45,8 @@ class Location:
     related: tuple[RelatedInfo, ...] = field(default=())
     #: the library function the failure happened in, when no frame of it is the user's
     library: str | None = None
+    #: the innermost library frame, when ``library`` is set
+    library_site: SourceSpan | None = None
 
 
 def spans_of_summaries(frames: Iterable[traceback.FrameSummary],
@@ -100,24 +103,33 @@ def locate(spans: Sequence[SourceSpan], file: SourceFile, fallback: SourceSpan) 
     spans = [span for span in spans if not _is_runner(span.file)]
     mine = [index for index, span in enumerate(spans) if file.is_reportable(span.file)]
     if not mine:
-        library = library_function(spans[-1], file.tree_of) if spans else None
         inner = tuple(RelatedInfo(to_span(span), "inside the library") for span in spans[-1:])
-        return Location(fallback, inner, library)
+        return Location(fallback, inner, *_library_at(spans, file))
     where = spans[mine[-1]]
     inner_frames = spans[mine[-1] + 1:]
-    library = library_function(inner_frames[-1], file.tree_of) if inner_frames else None
     related = [RelatedInfo(to_span(span), "reached through here") for span in inner_frames]
     related += [RelatedInfo(to_span(spans[index]), "called from here")
                 for index in reversed(mine[:-1])]
-    return Location(where, tuple(related), library)
+    return Location(where, tuple(related), *_library_at(inner_frames, file))
+
+
+def _library_at(frames: Sequence[SourceSpan],
+                file: SourceFile) -> tuple[str | None, SourceSpan | None]:
+    """The library function of the innermost frame (by its source name, not the name of
+    dynamo's resume function for its rest), and that frame."""
+    if not frames:
+        return None, None
+    return without_resume_names(library_function(frames[-1], file.tree_of)), frames[-1]
 
 
 def _is_runner(filename: str) -> bool:
     """torch's own machinery (export, dynamo, module call wrappers) and fxls's: never the
     place of a problem nor a useful step of its chain. ``torch.nn`` layers are library code
     like any other."""
+    if filename.startswith("<"):  # generated code (`<string>`, `<frozen ...>`): no file
+        return True
     resolved = os.path.realpath(filename)
-    if resolved.startswith(_OWN_FOLDERS) or filename.startswith("<frozen "):
+    if resolved.startswith(_OWN_FOLDERS):
         return True
     in_torch = resolved.startswith(_TORCH_FOLDER)
     return (in_torch and not resolved.startswith(_TORCH_LAYERS)) or resolved == _MODULE_CALL
@@ -153,3 +165,20 @@ def span_text(span: SourceSpan, file: SourceFile) -> str:
     end = (span.end_line, span.end_col) if span.line == span.end_line else (
         span.line, text.byte_length(span.line))
     return text.text_at(Span(span.file, span.line, end[0], span.col, end[1])).strip()
+
+
+def returned_span(file: SourceFile, class_name: str) -> SourceSpan | None:
+    """The value of the last ``return`` of the class's own ``forward`` in the file."""
+    module = file.module_tree
+    classes = [node for node in (module.body if module is not None else ())
+               if isinstance(node, ast.ClassDef) and node.name == class_name]
+    forwards = [node for cls in classes for node in cls.body
+                if isinstance(node, ast.FunctionDef) and node.name == "forward"]
+    returns = [node for forward in forwards for node in ast.walk(forward)
+               if isinstance(node, ast.Return) and node.value is not None]
+    if not returns:
+        return None
+    value = max(returns, key=lambda node: node.lineno).value
+    assert value is not None
+    return SourceSpan(file.filename, value.lineno, value.end_lineno or value.lineno,
+                      value.col_offset, value.end_col_offset or 0, "forward")
