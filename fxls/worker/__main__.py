@@ -84,8 +84,12 @@ def _start_sandbox(config: WorkerConfig) -> dict[str, str | bool | int] | None:
     if not config.sandbox:
         return None
     from fxls.worker import sandbox
+    from fxls.worker.jobenv import keep_torch_caches_in
 
     facts = sandbox.configure(config.jobs_dir)
+    caches = sandbox.job_folder("torch-caches")
+    if caches is not None:
+        keep_torch_caches_in(caches)
     return {**facts.to_dict(), "summary": facts.describe()}
 
 

@@ -25,6 +25,10 @@ WORKER_NAMES = JOB_NAMES | {"HOME", "TMPDIR", "USER", "LOGNAME", "XDG_RUNTIME_DI
                             "PYTHONFAULTHANDLER", "PYTHONMALLOC", "PYTHONDEVMODE",
                             "COVERAGE_PROCESS_START", "COVERAGE_FILE"}
 WORKER_PREFIXES = ("LC_", "FXLS_", "OMP_", "KMP_", "GOMP_", "MKL_", "OPENBLAS_")
+#: torch's cache folders (each name's folder inside the worker's): importing
+#: ``torch._dynamo`` makes inductor's at once (``torch/_dynamo/package.py``), by default in
+#: the machine's temporary folder (``/tmp/torchinductor_<user>``)
+TORCH_CACHES = {"TORCHINDUCTOR_CACHE_DIR": "inductor", "TRITON_CACHE_DIR": "triton"}
 
 
 def _kept(environ: Mapping[str, str], names: frozenset[str] | set[str],
@@ -35,6 +39,14 @@ def _kept(environ: Mapping[str, str], names: frozenset[str] | set[str],
 
 def worker_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     return _kept(os.environ if environ is None else environ, WORKER_NAMES, WORKER_PREFIXES)
+
+
+def keep_torch_caches_in(folder: str) -> None:
+    """The worker's torch caches inside ``folder`` (in its jobs' folder, removed with it):
+    the worker imports ``torch._dynamo`` itself once a job has used it. Jobs never get these
+    names: theirs are in their own folder, through ``TMPDIR``."""
+    for name, leaf in TORCH_CACHES.items():
+        os.environ[name] = os.path.join(folder, leaf)
 
 
 def job_environment(job_dir: str, extra: Iterable[tuple[str, str]] = (),
