@@ -10,7 +10,10 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,13 +32,21 @@ from tests.lsp_client import (
 )
 
 CASE = Path(__file__).parent / "library_case"
-TMP = Path(tempfile.mkdtemp(prefix="fxls-targets-lsp-"))
-shutil.copytree(CASE, TMP, dirs_exist_ok=True)
+#: the case is copied here (no file made at import: every xdist worker imports this module)
+TMP = Path(tempfile.gettempdir()) / f"fxls-targets-lsp-{os.getpid()}"
 PROJECT, LIBRARY = TMP / "project", TMP / "lib" / "breaky_lib.py"
 USER_FILE = PROJECT / "model.py"
-USER_TEXT = USER_FILE.read_text(encoding="utf-8")
-LIBRARY_TEXT = LIBRARY.read_text(encoding="utf-8")
+USER_TEXT = (CASE / "project" / "model.py").read_text(encoding="utf-8")
+LIBRARY_TEXT = (CASE / "lib" / "breaky_lib.py").read_text(encoding="utf-8")
 TARGETED = {"fxls": {"trace": {"timeout": 120}, "targets": ["export", "compile"]}}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _library_case() -> Iterator[None]:
+    """The library case in ``TMP`` while this module's tests run (before their servers)."""
+    shutil.copytree(CASE, TMP, dirs_exist_ok=True)
+    yield
+    shutil.rmtree(TMP, ignore_errors=True)
 
 
 @pytest_lsp.fixture(config=serve_config(env={"PYTHONPATH": str(LIBRARY.parent)}, cwd=PROJECT))
@@ -48,16 +59,10 @@ async def library_client(lsp_client: LanguageClient):
 
 @pytest_lsp.fixture(config=serve_config())
 async def patient_client(lsp_client: LanguageClient, tmp_path: Path):
-    """An editor on ``tmp_path`` whose analyses may take minutes (a slow tier is cancelled,
-    never timed out)."""
+    """An editor on ``tmp_path`` whose analyses may take minutes on a busy machine (a slow
+    tier is cancelled, never timed out)."""
     async with editor_session(lsp_client, root=tmp_path, timeout=300):
         yield
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _case_removed_at_the_end() -> Iterator[None]:
-    yield
-    shutil.rmtree(TMP, ignore_errors=True)
 
 
 def _where(text: str, fragment: str, row_with: str = "") -> types.Range:
@@ -90,6 +95,8 @@ async def _open(client: LanguageClient, path: Path, text: str) -> list[types.Dia
 
 async def test_a_graph_break_inside_a_library_is_at_the_users_call(
         library_client: LanguageClient) -> None:
+    from torch._dynamo.exc import get_gbid_documentation_link
+
     diagnostics = await _open(library_client, USER_FILE, USER_TEXT)
     graph_break = _only(diagnostics, "FX301")
     assert graph_break.range == _where(USER_TEXT, "self.block(x)")
@@ -99,6 +106,10 @@ async def test_a_graph_break_inside_a_library_is_at_the_users_call(
     assert _chain(graph_break) == [_in_library("noisy(x)", "h = noisy(x)"),
                                    _in_library('print("inside")'),
                                    _in_library("h.sum() > 0")]
+    # its first break is `print`'s: the code links torch's page for that graph-break type
+    page = get_gbid_documentation_link("Failed to trace builtin operator")
+    assert graph_break.code_description == types.CodeDescription(page)
+    assert page.startswith("https://") and page.endswith("/gb0059.html")
 
 
 async def test_an_export_failure_inside_a_library_is_at_the_users_call(
@@ -109,17 +120,6 @@ async def test_an_export_failure_inside_a_library_is_at_the_users_call(
     assert failure.severity == types.DiagnosticSeverity.Error
     assert "breaky_lib.Block.forward" in failure.message
     assert _chain(failure) == [_in_library("h.sum() > 0")]
-
-
-async def test_a_graph_breaks_code_description_is_torchs_page(
-        library_client: LanguageClient) -> None:
-    from torch._dynamo.exc import get_gbid_documentation_link
-
-    diagnostics = await _open(library_client, USER_FILE, USER_TEXT)
-    graph_break = _only(diagnostics, "FX301")  # its first break is `print`'s
-    page = get_gbid_documentation_link("Failed to trace builtin operator")
-    assert graph_break.code_description == types.CodeDescription(page)
-    assert page.startswith("https://") and page.endswith("/gb0059.html")
 
 
 ROW_LOOP = """import torch
@@ -137,14 +137,14 @@ class RowLoop(nn.Module):
 
 
 async def test_a_compile_only_project_gets_no_fx002_on_a_loop_over_a_tensor(
-        client: LanguageClient, tmp_path: Path) -> None:
+        patient_client: LanguageClient, tmp_path: Path) -> None:
     path = tmp_path / "rows.py"
-    traced = await _open(client, path, ROW_LOOP)  # nothing says compile: symbolic tracing
+    traced = await _open(patient_client, path, ROW_LOOP)  # nothing says compile: symbolic tracing
     assert [d.range.start for d in traced if d.code == "FX002"] == [
         _where(ROW_LOOP, "for row in x").start]
     compiled_text = ROW_LOOP + "\n\ncompiled = torch.compile(RowLoop())\n"
     async with asyncio.timeout(300):
-        compiled = await save_and_wait(client, path, compiled_text, 2)
+        compiled = await save_and_wait(patient_client, path, compiled_text, 2)
     assert compiled == []  # dynamo unrolls the loop: no break either
 
 
@@ -252,8 +252,26 @@ def _sleeping_descendants() -> set[int]:
     return sleeping
 
 
+def _sleep_is_visible() -> bool:
+    """Whether ``/proc/<pid>/wchan`` names the wait of a process in ``time.sleep`` (a kernel
+    may hide it): how the test sees dynamo's run of a forward asleep."""
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if "nanosleep" in Path(f"/proc/{sleeper.pid}/wchan").read_text():
+                return True
+            time.sleep(0.05)
+        return False
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
 async def test_a_newer_save_cancels_a_running_tier(
         patient_client: LanguageClient, tmp_path: Path) -> None:
+    if not _sleep_is_visible():
+        pytest.skip("/proc/<pid>/wchan does not show a sleeping process's wait here")
     (tmp_path / "pyproject.toml").write_text(TRACE_AND_COMPILE, encoding="utf-8")
     path = tmp_path / "slow.py"
     publishes = _publishes(patient_client, path)
