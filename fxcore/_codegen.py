@@ -214,83 +214,239 @@ def _generate(
     wrap_fn: Any,
     wrap_name_hint: str = "wrap",
 ) -> PythonCode:
-    pytree_info = codegen.pytree_info if isinstance(codegen, _PyTreeCodeGen) else None
-    namespace = Namespace()
-    free_vars: list[str] = []
-    body: list[str] = []
-    globals_: dict[str, Any] = {}
-    wrapped_fns: dict[str, None] = {}
-    return_annotation = ""
+    writer = _CodeWriter(codegen, nodes, root_module)
+    saved = [(n, n._repr_fn) for n in nodes]
+    node_repr = writer.node_repr
+    for n in nodes:
+        n._repr_fn = node_repr
+    codegen._render = writer.get_repr
+    try:
+        writer.write_body(nodes, verbose=verbose)
+        wrap_stmts = writer.wrap_statements(wrap_fn, wrap_name_hint)
+        prologue = codegen.gen_fn_def(writer.free_vars, writer.return_annotation)
+        body = writer.body
+        if codegen._body_transformer is not None:
+            body = codegen._body_transformer(body)
+    finally:
+        for n, fn in saved:
+            n._repr_fn = fn
+        codegen._render = repr
+    return _assemble(body, prologue, wrap_stmts, writer.globals)
 
-    def add_global(name_hint: str, obj: Any) -> str:
+
+class _CodeWriter:
+    """One generation of a graph's code: the names it gives (nodes, globals), the body's
+    lines, and what the ``def`` line needs (free variables, return annotation).
+
+    Names are given in the order things are printed, so every statement is built in the
+    order torch.fx builds it: the node's annotation first, then the text left to right.
+    """
+
+    def __init__(self, codegen: CodeGen, nodes: list[Node], root_module: str) -> None:
+        self.codegen = codegen
+        self.root_module = root_module
+        self.namespace = Namespace()
+        self.globals: dict[str, Any] = {}
+        self.free_vars: list[str] = []
+        self.body: list[str] = []
+        #: the wrapped functions the body calls (``wrap("name")`` statements), in order
+        self.wrapped_fns: dict[str, None] = {}
+        self.return_annotation = ""
+        self.last_uses_of = _last_uses(nodes)
+        self._add_builtins()
+
+    def _add_builtins(self) -> None:
+        pytree_info = (
+            self.codegen.pytree_info if isinstance(self.codegen, _PyTreeCodeGen) else None
+        )
+        for builtin_name, obj in CUSTOM_BUILTINS.items():
+            self.add_global(builtin_name, obj)
+        if pytree_info is None:
+            self.globals.pop("fx_pytree", None)
+            self.globals.pop("pytree", None)
+        else:
+            self.globals["fx_pytree"] = _pytree
+            self.globals["pytree"] = torch.utils._pytree
+        for extra_name, extra_value in self.codegen.additional_globals():
+            self.add_global(extra_name, extra_value)
+
+    # -- names -------------------------------------------------------------------------
+    def node_repr(self, n: Node) -> str:
+        return self.namespace.create_name(n.name, n)
+
+    def add_global(self, name_hint: str, obj: Any) -> str:
         if _is_from_torch(obj) and obj != torch.device:
             return _get_qualified_name(obj)
-        name = namespace.create_name(name_hint, obj)
-        if name in globals_:
-            if globals_[name] is not obj:
+        name = self.namespace.create_name(name_hint, obj)
+        if name in self.globals:
+            if self.globals[name] is not obj:
                 raise AssertionError(f"Global name {name} already assigned to different object")
             return name
-        globals_[name] = obj
+        self.globals[name] = obj
         return name
 
-    for builtin_name, obj in CUSTOM_BUILTINS.items():
-        add_global(builtin_name, obj)
-    if pytree_info is None:
-        globals_.pop("fx_pytree", None)
-        globals_.pop("pytree", None)
-    else:
-        globals_["fx_pytree"] = _pytree
-        globals_["pytree"] = torch.utils._pytree
-    for extra_name, extra_value in codegen.additional_globals():
-        add_global(extra_name, extra_value)
-
-    def type_repr(o: Any) -> str:
+    def type_repr(self, o: Any) -> str:
         if o == ():
             return "()"
         typename = _type_repr(o)
         if isinstance(o, types.UnionType) and "|" in typename:  # str | None
-            return "|".join(type_repr(a) for a in typing.get_args(o))
+            return "|".join(self.type_repr(a) for a in typing.get_args(o))
         origin = getattr(o, "__origin__", None)
         if origin is not None:
             if isinstance(o, typing._GenericAlias):  # type: ignore[attr-defined]
                 # typing.List[int]: print it as typing.List, not as the builtin list
                 origin = _TYPING_ORIGINS.get(origin, origin)
-            origin_name = add_global(_type_repr(origin), origin)
+            origin_name = self.add_global(_type_repr(origin), origin)
             type_args = typing.get_args(o)
             if type_args:
-                return f"{origin_name}[{','.join(type_repr(a) for a in type_args)}]"
+                return f"{origin_name}[{','.join(self.type_repr(a) for a in type_args)}]"
             return origin_name
-        return add_global(typename, o)
+        return self.add_global(typename, o)
 
-    def get_repr(arg: Any) -> str:
+    def get_repr(self, arg: Any) -> str:
         if isinstance(arg, Node):
             return repr(arg)
         if isinstance(arg, tuple) and hasattr(arg, "_fields"):
-            name = add_global(_get_qualified_name(type(arg)), type(arg))
+            name = self.add_global(_get_qualified_name(type(arg)), type(arg))
             return f"{name}{tuple(arg)!r}"
         if isinstance(arg, torch._ops.OpOverload):
-            return add_global(_get_qualified_name(arg), arg)
+            return self.add_global(_get_qualified_name(arg), arg)
         if isinstance(arg, enum.Enum):
             cls = type(arg)
-            return f"{add_global(cls.__name__, cls)}.{arg.name}"
+            return f"{self.add_global(cls.__name__, cls)}.{arg.name}"
         if isinstance(arg, torch.Tensor):
             dtype = str(arg.dtype).split(".")[-1]
             return f"torch.Tensor(size={list(arg.size())}, dtype={dtype})"
         if isinstance(arg, tuple):
             if len(arg) == 1:
-                return f"({get_repr(arg[0])},)"
-            return "(" + ", ".join(get_repr(a) for a in arg) + ")"
+                return f"({self.get_repr(arg[0])},)"
+            return "(" + ", ".join(self.get_repr(a) for a in arg) + ")"
         if isinstance(arg, list):
-            return "[" + ", ".join(get_repr(a) for a in arg) + "]"
+            return "[" + ", ".join(self.get_repr(a) for a in arg) + "]"
         if isinstance(arg, slice):
-            return f"slice({get_repr(arg.start)}, {get_repr(arg.stop)}, {get_repr(arg.step)})"
+            start, stop, step = (self.get_repr(v) for v in (arg.start, arg.stop, arg.step))
+            return f"slice({start}, {stop}, {step})"
         return repr(arg)
 
-    def format_args(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
-        parts = [get_repr(a) for a in args]
-        parts.extend(f"{k} = {get_repr(v)}" for k, v in kwargs.items())
+    def format_args(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+        parts = [self.get_repr(a) for a in args]
+        parts.extend(f"{k} = {self.get_repr(v)}" for k, v in kwargs.items())
         return ", ".join(parts)
 
+    # -- the body ----------------------------------------------------------------------
+    def write_body(self, nodes: list[Node], *, verbose: bool) -> None:
+        """Each node's statement after a ``# COUNTER: i`` line (``_assemble`` maps lines
+        to nodes by them), with its source comment when ``verbose``."""
+        previous_comment = None
+        for index, node in enumerate(nodes):
+            if verbose and node.op not in ("placeholder", "output"):
+                comment = _source_comment(node)
+                if comment != previous_comment:
+                    previous_comment = comment
+                    self.body.append(f"\n{comment}\n")
+            self.body.append(f"# COUNTER: {index}\n")
+            self.emit(node)
+            self.free_after(node)
+        if not self.body:
+            self.body.append("pass\n")
+
+    def wrap_statements(self, wrap_fn: Any, wrap_name_hint: str) -> str:
+        if not self.wrapped_fns:
+            return ""
+        wrap_name = self.add_global(wrap_name_hint, wrap_fn)
+        return "\n".join(f'{wrap_name}("{name}")' for name in self.wrapped_fns)
+
+    def free_after(self, user: Node) -> None:
+        """End ``user``'s statement, freeing the values it used last (``;  x = None``)."""
+        if user.op == "placeholder":
+            return
+        if user.op == "output":
+            self.body.append("\n")
+            return
+        to_delete = list(self.last_uses_of.get(user, ()))
+        if not user.users:
+            to_delete.append(user)
+        if to_delete:
+            self.body.append(";  " + " = ".join([*(repr(n) for n in to_delete), "None"]) + "\n")
+        else:
+            self.body.append("\n")
+
+    def emit(self, node: Node) -> None:
+        """``node``'s statement, by its opcode (``_emit_<op>``)."""
+        annotation = "" if node.type is None else f" : {self.type_repr(node.type)}"
+        emit_op = getattr(self, f"_emit_{node.op}", None)
+        if emit_op is None:
+            raise NotImplementedError(f"node: {node.op} {node.target}")
+        emit_op(node, annotation)
+
+    def _emit_placeholder(self, node: Node, annotation: str) -> None:
+        default = "" if not node.args else f" = {self.get_repr(node.args[0])}"
+        self.free_vars.append(f"{node.target}{annotation}{default}")
+        raw_name = node.target.replace("*", "")
+        if raw_name != repr(node):
+            self.body.append(f"{node!r} = {raw_name}\n")
+
+    def _emit_call_method(self, node: Node, annotation: str) -> None:
+        self.body.append(
+            f"{node!r}{annotation} = {format_target(self.get_repr(node.args[0]), node.target)}"
+            f"({self.format_args(node.args[1:], node.kwargs)})"
+        )
+
+    def _emit_call_function(self, node: Node, annotation: str) -> None:
+        if self._emit_operator(node, annotation):
+            return
+        target = node.target
+        global_name = self.add_global(_get_qualified_name(target), target)
+        if (
+            global_name == "getattr"
+            and isinstance(node.args, tuple)
+            and len(node.args) == 2
+            and isinstance(node.args[1], str)
+            and node.args[1].isidentifier()
+        ):
+            self.body.append(
+                f"{node!r}{annotation} = {format_target(self.get_repr(node.args[0]), node.args[1])}"
+            )
+            return
+        self.body.append(
+            f"{node!r}{annotation} = {global_name}({self.format_args(node.args, node.kwargs)})"
+        )
+        if node.meta.get("is_wrapped", False):
+            self.wrapped_fns.setdefault(global_name)
+
+    def _emit_operator(self, node: Node, annotation: str) -> bool:
+        """A call of an ``operator`` function written as its operator (``a + b``,
+        ``a[i]``, ``a += b``); False if the target is no such function."""
+        if getattr(node.target, "__module__", "") != "_operator":
+            return False
+        fn_name = getattr(node.target, "__name__", "")
+        if fn_name in magic_methods:
+            rendered = magic_methods[fn_name].format(*(self.get_repr(a) for a in node.args))
+            self.body.append(f"{node!r}{annotation} = {rendered}")
+            return True
+        if fn_name in inplace_methods:
+            rendered = inplace_methods[fn_name].format(*(self.get_repr(a) for a in node.args))
+            self.body.append(f"{rendered};  {node!r}{annotation} = {self.get_repr(node.args[0])}")
+            return True
+        return False
+
+    def _emit_call_module(self, node: Node, annotation: str) -> None:
+        self.body.append(
+            f"{node!r}{annotation} = {format_target(self.root_module, node.target)}"
+            f"({self.format_args(node.args, node.kwargs)})"
+        )
+
+    def _emit_get_attr(self, node: Node, annotation: str) -> None:
+        self.body.append(f"{node!r}{annotation} = {format_target(self.root_module, node.target)}")
+
+    def _emit_output(self, node: Node, annotation: str) -> None:
+        if node.type is not None:
+            self.return_annotation = f" -> {self.type_repr(node.type)}"
+        self.body.append(self.codegen.generate_output(node.args[0]))
+
+
+def _last_uses(nodes: list[Node]) -> dict[Node, list[Node]]:
+    """node -> the inputs it is the last user of (freed right after its statement)."""
     last_uses_of: dict[Node, list[Node]] = {}
     seen: set[Node] = set()
     for node in reversed(nodes):
@@ -298,116 +454,14 @@ def _generate(
             if input_node not in seen:
                 seen.add(input_node)
                 last_uses_of.setdefault(node, []).append(input_node)
+    return last_uses_of
 
-    def free_after(user: Node) -> None:
-        if user.op == "placeholder":
-            return
-        if user.op == "output":
-            body.append("\n")
-            return
-        to_delete = list(last_uses_of.get(user, ()))
-        if not user.users:
-            to_delete.append(user)
-        if to_delete:
-            body.append(";  " + " = ".join([*(repr(n) for n in to_delete), "None"]) + "\n")
-        else:
-            body.append("\n")
 
-    def emit(node: Node) -> None:
-        nonlocal return_annotation
-        annotation = "" if node.type is None else f" : {type_repr(node.type)}"
-        op = node.op
-        if op == "placeholder":
-            default = "" if not node.args else f" = {get_repr(node.args[0])}"
-            free_vars.append(f"{node.target}{annotation}{default}")
-            raw_name = node.target.replace("*", "")
-            if raw_name != repr(node):
-                body.append(f"{node!r} = {raw_name}\n")
-            return
-        if op == "call_method":
-            body.append(
-                f"{node!r}{annotation} = {format_target(get_repr(node.args[0]), node.target)}"
-                f"({format_args(node.args[1:], node.kwargs)})"
-            )
-            return
-        if op == "call_function":
-            target = node.target
-            fn_name = getattr(target, "__name__", "")
-            if getattr(target, "__module__", "") == "_operator":
-                if fn_name in magic_methods:
-                    rendered = magic_methods[fn_name].format(*(get_repr(a) for a in node.args))
-                    body.append(f"{node!r}{annotation} = {rendered}")
-                    return
-                if fn_name in inplace_methods:
-                    rendered = inplace_methods[fn_name].format(*(get_repr(a) for a in node.args))
-                    body.append(f"{rendered};  {node!r}{annotation} = {get_repr(node.args[0])}")
-                    return
-            global_name = add_global(_get_qualified_name(target), target)
-            if (
-                global_name == "getattr"
-                and isinstance(node.args, tuple)
-                and len(node.args) == 2
-                and isinstance(node.args[1], str)
-                and node.args[1].isidentifier()
-            ):
-                body.append(
-                    f"{node!r}{annotation} = {format_target(get_repr(node.args[0]), node.args[1])}"
-                )
-                return
-            body.append(
-                f"{node!r}{annotation} = {global_name}({format_args(node.args, node.kwargs)})"
-            )
-            if node.meta.get("is_wrapped", False):
-                wrapped_fns.setdefault(global_name)
-            return
-        if op == "call_module":
-            body.append(
-                f"{node!r}{annotation} = {format_target(root_module, node.target)}"
-                f"({format_args(node.args, node.kwargs)})"
-            )
-            return
-        if op == "get_attr":
-            body.append(f"{node!r}{annotation} = {format_target(root_module, node.target)}")
-            return
-        if op == "output":
-            if node.type is not None:
-                return_annotation = f" -> {type_repr(node.type)}"
-            body.append(codegen.generate_output(node.args[0]))
-            return
-        raise NotImplementedError(f"node: {node.op} {node.target}")
-
-    def node_repr(n: Node) -> str:
-        return namespace.create_name(n.name, n)
-
-    saved = [(n, n._repr_fn) for n in nodes]
-    for n in nodes:
-        n._repr_fn = node_repr
-    codegen._render = get_repr
-    try:
-        previous_comment = None
-        for index, node in enumerate(nodes):
-            if verbose and node.op not in ("placeholder", "output"):
-                comment = _source_comment(node)
-                if comment != previous_comment:
-                    previous_comment = comment
-                    body.append(f"\n{comment}\n")
-            body.append(f"# COUNTER: {index}\n")
-            emit(node)
-            free_after(node)
-        if not body:
-            body.append("pass\n")
-        wrap_stmts = ""
-        if wrapped_fns:
-            wrap_name = add_global(wrap_name_hint, wrap_fn)
-            wrap_stmts = "\n".join(f'{wrap_name}("{name}")' for name in wrapped_fns)
-        prologue = codegen.gen_fn_def(free_vars, return_annotation)
-        if codegen._body_transformer is not None:
-            body = codegen._body_transformer(body)
-    finally:
-        for n, fn in saved:
-            n._repr_fn = fn
-        codegen._render = repr
-
+def _assemble(
+    body: list[str], prologue: str, wrap_stmts: str, globals_: dict[str, Any]
+) -> PythonCode:
+    """The function's source: the ``wrap`` statements, the ``def`` and the indented body;
+    the ``# COUNTER: i`` lines become the map from a source line to node ``i``."""
     lineno_map: dict[int, int | None] = {}
     prologue_len = prologue.count("\n") + 1
     lines: list[str] = []
