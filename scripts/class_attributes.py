@@ -4,7 +4,9 @@
 A class's attributes are the names it binds in its body (annotated fields, plain class
 attributes; not methods, ``ClassVar`` annotations or ``__slots__``-like dunders) and the
 names its methods assign on ``self`` (``self.x = ...``, ``self.x: T = ...``, augmented
-assignments too): what an instance carries, read from the source alone.
+assignments too), less the names the class defines as properties (``self.args = ...`` going
+through a property's setter stores ``_args``, already counted): what an instance carries,
+read from the source alone.
 
     .venv/bin/python scripts/class_attributes.py fxls --max 15
 """
@@ -50,7 +52,12 @@ def attributes(cls: ast.ClassDef) -> set[str]:
             names.update(t.id for t in statement.targets if isinstance(t, ast.Name))
         elif isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef):
             names.update(_self_targets(statement))
-    return {name for name in names if not (name.startswith("__") and name.endswith("__"))}
+    properties = {statement.name for statement in cls.body
+                  if isinstance(statement, ast.FunctionDef) and any(
+                      isinstance(d, ast.Name) and d.id == "property"
+                      for d in statement.decorator_list)}
+    return {name for name in names - properties
+            if not (name.startswith("__") and name.endswith("__"))}
 
 
 def classes(folder: Path) -> Iterator[tuple[str, int, str, set[str]]]:
