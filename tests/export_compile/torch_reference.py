@@ -76,8 +76,8 @@ def reference(path: str) -> dict[str, dict]:
                     stack = failure.data.get("user_stack") or []
                     drafted += [frame["line"] for frame in stack
                                 if names.get(frame["filename"]) == path]
-            except Exception:
-                pass
+            except Exception as draft_error:  # its own failure is one more: where it was
+                drafted += [line for line in [_export_line(draft_error, path)] if line]
         found[node.name] = {"breaks": breaks, "compile_error_line": compile_error_line,
                             "exported": exported,
                             "export_line": export_line, "drafted": drafted}

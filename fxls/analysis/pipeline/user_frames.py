@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import linecache
 import os
+import re
 import traceback
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -156,15 +157,20 @@ def statement_span(filename: str, line: int, function: str, file: SourceFile) ->
                       getattr(target, "col_offset", 0), end_col, function)
 
 
+#: a quoted expression longer than this is cut (a call whose arguments fill ten lines)
+_QUOTED_LENGTH = 80
+
+
 def span_text(span: SourceSpan, file: SourceFile) -> str:
-    """The first line of the spanned text (other files read as Python read them)."""
+    """The spanned text on one line, cut at ``_QUOTED_LENGTH`` characters (other files read
+    as Python reads them)."""
     text = file.text if span.file == file.filename else source_text(
         "".join(linecache.getlines(span.file)))
     if span.end_col <= span.col and span.line == span.end_line:
         return ""
-    end = (span.end_line, span.end_col) if span.line == span.end_line else (
-        span.line, text.byte_length(span.line))
-    return text.text_at(Span(span.file, span.line, end[0], span.col, end[1])).strip()
+    spanned = text.text_at(Span(span.file, span.line, span.end_line, span.col, span.end_col))
+    said = re.sub(r"([(\[{]) | ([)\]}])", r"\1\2", " ".join(spanned.split()))
+    return said if len(said) <= _QUOTED_LENGTH else said[:_QUOTED_LENGTH - 3] + "..."
 
 
 def returned_span(file: SourceFile, class_name: str) -> SourceSpan | None:

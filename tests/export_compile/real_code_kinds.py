@@ -1,0 +1,32 @@
+"""Small models of failure kinds first met in real code (tests/realmodels/test_real_targets.py):
+each is what a model of the zoo does, in a few lines (tests/export_compile)."""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Holder:
+    def __init__(self, value):
+        self.value = value
+
+
+class ReturnsObject(nn.Module):
+    """transformers' models return a ``DynamicCache``: export cannot flatten it."""
+
+    # fxls: args (torch.randn(2, 8),)
+    def forward(self, x):
+        return Holder(x + 1)
+
+
+class CtcLoss(nn.Module):
+    """wav2vec2's loss: a check of the labels' values, then a CTC loss whose output size
+    depends on the target lengths (draft_export fails there after deciding the check)."""
+
+    # fxls: args (torch.randn(12, 2, 5).log_softmax(-1), torch.randint(1, 5, (2, 4)))
+    def forward(self, log_probs, targets):
+        if targets.max() >= log_probs.shape[-1]:
+            raise ValueError("label out of range")
+        lengths = torch.full((log_probs.shape[1],), log_probs.shape[0])
+        target_lengths = (targets > 0).sum(-1)
+        return F.ctc_loss(log_probs, targets, lengths, target_lengths)
