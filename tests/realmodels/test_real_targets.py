@@ -188,3 +188,45 @@ def test_torch_long_errors_are_cut_to_their_first_sentence(fxls_says: dict[str, 
     says it."""
     (found,) = _found(fxls_says, "FasterRcnn", "FX309")
     assert found["message"].endswith("RuntimeError: Couldn't load custom C++ ops")
+
+
+SWITCH = SITE / "transformers" / "models" / "switch_transformers" / \
+    "modeling_switch_transformers.py"
+
+_SWITCH_IN_TORCH = f"""
+import json, traceback, torch, torch._dynamo
+from transformers import SwitchTransformersConfig
+from transformers.models.switch_transformers import modeling_switch_transformers as m
+config = SwitchTransformersConfig(d_model=32, d_ff=37, num_experts=4)
+inputs = (torch.randn(2, 7, 32),)
+try:
+    torch.export.export(m.SwitchTransformersTop1Router(config).eval(), inputs)
+    raised = []
+except Exception as error:
+    raised = [frame.lineno for frame in traceback.extract_tb(error.__traceback__)
+              if frame.filename == {str(SWITCH)!r}]
+explained = torch._dynamo.explain(m.SwitchTransformersSparseMLP(config).eval())(*inputs)
+print(json.dumps({{"router_raised": raised[-1:], "breaks": sorted({{
+    reason.user_stack[-1].lineno for reason in explained.break_reasons}})}}))
+"""
+
+
+def test_switch_transformers_in_place() -> None:
+    """transformers' Switch Transformers file checked where it lives: its router casts its
+    own layer inside ``forward`` (export cannot swap a parameter while tracing), its experts
+    run on the tokens routed to them (``nonzero``: a graph break), as torch says."""
+    done = subprocess.run([sys.executable, "-c", _SWITCH_IN_TORCH], capture_output=True,
+                          text=True, timeout=900, env=_with_zoo())
+    said = json.loads(done.stdout.strip().splitlines()[-1])
+    checked = subprocess.run(
+        [sys.executable, "-m", "fxls", "check", "--format", "json", "--no-progress",
+         "--target", "export,compile", str(SWITCH)],
+        capture_output=True, text=True, timeout=900, env=_with_zoo())
+    (report,) = json.loads(checked.stdout)["files"]
+    assert not [d for d in report["diagnostics"] if d["code"].startswith("FX0")]
+    router = _found(report, "SwitchTransformersTop1Router", "FX2")
+    assert [(d["code"], d["range"]["start"]["line"] + 1) for d in router] == [
+        ("FX209", *said["router_raised"])]
+    assert "`self.classifier.to(self.dtype)`" in router[0]["message"]
+    breaks = _found(report, "SwitchTransformersSparseMLP", "FX301")
+    assert _lines(breaks) == said["breaks"] and "GB0036" in breaks[0]["message"]
