@@ -264,6 +264,9 @@ class FileReport:
     #: the tracers the file's classes must pass (SPEC: Targets), and how they were chosen
     targets: list[str] = field(default_factory=list)
     targets_because: str | None = None
+    #: the models' report is complete (graphs, shapes, backward nodes): a report sent ahead
+    #: of the export/compile tiers and the passes can answer hover and inlay hints
+    models_complete: bool = False
 
     def to_dict(self, partial: dict[str, Any] | None = None) -> dict[str, Any]:
         """Plain data. ``partial`` is a report sent ahead of this one (as plain data): the
@@ -279,6 +282,7 @@ class FileReport:
             "graphs": [g.to_dict() for g in self.graphs],
             "passes": [p.to_dict() for p in self.passes],
             "targets": list(self.targets), "targets_because": self.targets_because,
+            "models_complete": self.models_complete,
         }
         if partial is not None:
             sent = {_diagnostic_key(d): (i, d) for i, d in enumerate(partial["diagnostics"])}

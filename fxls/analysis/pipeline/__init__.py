@@ -86,6 +86,7 @@ def analyze_source(
         observe_traced(traced, context, candidates, findings)
         report.graphs.extend(graph_report(name, graph) for name, graph in graphs)
     mark_targets(report, file, targets)
+    report.models_complete = True
     if wants_torch_tiers(report):
         if on_diagnostics is not None:  # the models' report before torch's slower tracers
             clock.lap("models")
