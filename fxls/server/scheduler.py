@@ -20,8 +20,9 @@ from pygls.uris import to_fs_path
 
 from fxls.analysis_runs.outcome import failure_report
 from fxls.analysis_runs.request import AnalysisRequest
-from fxls.project.settings import load_settings
+from fxls.project.settings import Settings, load_settings
 from fxls.report import FileReport
+from fxls.server.analysed_texts import AnalysedTexts
 from fxls.server.analysis_service import WorkerStartError
 from fxls.server.background import BackgroundTasks
 from fxls.server.dependencies import depends_on
@@ -67,9 +68,12 @@ class AnalysisScheduler:
         self._background = background
         #: uri -> the pending start of its next analysis (debounced)
         self._debounce: dict[str, asyncio.TimerHandle] = {}
+        self._analysed = AnalysedTexts()
 
-    def schedule(self, uri: str, delay_s: float = 0.0) -> None:
-        """Analyse ``uri`` after ``delay_s`` (a later call for it restarts the delay)."""
+    def schedule(self, uri: str, delay_s: float = 0.0, *, unless_unchanged: bool = False) -> None:
+        """Analyse ``uri`` after ``delay_s`` (a later call for it restarts the delay);
+        ``unless_unchanged``: a text already analysed as it is gets its last report again
+        (``analysed_texts``)."""
         pending = self._debounce.pop(uri, None)
         if pending is not None:
             pending.cancel()
@@ -77,7 +81,7 @@ class AnalysisScheduler:
         if document is not None:
             document.settled.clear()
         if delay_s <= 0:
-            self._start(uri)
+            self._background.spawn(self.analyze(uri, unless_unchanged=unless_unchanged))
             return
         self._debounce[uri] = asyncio.get_running_loop().call_later(
             delay_s, self._start_debounced, uri)
@@ -99,6 +103,7 @@ class AnalysisScheduler:
         if pending is not None:
             pending.cancel()
         document = self._session.documents.pop(uri, None)
+        self._analysed.forget(uri)
         if document is not None:
             document.close()
 
@@ -139,14 +144,15 @@ class AnalysisScheduler:
             return None
         return document.snapshot
 
-    async def analyze(self, uri: str, *, track: bool = True) -> None:
+    async def analyze(self, uri: str, *, track: bool = True,
+                      unless_unchanged: bool = False) -> None:
         """Analyse the open document ``uri`` and publish; ``track``: in the trace progress."""
         document = self._session.documents.get(uri)
         if document is None:
             return  # closed (or never opened) since it was scheduled
         generation = document.begin_analysis()
         try:
-            await self._analyze(document, generation, track)
+            await self._analyze(document, generation, track, unless_unchanged)
         except Exception as error:
             log.exception("analysis of %s failed", uri)
             tell(self._server, f"fxls: the analysis of {uri} failed: {error}")
@@ -154,13 +160,18 @@ class AnalysisScheduler:
             if generation == document.generation and uri not in self._debounce:
                 document.settled.set()
 
-    async def _analyze(self, document: DocumentController, generation: int, track: bool) -> None:
+    async def _analyze(self, document: DocumentController, generation: int, track: bool,
+                       unless_unchanged: bool = False) -> None:
         uri = document.uri
         text_document = self._server.workspace.get_text_document(uri)
         text, version = text_document.source, text_document.version
         settings = load_settings(document.path, self._session.config.overrides())
         self._publisher.publish_settings(settings)
         request = AnalysisRequest(document.path, text, settings)
+        if unless_unchanged and document.snapshot is not None and self._analysed.unchanged(
+                uri, request):
+            self._settle(document, document.snapshot.report, text, version, settings)
+            return
 
         def current() -> bool:
             return (generation == document.generation
@@ -175,11 +186,31 @@ class AnalysisScheduler:
             if current():
                 self._publisher.publish_report(uri, document.path, report, text, version,
                                                settings.project.root)
+                if report.models_complete:  # before export/compile and the passes
+                    self._answer_from(document, report, text, version)
 
         report, worker_started = await self._run(document, request, key, track, current,
                                                  publish_early)
         if report is None or not current():
             return  # superseded by a newer save (its result will publish) or closed
+        self._analysed.remember(uri, request, report)
+        snapshot = self._settle(document, report, text, version, settings)
+        if worker_started:
+            self._start_fix_verification(document, snapshot, request)
+
+    def _answer_from(self, document: DocumentController, report: FileReport, text: str,
+                     version: int | None) -> None:
+        """The models' complete report answers hover, inlay hints and code lenses while
+        torch's tiers and the passes still run (the final report replaces it)."""
+        document.snapshot = DocumentSnapshot(document.uri, document.path, report, text, version,
+                                             document.fixes)
+        document.settled.set()
+        self._publisher.refresh_views()
+
+    def _settle(self, document: DocumentController, report: FileReport, text: str,
+                version: int | None, settings: Settings) -> DocumentSnapshot:
+        """``report`` becomes the document's snapshot, published and announced."""
+        uri = document.uri
         document.snapshot = snapshot = DocumentSnapshot(
             uri, document.path, report, text, version, document.fixes)
         self._publisher.publish_report(uri, document.path, report, text, version,
@@ -187,8 +218,7 @@ class AnalysisScheduler:
         self._server.protocol.notify(ANALYSIS_DONE, {"uri": uri, "version": version,
                                                      **targets_status(report)})
         self._publisher.refresh_views()
-        if worker_started:
-            self._start_fix_verification(document, snapshot, request)
+        return snapshot
 
     async def _run(
         self,
