@@ -16,10 +16,9 @@ on disk, a settings change, a restarted worker.
 >>> from fxls.analysis_runs.request import AnalysisRequest
 >>> request = AnalysisRequest("/p/net.py", "x = 1\\n", Settings())
 >>> texts.remember("file:///p/net.py", request, FileReport("/p/net.py"))
->>> texts.unchanged("file:///p/net.py", request)
-True
->>> texts.unchanged("file:///p/net.py", AnalysisRequest("/p/net.py", "x = 2\\n", Settings()))
-False
+>>> texts.reusable("file:///p/net.py", request).path
+'/p/net.py'
+>>> texts.reusable("file:///p/net.py", AnalysisRequest("/p/net.py", "x = 2\\n", Settings()))
 """
 
 from __future__ import annotations
@@ -55,16 +54,19 @@ def _stat(path: str) -> str:
 
 
 class AnalysedTexts:
-    """Per open document, the fingerprint of the text its last report was computed from."""
+    """Per open document, its last complete report and the fingerprint of what it was
+    computed from (the document's snapshot may be newer: an early report of a later text)."""
 
     def __init__(self) -> None:
-        #: uri -> (fingerprint, the files it covers besides the document)
-        self._by_uri: dict[str, tuple[str, tuple[str, ...]]] = {}
+        #: uri -> (fingerprint, the files it covers besides the document, the report)
+        self._by_uri: dict[str, tuple[str, tuple[str, ...], FileReport]] = {}
 
-    def unchanged(self, uri: str, request: AnalysisRequest) -> bool:
-        """Whether ``request`` is what ``uri``'s last report was computed from."""
+    def reusable(self, uri: str, request: AnalysisRequest) -> FileReport | None:
+        """``uri``'s last report if ``request`` is what it was computed from."""
         known = self._by_uri.get(uri)
-        return known is not None and fingerprint(request, known[1]) == known[0]
+        if known is None or fingerprint(request, known[1]) != known[0]:
+            return None
+        return known[2]
 
     def remember(self, uri: str, request: AnalysisRequest, report: FileReport) -> None:
         if any(item.code in _NOT_REUSED for item in report.diagnostics):
@@ -72,7 +74,7 @@ class AnalysedTexts:
             return
         own = os.path.realpath(request.path)
         files = tuple(sorted(path for path in report_files(report) if path != own))
-        self._by_uri[uri] = (fingerprint(request, files), files)
+        self._by_uri[uri] = (fingerprint(request, files), files, report)
 
     def forget(self, uri: str) -> None:
         self._by_uri.pop(uri, None)

@@ -168,9 +168,12 @@ class AnalysisScheduler:
         settings = load_settings(document.path, self._session.config.overrides())
         self._publisher.publish_settings(settings)
         request = AnalysisRequest(document.path, text, settings)
-        if unless_unchanged and document.snapshot is not None and self._analysed.unchanged(
-                uri, request):
-            self._settle(document, document.snapshot.report, text, version, settings)
+        reusable = self._analysed.reusable(uri, request) if unless_unchanged else None
+        if reusable is not None:
+            shown = document.snapshot
+            snapshot = self._settle(document, reusable, text, version, settings)
+            if shown is None or shown.text != text:  # its fixes were another text's
+                self._start_fix_verification(document, snapshot, request)
             return
 
         def current() -> bool:
