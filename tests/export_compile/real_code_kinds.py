@@ -30,3 +30,28 @@ class CtcLoss(nn.Module):
         lengths = torch.full((log_probs.shape[1],), log_probs.shape[0])
         target_lengths = (targets > 0).sum(-1)
         return F.ctc_loss(log_probs, targets, lengths, target_lengths)
+
+
+class RecurrentBlock(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.LSTM(8, 16, batch_first=True)
+
+    def forward(self, x):
+        x = x * 2
+        out, _ = self.rnn(x)
+        return out.relu()
+
+
+class Recurrent(nn.Module):
+    """timm's Sequencer: dynamo does not trace into an LSTM inside a block; it compiles up
+    to the call and runs it in Python (in Sequencer explain lists the reason, then
+    ``step_unsupported``, at the same statement: one break)."""
+
+    # fxls: args (torch.randn(2, 5, 8),)
+    def __init__(self):
+        super().__init__()
+        self.block = RecurrentBlock()
+
+    def forward(self, x):
+        return self.block(x + 1)

@@ -16,7 +16,7 @@ import pytest
 
 HERE = Path(__file__).parent
 SOURCE = (HERE / "real_code_kinds.py").read_text(encoding="utf-8")
-CLASSES = ["ReturnsObject", "CtcLoss"]
+CLASSES = ["ReturnsObject", "CtcLoss", "Recurrent"]
 
 
 @pytest.fixture(scope="module")
@@ -63,11 +63,14 @@ def _range_of(fragment: str) -> dict[str, Any]:
 def test_export_failures_are_torchs(fxls_says: dict[str, Any], torch_says: dict[str, Any],
                                     name: str) -> None:
     said = torch_says[name]
+    if said["exported"]:
+        assert _found(fxls_says, name, "FX2") == []
+        return
     # no line of the file in torch's stack: the outputs failed, at what `forward` returns
     expected = {line for line in [said["export_line"], *said["drafted"]] if line} or {
         _last_return(name)}
     found = {d["range"]["start"]["line"] + 1 for d in _found(fxls_says, name, "FX2")}
-    assert not said["exported"] and found == expected
+    assert found == expected
 
 
 def _last_return(name: str) -> int:
@@ -107,3 +110,12 @@ def test_draft_exports_own_failure_is_one_more(fxls_says: dict[str, Any]) -> Non
     assert "the output size of `aten._ctc_loss.Tensor` depends on the data" in loss["message"]
     (module,) = [m for m in fxls_says["modules"] if m["name"] == "CtcLoss"]
     assert module["targets"]["export"] == "failed: 2 problems"
+
+
+def test_an_lstm_is_one_break_at_its_call(fxls_says: dict[str, Any]) -> None:
+    """dynamo runs the LSTM in Python: one break at the call, with torch's type and page."""
+    (found,) = _found(fxls_says, "Recurrent", "FX301")
+    assert found["range"] == _range_of("self.rnn(x)")
+    assert "Attempted to wrap RNN, GRU, or LSTM (GB0014)" in found["message"]
+    (module,) = [m for m in fxls_says["modules"] if m["name"] == "Recurrent"]
+    assert module["targets"]["compile"] == "1 graph break"

@@ -1,6 +1,7 @@
 """The export and compile targets on real models from the zoo (Hugging Face BERT, GPT-2, T5,
-Llama, Mixtral, Switch Transformers, wav2vec2 with its CTC loss; timm's ViT; torchvision's
-ResNet and Faster R-CNN), against torch itself as tests/export_compile does for small ones.
+Llama, Mixtral, Switch Transformers, wav2vec2 with its CTC loss; timm's ViT and its
+recurrent Sequencer; torchvision's ResNet and Faster R-CNN), against torch itself as
+tests/export_compile does for small ones.
 
 Each model is built small inside a class of the user's (``zoo_targets/models.py``) and goes
 through ``fxls check --target export,compile`` and, in a plain process, through
@@ -35,7 +36,7 @@ pytestmark = pytest.mark.skipif(
     reason=f"model zoo not installed in {ZOO} (scripts/install_model_zoo.py)")
 
 CLASSES = ["Bert", "Gpt2", "Gpt2WithCache", "T5", "Llama", "Mixtral", "SwitchEncoder",
-           "Wav2Vec2Ctc", "Vit", "ResNet", "FasterRcnn"]
+           "Wav2Vec2Ctc", "Vit", "Sequencer", "ResNet", "FasterRcnn"]
 
 
 def _with_zoo() -> dict[str, str]:

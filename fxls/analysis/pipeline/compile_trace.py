@@ -30,6 +30,9 @@ from fxls.report import Diagnostic
 COMPILED = "compiled"
 #: dynamo's name for a jump (``if``, ``while``, ``and``) on a tensor's value
 _DATA_DEPENDENT_JUMP = "generic_jump"
+#: dynamo's record of compiling the graph up to a statement it then runs in Python: the
+#: other half of the break at that statement (an LSTM call), not a break of its own
+_STEPPED = "step_unsupported"
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,9 @@ class GraphBreak:
     def words(self) -> str:
         if self.gb_type.startswith(_DATA_DEPENDENT_JUMP):
             return "a branch on a tensor's value (dynamo cannot know which way it goes)"
+        if self.gb_type == _STEPPED:
+            return "dynamo compiled the graph up to this statement and runs it in Python " \
+                f"({_STEPPED})"
         said = self.gb_type + (f" ({self.gb_id})" if self.gb_id else "")
         if self.explanation:
             said += f": {self.explanation}"
@@ -129,14 +135,17 @@ _Break = tuple[GraphBreak, list[SourceSpan]]
 
 def _distinct(breaks: list[_Break]) -> list[_Break]:
     """One per place and kind: a break in a library function is met again when dynamo
-    compiles that function's frame on its own (then without the user's frames)."""
+    compiles that function's frame on its own (then without the user's frames); dynamo's
+    step past a statement is part of the break at that statement."""
     kept: dict[tuple[str, int, int, str], _Break] = {}
     for graph_break, spans in breaks:
         site = spans[-1] if spans else None
         key = (site.file, site.line, site.col, graph_break.gb_type) if site is not None else (
             "", len(kept), 0, graph_break.gb_type)
         kept.setdefault(key, (graph_break, spans))
-    return list(kept.values())
+    broken = {(key[0], key[1]) for key in kept if key[3] != _STEPPED}
+    return [found for key, found in kept.items()
+            if key[3] != _STEPPED or (key[0], key[1]) not in broken]
 
 
 def _with_user_callers(breaks: list[_Break], run: TargetRun, file: SourceFile) -> list[_Break]:

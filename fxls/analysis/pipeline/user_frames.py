@@ -106,12 +106,26 @@ def locate(spans: Sequence[SourceSpan], file: SourceFile, fallback: SourceSpan) 
     if not mine:
         inner = tuple(RelatedInfo(to_span(span), "inside the library") for span in spans[-1:])
         return Location(fallback, inner, *_library_at(spans, file))
-    where = spans[mine[-1]]
+    where = _whole_call(spans[mine[-1]], file)
     inner_frames = spans[mine[-1] + 1:]
     related = [RelatedInfo(to_span(span), "reached through here") for span in inner_frames]
     related += [RelatedInfo(to_span(spans[index]), "called from here")
                 for index in reversed(mine[:-1])]
     return Location(where, tuple(related), *_library_at(inner_frames, file))
+
+
+def _whole_call(span: SourceSpan, file: SourceFile) -> SourceSpan:
+    """The call whose callee the span is (dynamo stops at ``self.rnn`` of ``self.rnn(x)``:
+    the instruction that loads the LSTM), else the span."""
+    tree = file.tree_of(span.file)
+    for node in ast.walk(tree) if tree is not None else ():
+        callee = node.func if isinstance(node, ast.Call) else None
+        if callee is not None and (callee.lineno, callee.col_offset, callee.end_lineno,
+                                   callee.end_col_offset) == (span.line, span.col,
+                                                              span.end_line, span.end_col):
+            return SourceSpan(span.file, node.lineno, node.end_lineno or node.lineno,
+                              node.col_offset, node.end_col_offset or 0, span.function)
+    return span
 
 
 def _library_at(frames: Sequence[SourceSpan],

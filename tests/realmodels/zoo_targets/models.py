@@ -4,6 +4,7 @@ is where a problem whose stack is all library code is reported."""
 
 import torch.nn as nn
 import torchvision
+from timm.models.sequencer import Sequencer2d
 from timm.models.vision_transformer import VisionTransformer
 from transformers import (
     BertConfig,
@@ -138,6 +139,21 @@ class Vit(nn.Module):
         super().__init__()
         self.model = VisionTransformer(img_size=32, patch_size=8, embed_dim=32, depth=2,
                                        num_heads=2, num_classes=10)
+
+    def forward(self, images):
+        return self.model(images)  # the user's call
+
+
+class Sequencer(nn.Module):
+    """timm's recurrent model: bidirectional LSTMs over rows and columns (dynamo does not
+    trace into an LSTM: a graph break at each)."""
+
+    # fxls: args (torch.randn(2, 3, 32, 32),)
+    def __init__(self):
+        super().__init__()
+        self.model = Sequencer2d(num_classes=10, img_size=32, layers=(1, 1),
+                                 patch_sizes=(8, 2), embed_dims=(32, 64), hidden_sizes=(16, 32),
+                                 mlp_ratios=(2.0, 2.0))
 
     def forward(self, images):
         return self.model(images)  # the user's call

@@ -58,7 +58,12 @@ def _breaks(instance: torch.nn.Module, inputs: tuple[Any, ...], path: str) -> di
         if site not in sites or sites[site]["line"] is None:
             sites[site] = {"gb_type": gb_type, "line": line,
                            "in": f"{Path(site[0]).name}:{site[1]}"}
-    return {"breaks": list(sites.values()), "error": None, "error_line": None}
+    # "step_unsupported" is dynamo compiling up to a statement it then runs in Python: the
+    # record of how it went past the break at that statement, not another break
+    broken = {(site[0], site[1]) for site in sites if site[2] != "step_unsupported"}
+    breaks = [found for site, found in sites.items()
+              if site[2] != "step_unsupported" or (site[0], site[1]) not in broken]
+    return {"breaks": breaks, "error": None, "error_line": None}
 
 
 def _drafted(instance: torch.nn.Module, inputs: tuple[Any, ...],
