@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from lsprotocol import types
@@ -20,6 +21,7 @@ from pygls.uris import to_fs_path
 
 from fxls.analysis_runs.outcome import failure_report
 from fxls.analysis_runs.request import AnalysisRequest
+from fxls.codes import Target
 from fxls.project.settings import Settings, load_settings
 from fxls.report import FileReport
 from fxls.server.analysed_texts import AnalysedTexts
@@ -257,8 +259,13 @@ class AnalysisScheduler:
         # proposed now, so that a request from this moment on waits for their verification
         snapshot.fixes.reset(snapshot.text, snapshot.report)
 
+        # a fix is of a symbolic-trace problem: its variants are checked by that tier alone
+        # (torch's export/compile tiers would cost seconds per candidate)
+        tracing_only = replace(request.settings, tracers=replace(
+            request.settings.tracers, targets=(Target.SYMBOLIC_TRACE.value,)))
+
         async def analyze_variant(variant: str, lane: int) -> FileReport | None:
-            variant_request = AnalysisRequest(request.path, variant, request.settings)
+            variant_request = AnalysisRequest(request.path, variant, tracing_only)
             service = await self._interpreters.for_path(request.path)
             return await service.analyze(f"verify:{document.uri}:{lane}", variant_request)
 
