@@ -188,7 +188,9 @@ def test_torch_long_errors_are_cut_to_their_first_sentence(fxls_says: dict[str, 
     """torchvision's error for its missing C++ ops is 600 characters; its first sentence
     says it."""
     (found,) = _found(fxls_says, "FasterRcnn", "FX309")
-    assert found["message"].endswith("RuntimeError: Couldn't load custom C++ ops")
+    assert found["message"] == (
+        "compiling `FasterRcnn` raised inside `torchvision.extension._assert_has_ops`, "
+        "reached from here: RuntimeError: Couldn't load custom C++ ops")
 
 
 SWITCH = SITE / "transformers" / "models" / "switch_transformers" / \

@@ -19,8 +19,8 @@ from fxls.analysis.pipeline.target_inputs import TargetRun
 from fxls.analysis.pipeline.torch_words import first_sentence
 from fxls.analysis.pipeline.user_frames import (
     Location,
+    library_expression,
     locate,
-    span_text,
     spans_of_exception,
     spans_of_summaries,
 )
@@ -111,7 +111,7 @@ def _inside(where: Location, file: SourceFile) -> str:
     the library function that failed; empty for a failure at the user's own expression."""
     if where.library is None:
         return ""
-    text = span_text(where.library_site, file) if where.library_site is not None else ""
+    text = library_expression(where, file)
     return f" inside `{where.library}`" + (f" at `{text}`" if text else "") + \
         ", reached from here"
 

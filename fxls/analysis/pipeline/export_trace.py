@@ -25,6 +25,7 @@ from fxls.analysis.pipeline.target_inputs import TargetRun
 from fxls.analysis.pipeline.torch_words import first_sentence
 from fxls.analysis.pipeline.user_frames import (
     Location,
+    library_expression,
     locate,
     returned_span,
     span_text,
@@ -172,7 +173,7 @@ def _diagnostic(failure: ExportFailure, where: Location, run: TargetRun,
     text = span_text(where.span, file)
     subject = f"`{text}`" if text else "this"
     if where.library is not None:  # the user's line called into it: name where it failed
-        inner = span_text(where.library_site, file) if where.library_site else ""
+        inner = library_expression(where, file)
         subject = (f"`{inner}` in `{where.library}`" if inner else f"`{where.library}`") + \
             " (reached from here)"
     title = _TITLES[failure.code].format(text=subject)

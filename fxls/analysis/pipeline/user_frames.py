@@ -187,6 +187,13 @@ def span_text(span: SourceSpan, file: SourceFile) -> str:
     return said if len(said) <= _QUOTED_LENGTH else said[:_QUOTED_LENGTH - 3] + "..."
 
 
+def library_expression(where: Location, file: SourceFile) -> str:
+    """The library's expression a failure happened at, to quote; none for a ``raise``
+    (its text repeats the error the message already gives)."""
+    text = span_text(where.library_site, file) if where.library_site is not None else ""
+    return "" if text.startswith("raise ") else text
+
+
 def returned_span(file: SourceFile, class_name: str) -> SourceSpan | None:
     """The value of the last ``return`` of the class's own ``forward`` in the file."""
     module = file.module_tree
