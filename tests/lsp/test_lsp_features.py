@@ -137,7 +137,8 @@ async def test_restart_command_and_a_killed_worker_leave_the_server_working(
     assert await client.workspace_execute_command_async(
         types.ExecuteCommandParams("fxls.restartWorker", [])
     )
-    diagnostics = await save_and_wait(client, path, MODEL, 2)
+    # changed texts: a save of the text already analysed is answered without a job
+    diagnostics = await save_and_wait(client, path, MODEL + "\n", 2)
     assert {d.code for d in diagnostics} == {"FX010"}
     restarted = set(child_pids(server_pid))
     assert restarted and not restarted & first  # a new worker, not the old one still
