@@ -174,7 +174,8 @@ class AnalysisScheduler:
         if reusable is not None:
             shown = document.snapshot
             snapshot = self._settle(document, reusable, text, version, settings)
-            if shown is None or shown.text != text:  # its fixes were another text's
+            # the analysis that began cancelled a verification still running (or waiting)
+            if shown is None or shown.text != text or not document.fixes.finished:
                 self._start_fix_verification(document, snapshot, request)
             return
 
