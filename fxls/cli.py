@@ -67,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--ignore", type=_code_list, help="never these codes")
     check.add_argument("--timeout", type=float, help="seconds per file (default 30)")
     check.add_argument(
-        "--target", type=_target_list, metavar="TARGETS",
+        "--target", dest="targets", type=_target_list, metavar="TARGETS",
         help=f"the tracers the code must pass, comma-separated ({', '.join(TARGET_NAMES)}); "
         "overrides the project's `targets` (default: inferred from the code)")
     check.add_argument("--python", help="interpreter that runs the user code")
@@ -112,8 +112,8 @@ def _overrides(args: argparse.Namespace) -> dict[str, object]:
         overrides["select"] = args.select
     if getattr(args, "ignore", None):
         overrides["ignore"] = args.ignore
-    if getattr(args, "target", None):
-        overrides["targets"] = args.target
+    if getattr(args, "targets", None):  # `fxls check --target` (graph's `target` is FILE::X)
+        overrides["targets"] = args.targets
     if getattr(args, "timeout", None) is not None:  # 0 or nan too: said, not ignored
         overrides["timeout"] = args.timeout
     if getattr(args, "allow_write", None):
@@ -240,10 +240,7 @@ def _targets_lines(reports: list[FileReport]) -> str:
     default (symbolic tracing alone, as fxls always did)."""
     lines = []
     for report in reports:
-        if report.targets == ["symbolic_trace"] and report.targets_because is not None \
-                and report.targets_because.startswith("the default"):
-            continue
-        if report.targets:
+        if report.targets and not report.default_targets:
             line = f"fxls: targets {', '.join(report.targets)}: {report.targets_because}\n"
             if line not in lines:
                 lines.append(line)

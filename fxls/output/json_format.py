@@ -6,8 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from fxls.codes import target_of
-from fxls.output.located import SourceCache, locate, pass_origin
+from fxls.output.located import SourceCache, locate, pass_origin, tracer_of
 from fxls.output.setting_problems import problem_entries
 from fxls.output.statistics import Statistics
 from fxls.project.settings import SettingProblem
@@ -20,7 +19,7 @@ def report_to_json(report: FileReport, sources: SourceCache) -> dict[str, Any]:
         "modules": [_module(m) for m in report.modules],
         "diagnostics": [_diagnostic(item, report.path) for item in locate(report, sources)],
     }
-    if report.targets:  # additive: the tracers checked, and why those
+    if report.targets and not report.default_targets:  # additive: the tracers, and why
         entry["targets"] = {"targets": list(report.targets), "because": report.targets_because}
     if report.passes:  # additive key, only for files with FX passes
         entry["passes"] = [_pass(p) for p in report.passes]
@@ -48,7 +47,8 @@ def _module(module: ModuleReport) -> dict[str, Any]:
                              "entry": module.entry}
     if module.reason is not None:
         entry["reason"] = module.reason
-    if module.targets:  # additive: the class's status under each tracer it targets
+    if module.targets and set(module.targets) != {"symbolic_trace"}:
+        # additive: the class's status under each tracer it targets, when not tracing alone
         entry["targets"] = dict(module.targets)
     return entry
 
@@ -67,9 +67,9 @@ def _diagnostic(item: Any, own_path: str) -> dict[str, Any]:
     if item.path != own_path:
         # found while tracing this file, located in another (a submodule defined there)
         entry["path"] = item.path
-    target = target_of(item.diagnostic.code)
+    target = tracer_of(item.diagnostic)
     if target is not None:  # additive: the tracer whose problem it is
-        entry["target"] = target.value
+        entry["target"] = target
     entry.update(pass_origin(item.diagnostic))  # additive: found in an FX pass
     return entry
 

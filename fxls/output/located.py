@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from fxls.codes import target_of
 from fxls.project.python_source import read_python_source_or_replace
 from fxls.project.source_text import UTF16, Position, SourceText
 from fxls.report import Diagnostic, FileReport
@@ -97,3 +98,12 @@ def pass_origin(diagnostic: Diagnostic) -> dict[str, str]:
         if isinstance(value, str) and (key == "pass" or "pass" in origin):
             origin[key] = value
     return origin
+
+
+def tracer_of(diagnostic: Diagnostic) -> str | None:
+    """The tracer whose problem ``diagnostic`` is (``symbolic_trace``/``export``/``compile``);
+    None for fxls's own (FX1xx) and for a problem of an FX pass (its ``pass`` says where)."""
+    target = target_of(diagnostic.code)
+    if target is None or "pass" in pass_origin(diagnostic):
+        return None
+    return target.value

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from fxls import __version__
-from fxls.codes import CODES, doc_url, target_of
-from fxls.output.located import SourceCache, locate, pass_origin
+from fxls.codes import CODES, doc_url
+from fxls.output.located import SourceCache, locate, pass_origin, tracer_of
 from fxls.output.setting_problems import sarif_notifications
 from fxls.output.statistics import Statistics
 from fxls.project.settings import SettingProblem
@@ -57,9 +57,9 @@ def format_sarif(
                 }}],
             }
             properties = pass_origin(d)  # the FX pass (and graph) it was found in
-            target = target_of(d.code)
+            target = tracer_of(d)
             if target is not None:  # the tracer whose problem it is
-                properties["target"] = target.value
+                properties["target"] = target
             if properties:
                 result["properties"] = properties
             results.append(result)

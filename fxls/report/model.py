@@ -268,6 +268,13 @@ class FileReport:
     #: of the export/compile tiers and the passes can answer hover and inlay hints
     models_complete: bool = False
 
+    @property
+    def default_targets(self) -> bool:
+        """Symbolic tracing alone, by default (nothing chose it): what fxls always did, so
+        the outputs leave it unsaid."""
+        return self.targets == ["symbolic_trace"] and (
+            self.targets_because or "").startswith("the default")
+
     def to_dict(self, partial: dict[str, Any] | None = None) -> dict[str, Any]:
         """Plain data. ``partial`` is a report sent ahead of this one (as plain data): the
         diagnostics it holds unchanged are not repeated: ``from_partial`` lists, for each,

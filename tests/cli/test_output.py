@@ -62,6 +62,7 @@ def test_json_contract_uses_lsp_positions_in_utf16(
                             "start": {"line": 3, "character": 24},
                             "end": {"line": 3, "character": 35},
                         },
+                        "target": "symbolic_trace",  # additive (SPEC: Targets)
                     }
                 ],
             }
