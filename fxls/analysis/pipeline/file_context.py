@@ -76,6 +76,12 @@ class SourceFile:
             self.other_trees[filename] = parse_source("".join(linecache.getlines(filename)))
         return self.other_trees[filename]
 
+    def text_of(self, filename: str) -> SourceText:
+        """The text of this file, or of another file a span points into as Python read it."""
+        if filename == self.filename:
+            return self.text
+        return source_text("".join(linecache.getlines(filename)))
+
     def is_reportable(self, candidate: str) -> bool:
         """This file, another file of its package, or of the project (not an installed
         package)."""

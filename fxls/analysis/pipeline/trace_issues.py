@@ -6,7 +6,6 @@ reached it (``issue_kinds`` has each kind's code and words)."""
 from __future__ import annotations
 
 import ast
-import linecache
 from pathlib import Path
 
 import fxcore.source
@@ -17,7 +16,6 @@ from fxls.analysis.issue_kinds import REPORTING
 from fxls.analysis.library_names import library_function, opaque_target
 from fxls.analysis.pipeline.file_context import SourceFile
 from fxls.analysis.wording import in_user_terms
-from fxls.project.source_text import source_text
 from fxls.report import Diagnostic, RelatedInfo, Span
 from fxls.worker.api import ProcessExit
 
@@ -86,8 +84,7 @@ def _condition_of(span: SourceSpan, tree: ast.AST) -> SourceSpan:
 def _text_at(file: SourceFile, span: SourceSpan) -> str:
     """The spanned text; for a span over several lines (a ``for`` loop), its first line.
     Other files than the analysed one are read as Python read them (linecache)."""
-    text = file.text if span.file == file.filename else source_text(
-        "".join(linecache.getlines(span.file)))
+    text = file.text_of(span.file)
     if span.line != span.end_line:
         first_line = Span(span.file, span.line, span.line, span.col, text.byte_length(span.line))
         return text.text_at(first_line).split("  #")[0].strip()  # without an inline comment

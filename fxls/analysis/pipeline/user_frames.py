@@ -11,7 +11,6 @@ found in the file's syntax tree).
 from __future__ import annotations
 
 import ast
-import linecache
 import os
 import re
 import traceback
@@ -28,7 +27,6 @@ from fxls.analysis.diagnostics import to_span
 from fxls.analysis.library_names import library_function
 from fxls.analysis.pipeline.file_context import SourceFile
 from fxls.analysis.pipeline.torch_words import without_resume_names
-from fxls.project.source_text import source_text
 from fxls.report import RelatedInfo, Span
 
 _TORCH_FOLDER = os.path.dirname(os.path.realpath(torch.__file__)) + os.sep
@@ -178,8 +176,7 @@ _QUOTED_LENGTH = 80
 def span_text(span: SourceSpan, file: SourceFile) -> str:
     """The spanned text on one line, cut at ``_QUOTED_LENGTH`` characters (other files read
     as Python reads them)."""
-    text = file.text if span.file == file.filename else source_text(
-        "".join(linecache.getlines(span.file)))
+    text = file.text_of(span.file)
     if span.end_col <= span.col and span.line == span.end_line:
         return ""
     spanned = text.text_at(Span(span.file, span.line, span.end_line, span.col, span.end_col))
