@@ -38,6 +38,10 @@ class AnalysisService:
         self._roots: list[str] = []
         self._client: WorkerClient | None = None
         self._lock = asyncio.Lock()
+        #: the start in progress: ``close`` cancels it (a worker still importing torch would
+        #: otherwise hold the shutdown for seconds)
+        self._starting: asyncio.Task[None] | None = None
+        self._closing = False
 
     async def _ensure_client(self) -> WorkerClient:
         async with self._lock:
@@ -46,16 +50,27 @@ class AnalysisService:
                                       learn_imports=LEARN_IMPORTS, sandbox=True,
                                       learn_libraries=self.learn_libraries,
                                       roots=tuple(self._roots))
+                self._starting = asyncio.create_task(self._start(client))
                 try:
-                    await client.start()
-                    if self._warm and self.learn_libraries:
-                        await client.warm(self._warm, self._roots)
+                    await self._starting
+                except asyncio.CancelledError:
+                    await _close_quietly(client)
+                    if not self._closing or _cancelled(asyncio.current_task()):
+                        raise
+                    raise WorkerStartError(
+                        self.python, RuntimeError("the server is shutting down")) from None
                 except Exception as error:
-                    with contextlib.suppress(Exception):
-                        await client.close()
+                    await _close_quietly(client)
                     raise WorkerStartError(self.python, error) from error
+                finally:
+                    self._starting = None
                 self._client = client
             return self._client
+
+    async def _start(self, client: WorkerClient) -> None:
+        await client.start()
+        if self._warm and self.learn_libraries:
+            await client.warm(self._warm, self._roots)
 
     async def analyze(
         self,
@@ -106,4 +121,17 @@ class AnalysisService:
                 log.exception("closing the worker failed")
 
     async def close(self) -> None:
+        self._closing = True
+        if self._starting is not None:
+            self._starting.cancel()
         await self.restart()
+
+
+async def _close_quietly(client: WorkerClient) -> None:
+    with contextlib.suppress(Exception):
+        await client.close()
+
+
+def _cancelled(task: asyncio.Task[object] | None) -> bool:
+    """The task itself is being cancelled (not just the start it awaited)."""
+    return task is not None and task.cancelling() > 0
