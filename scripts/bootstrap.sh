@@ -17,3 +17,6 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
     pip install -e ".[test]"
     touch "$stamp"
 fi
+# every fxls process (CLI, server, worker, job) reads fxls and fxcore as bytecode even where
+# PYTHONDONTWRITEBYTECODE is set (it is on CI): compiled once here, not once per process
+.venv/bin/python -m compileall -q fxls fxcore
