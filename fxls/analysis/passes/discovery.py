@@ -7,33 +7,37 @@ A pass is found by what it is, not by its name:
 - a function that traces its first parameter (``fx.symbolic_trace(model)``): a
   module-to-module pass such as the tutorial's ``fuse(model)``;
 - a ``Transformer`` / ``Interpreter`` subclass, a torch.fx ``PassBase`` subclass;
-- a ``PassManager`` bound to a module global.
+- a ``PassManager`` bound to a module global;
+- a plain class with a method taking a graph (optimum's ``Transformation``), and such an
+  object bound to a module global (a ``compose(...)`` chain);
+- a function taking more than the graph, given the other arguments of the file's own call
+  of it, the defaults or values its annotations ask for (``pass_options``).
 """
 
 from __future__ import annotations
 
 import ast
 import inspect
+import types
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
 from fxcore.source import SourceSpan
+from fxls.analysis.passes.class_passes import Definitions, constructible, graph_method
+from fxls.analysis.passes.parameters import (
+    TRACE_CALLS,
+    Flavour,
+    PassKind,
+    annotated_kind,
+    annotated_otherwise,
+    call_name,
+    own_nodes,
+    use_of_parameter,
+)
+from fxls.analysis.passes.pass_options import Arguments, options_for
 
-
-class PassKind(StrEnum):
-    GRAPH_MODULE = "graph_module"  # f(gm) -> gm | None
-    GRAPH = "graph"  # f(graph) -> graph | None
-    MODULE = "module"  # f(model) -> model, traces inside
-    TRANSFORMER = "transformer"  # Cls(gm).transform()
-    INTERPRETER = "interpreter"  # Cls(gm).run(*inputs)
-    PASS_BASE = "pass_base"  # Cls()(gm) -> PassResult
-    PASS_MANAGER = "pass_manager"  # pm(gm) -> PassResult
-
-
-class Flavour(StrEnum):
-    TORCH_FX = "torch.fx"
-    FXCORE = "fxcore"
+__all__ = ["Flavour", "PassKind", "PassSpec", "find_passes"]
 
 
 @dataclass(slots=True)
@@ -49,32 +53,38 @@ class PassSpec:
     #: the name of the parameter that holds the graph module (for the recompile fix)
     parameter: str | None = None
     #: it takes options besides the graph (``create_feature_extractor(model,
-    #: return_nodes=None)``): run with the graph alone, it may refuse for want of them
+    #: return_nodes=None)``) and fxls found no call of the file giving them: run with the
+    #: graph alone, it may refuse for want of them
     has_options: bool = False
-
-
-_TRACE_CALLS = {"symbolic_trace"}
-_GRAPH_MODULE_CALLS = {"replace_pattern", "replace_pattern_with_filters", "ShapeProp"}
-_GRAPH_METHODS = {"inserting_before", "inserting_after", "call_function", "call_method",
-                  "call_module", "create_node", "erase_node", "eliminate_dead_code", "nodes",
-                  "node_copy", "graph_copy", "find_nodes", "output_node", "placeholder"}
+    #: a class or object pass: the method it runs by (``__call__``, ``transform``)
+    method: str | None = None
+    #: what a class or object pass's method takes: a GraphModule or its Graph
+    takes: PassKind = PassKind.GRAPH_MODULE
+    #: values for the arguments besides the graph, made afresh for each run
+    options: Callable[[], Arguments] | None = None
+    #: required arguments no value was found for: the pass is not run
+    missing: tuple[str, ...] = ()
 
 
 def find_passes(tree: ast.Module, namespace: dict[str, Any], filename: str) -> list[PassSpec]:
     """The passes defined at the top level of ``tree``, resolved in ``namespace``."""
     traced_names = _names_bound_to_traces(tree)
     called = _called_with_graphs(tree, traced_names)
+    definitions = Definitions(tree, filename)
+    bases = _base_classes(tree, namespace)
     found: list[PassSpec] = []
     for statement in tree.body:
         if isinstance(statement, ast.FunctionDef):
-            spec = _function_pass(statement, namespace, filename, called)
+            spec = _function_pass(statement, namespace, filename, called, tree)
         elif isinstance(statement, ast.ClassDef):
-            spec = _class_pass(statement, namespace, filename)
+            spec = _class_pass(statement, namespace, filename, definitions, bases)
         else:
             spec = None
         if spec is not None:
             found.append(spec)
     found.extend(_pass_managers(tree, namespace, filename))
+    found.extend(_pass_objects(tree, namespace, filename, definitions,
+                               {s.target for s in found}))
     return found
 
 
@@ -90,17 +100,17 @@ def _name_span(filename: str, node: ast.FunctionDef | ast.ClassDef | ast.expr) -
 
 def _function_pass(
     definition: ast.FunctionDef, namespace: dict[str, Any], filename: str,
-    called: dict[str, PassKind],
+    called: dict[str, PassKind], tree: ast.Module,
 ) -> PassSpec | None:
     function = namespace.get(definition.name)
-    if not callable(function) or not definition.args.args or _needs_more(definition.args):
+    if not callable(function) or not definition.args.args:
         return None
     first = definition.args.args[0]
-    if _annotated_otherwise(first.annotation, namespace):
+    if annotated_otherwise(first.annotation, namespace):
         return None  # ``def use_mkl_length(graph: MklSubgraph)``: not an FX graph
-    kind, flavour = _annotated_kind(first.annotation, namespace)
+    kind, flavour = annotated_kind(first.annotation, namespace)
     if kind is None or kind is PassKind.MODULE:
-        used = _use_of_parameter(definition, first.arg)
+        used = use_of_parameter(definition, first.arg)
         # an nn.Module parameter that is never traced: not a pass
         never_traced = kind is PassKind.MODULE and used is not PassKind.MODULE
         kind = None if never_traced else used or kind
@@ -108,84 +118,35 @@ def _function_pass(
         kind = called.get(definition.name)
     if kind is None:
         return None
+    options = options_for(definition, 1, tree, namespace, filename)
+    if _needs_more(definition.args) and not options.from_call and _called_in(
+            tree, definition.name):
+        return None  # a helper the file's passes call with their own nodes (make_neg(graph, node))
     if flavour is None:
         flavour = _namespace_flavour(namespace)
-    returns = [node for node in _own_nodes(definition)
+    returns = [node for node in own_nodes(definition)
                if isinstance(node, ast.Return) and node.value is not None]
     return PassSpec(definition.name, kind, function, _name_span(filename, definition), flavour,
-                    returns, first.arg, _has_options(definition.args))
+                    returns, first.arg,
+                    _has_options(definition.args) and not options.from_call,
+                    options=options.make, missing=options.missing)
 
 
 def _needs_more(arguments: ast.arguments) -> bool:
-    """A function that needs more than one argument is a helper of a pass, not a pass
-    (``make_neg(graph, node)``): it cannot be called with a graph alone."""
+    """It needs more than one argument (a helper of a pass unless the file calls it)."""
     positional = [*arguments.posonlyargs, *arguments.args]
     required = len(positional) - len(arguments.defaults)
     missing_keyword = any(d is None for d in arguments.kw_defaults)
     return required > 1 or missing_keyword
 
 
+def _called_in(tree: ast.Module, name: str) -> bool:
+    return any(isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+               and node.func.id == name for node in ast.walk(tree))
+
+
 def _has_options(arguments: ast.arguments) -> bool:
     return len(arguments.posonlyargs) + len(arguments.args) > 1 or bool(arguments.kwonlyargs)
-
-
-def _annotated_otherwise(annotation: ast.expr | None, namespace: dict[str, Any]) -> bool:
-    """The parameter is annotated with a class that is no graph, graph module or module."""
-    if annotation is None:
-        return False
-    value = _resolve(annotation, namespace)
-    return isinstance(value, type) and _annotated_kind(annotation, namespace)[0] is None
-
-
-def _annotated_kind(
-    annotation: ast.expr | None, namespace: dict[str, Any]
-) -> tuple[PassKind | None, Flavour | None]:
-    if annotation is None:
-        return None, None
-    value = _resolve(annotation, namespace)
-    import torch.fx
-
-    import fxcore
-
-    table = ((torch.fx.GraphModule, PassKind.GRAPH_MODULE, Flavour.TORCH_FX),
-             (fxcore.GraphModule, PassKind.GRAPH_MODULE, Flavour.FXCORE),
-             (torch.fx.Graph, PassKind.GRAPH, Flavour.TORCH_FX),
-             (fxcore.Graph, PassKind.GRAPH, Flavour.FXCORE))
-    if isinstance(value, type):
-        for cls, kind, flavour in table:
-            if value is cls or issubclass(value, cls):
-                return kind, flavour
-        if issubclass(value, torch.nn.Module):
-            return PassKind.MODULE, None
-        return None, None
-    text = ast.unparse(annotation).strip("'\"")
-    last = text.rpartition(".")[2]
-    if last == "GraphModule":
-        return PassKind.GRAPH_MODULE, None
-    if last == "Graph":
-        return PassKind.GRAPH, None
-    if last == "Module":
-        return PassKind.MODULE, None
-    return None, None
-
-
-def _resolve(expression: ast.expr, namespace: dict[str, Any]) -> Any:
-    """A dotted name or string annotation's value in ``namespace`` (None if it has none)."""
-    if isinstance(expression, ast.Constant) and isinstance(expression.value, str):
-        try:
-            expression = ast.parse(expression.value, mode="eval").body
-        except SyntaxError:
-            return None
-    parts: list[str] = []
-    while isinstance(expression, ast.Attribute):
-        parts.append(expression.attr)
-        expression = expression.value
-    if not isinstance(expression, ast.Name) or expression.id not in namespace:
-        return None
-    value = namespace[expression.id]
-    for part in reversed(parts):
-        value = getattr(value, part, None)
-    return value
 
 
 def _namespace_flavour(namespace: dict[str, Any]) -> Flavour:
@@ -200,54 +161,9 @@ def _namespace_flavour(namespace: dict[str, Any]) -> Flavour:
     return Flavour.FXCORE if uses_fxcore and not uses_torch_fx else Flavour.TORCH_FX
 
 
-def _own_nodes(definition: ast.FunctionDef) -> list[ast.AST]:
-    """The nodes of a function's body, not of functions or classes nested in it."""
-    found: list[ast.AST] = []
-    stack: list[ast.AST] = list(definition.body)
-    while stack:
-        node = stack.pop()
-        found.append(node)
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
-            continue
-        stack.extend(ast.iter_child_nodes(node))
-    return found
-
-
-def _call_name(call: ast.Call) -> str:
-    func = call.func
-    if isinstance(func, ast.Attribute):
-        return func.attr
-    return func.id if isinstance(func, ast.Name) else ""
-
-
-def _use_of_parameter(definition: ast.FunctionDef, parameter: str) -> PassKind | None:
-    """What the body does with ``parameter``: traces it, uses it as a graph module (its
-    ``.graph``, ``replace_pattern(it, ...)``) or as a graph (``.nodes``, ``.inserting_*``)."""
-    as_graph = False
-    for node in _own_nodes(definition):
-        if isinstance(node, ast.Call) and node.args and _is_name(node.args[0], parameter):
-            if _call_name(node) in _TRACE_CALLS:
-                return PassKind.MODULE
-            if _call_name(node) in _GRAPH_MODULE_CALLS:
-                return PassKind.GRAPH_MODULE
-        if isinstance(node, ast.Call) and _call_name(node) == "trace" and node.args and (
-                _is_name(node.args[0], parameter)):
-            return PassKind.MODULE
-        if isinstance(node, ast.Attribute) and _is_name(node.value, parameter):
-            if node.attr in ("graph", "recompile"):
-                return PassKind.GRAPH_MODULE
-            if node.attr in _GRAPH_METHODS:
-                as_graph = True
-    return PassKind.GRAPH if as_graph else None
-
-
-def _is_name(node: ast.AST, name: str) -> bool:
-    return isinstance(node, ast.Name) and node.id == name
-
-
 def _is_trace_call(node: ast.AST) -> bool:
     return isinstance(node, ast.Call) and (
-        _call_name(node) in _TRACE_CALLS or _call_name(node) == "GraphModule")
+        call_name(node) in TRACE_CALLS or call_name(node) == "GraphModule")
 
 
 def _names_bound_to_traces(tree: ast.Module) -> set[str]:
@@ -278,8 +194,20 @@ def _called_with_graphs(tree: ast.Module, traced: set[str]) -> dict[str, PassKin
     return found
 
 
-def _class_pass(definition: ast.ClassDef, namespace: dict[str, Any],
-                filename: str) -> PassSpec | None:
+def _base_classes(tree: ast.Module, namespace: dict[str, Any]) -> set[type]:
+    """Classes of the file that other classes of the file derive from: bases of passes
+    (optimum's ``Transformation``), not passes themselves."""
+    found = set()
+    for statement in tree.body:
+        if isinstance(statement, ast.ClassDef):
+            cls = namespace.get(statement.name)
+            if isinstance(cls, type):
+                found.update(b for b in cls.__mro__[1:-1])
+    return found
+
+
+def _class_pass(definition: ast.ClassDef, namespace: dict[str, Any], filename: str,
+                definitions: Definitions, bases: set[type]) -> PassSpec | None:
     cls = namespace.get(definition.name)
     if not isinstance(cls, type) or inspect.isabstract(cls):
         return None
@@ -297,7 +225,14 @@ def _class_pass(definition: ast.ClassDef, namespace: dict[str, Any],
         if issubclass(cls, base):
             return PassSpec(definition.name, kind, cls, _name_span(filename, definition),
                             flavour)
-    return None
+    if issubclass(cls, torch.nn.Module) or cls in bases or not constructible(cls):
+        return None
+    method = graph_method(cls, definitions)
+    if method is None:
+        return None
+    return PassSpec(definition.name, PassKind.CLASS, cls, _name_span(filename, definition),
+                    method.flavour or _namespace_flavour(namespace), method=method.name,
+                    takes=method.takes, options=method.options and method.options.make)
 
 
 def _pass_managers(tree: ast.Module, namespace: dict[str, Any],
@@ -313,3 +248,41 @@ def _pass_managers(tree: ast.Module, namespace: dict[str, Any],
                 found.append(PassSpec(target.id, PassKind.PASS_MANAGER, namespace[target.id],
                                       _name_span(filename, target)))
     return found
+
+
+def _pass_objects(tree: ast.Module, namespace: dict[str, Any], filename: str,
+                  definitions: Definitions, classes: set[Any]) -> list[PassSpec]:
+    """Pass objects bound to module globals (``pipeline = compose(MergeLinears(), ...)``)
+    whose class is not run as a pass already."""
+    found = []
+    for statement in tree.body:
+        targets = statement.targets if isinstance(statement, ast.Assign) else (
+            [statement.target] if isinstance(statement, ast.AnnAssign) else [])
+        for target in targets:
+            value = namespace.get(target.id) if isinstance(target, ast.Name) else None
+            if value is None or type(value) in classes or not _may_be_pass_object(value):
+                continue
+            method = graph_method(type(value), definitions)
+            if method is None:
+                continue
+            found.append(PassSpec(target.id, PassKind.INSTANCE, value,
+                                  _name_span(filename, target),
+                                  method.flavour or _namespace_flavour(namespace),
+                                  method=method.name, takes=method.takes,
+                                  options=method.options and method.options.make))
+    return found
+
+
+def _may_be_pass_object(value: Any) -> bool:
+    """Not a class, function, module, model, graph or a pass kind run otherwise."""
+    import torch.fx
+    from torch.fx.passes.infra.pass_base import PassBase
+    from torch.fx.passes.infra.pass_manager import PassManager
+
+    import fxcore
+
+    plain = (type, types.FunctionType, types.BuiltinFunctionType, types.MethodType,
+             types.ModuleType, torch.nn.Module, torch.Tensor, torch.fx.Graph, fxcore.Graph,
+             torch.fx.Interpreter, fxcore.Interpreter, PassBase, PassManager)
+    return not isinstance(value, plain) and not isinstance(
+        value, str | bytes | int | float | bool | list | tuple | dict | set | frozenset)

@@ -176,12 +176,13 @@ def _before(subject: Subject, graph: Any) -> tuple[dict[str, tuple[str, str, str
 
 def _call(spec: PassSpec, fresh: Any, instance: Any, inputs: Any) -> Any:
     kind = spec.kind
+    args, kwargs = spec.options() if spec.options is not None else ((), {})
     if kind is PassKind.GRAPH_MODULE:
-        return spec.target(fresh)
+        return spec.target(fresh, *args, **kwargs)
     if kind is PassKind.GRAPH:
-        return spec.target(fresh.graph)
+        return spec.target(fresh.graph, *args, **kwargs)
     if kind is PassKind.MODULE:
-        return spec.target(instance)
+        return spec.target(instance, *args, **kwargs)
     if kind is PassKind.TRANSFORMER:
         return spec.target(fresh).transform()
     if kind is PassKind.INTERPRETER:
@@ -189,7 +190,15 @@ def _call(spec: PassSpec, fresh: Any, instance: Any, inputs: Any) -> Any:
         return None
     if kind is PassKind.PASS_BASE:
         return spec.target()(fresh)
+    if kind in (PassKind.CLASS, PassKind.INSTANCE):
+        runner = spec.target() if kind is PassKind.CLASS else spec.target
+        argument = fresh.graph if spec.takes is PassKind.GRAPH else fresh
+        return getattr(runner, spec.method or "__call__")(argument, *args, **kwargs)
     return spec.target(fresh)  # a PassManager
+
+
+_EDITS_IN_PLACE = (PassKind.GRAPH_MODULE, PassKind.PASS_BASE, PassKind.PASS_MANAGER,
+                   PassKind.CLASS, PassKind.INSTANCE)
 
 
 def _graph_module_of(result: Any, spec: PassSpec, fresh: Any) -> Any:
@@ -197,13 +206,14 @@ def _graph_module_of(result: Any, spec: PassSpec, fresh: Any) -> Any:
     module = getattr(result, "graph_module", result)
     if hasattr(module, "graph") and hasattr(getattr(module, "graph"), "nodes"):
         return module
-    if spec.kind in (PassKind.GRAPH_MODULE, PassKind.PASS_BASE, PassKind.PASS_MANAGER):
+    if spec.kind in _EDITS_IN_PLACE:
         return fresh
     return None
 
 
 def _graph_of(result: Any, spec: PassSpec, fresh: Any) -> Any:
-    if spec.kind is PassKind.GRAPH:
+    if spec.kind is PassKind.GRAPH or (
+            spec.kind in (PassKind.CLASS, PassKind.INSTANCE) and spec.takes is PassKind.GRAPH):
         return result if hasattr(result, "nodes") else fresh.graph
     if spec.kind is PassKind.INTERPRETER:
         return None

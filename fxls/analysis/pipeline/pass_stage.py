@@ -1,13 +1,19 @@
-"""The third stage: the file's FX passes, run on its root models (else the project's
-``pass_models``, else the representative graphs), and FX017 for a pass that changes a
-model's outputs."""
+"""The third stage: the file's FX passes, run on its own graphs (its root models, else the
+models it builds at module level, else the functions it hands to its passes and the
+GraphModules it keeps unedited), else on the project's ``pass_models``, else on the
+representative graphs; and FX017 for a pass that changes a model's outputs.
+
+A pass that gets no run on the file's graphs (an Interpreter without inputs) runs on the
+representative graphs. What a pass raises there is information, not an error: a stand-in
+graph is none of the user's, and a pass may refuse it by design (pytorch/examples'
+``invert`` raises on a module call)."""
 
 from __future__ import annotations
 
 from functools import partial
 from typing import Any
 
-from fxls.analysis.diagnostics import diagnostic
+from fxls.analysis.diagnostics import diagnostic, to_span
 from fxls.analysis.passes import (
     PassAnalysis,
     Subject,
@@ -17,23 +23,71 @@ from fxls.analysis.passes import (
     representative_subjects,
 )
 from fxls.analysis.passes.discovery import PassSpec
+from fxls.analysis.passes.file_graphs import file_graph_subjects
+from fxls.analysis.passes.runner import PassResults
 from fxls.analysis.pipeline.file_context import FileContext
 from fxls.analysis.pipeline.symbolic_trace import TracedModule
-from fxls.report import FileReport, TraceStatus
+from fxls.codes import Severity
+from fxls.report import FileReport, PassGraphRun, PassReport, TraceStatus
 
 
 def run_file_passes(passes: PassAnalysis, specs: list[PassSpec], context: FileContext,
                     traced: list[TracedModule], report: FileReport) -> None:
     """Run ``specs`` and add what they did and their diagnostics to ``report``."""
-    subjects, graphs_from = _subjects(context, traced, report)
-    results = passes.run(specs, subjects, graphs_from)
-    report.passes = results.reports
+    runnable = [s for s in specs if not s.missing]
+    subjects, graphs_from = _subjects(context, traced, report, passes, runnable)
+    results = passes.run(runnable, subjects, graphs_from)
+    stand_ins = subjects if graphs_from == "representative" else _stand_ins_where_no_run(
+        passes, runnable, results)
+    report.passes = _with_passes_not_run(specs, results.reports, subjects)
     report.diagnostics.extend(results.diagnostics)
     report.diagnostics.extend(compare_outputs(results.outcomes))
+    _raised_on_stand_ins_as_information(report, {s.label for s in stand_ins})
 
 
-def _subjects(context: FileContext, traced: list[TracedModule],
-              report: FileReport) -> tuple[list[Subject], str]:
+def _stand_ins_where_no_run(passes: PassAnalysis, specs: list[PassSpec],
+                            results: PassResults) -> list[Subject]:
+    """Run on the representative graphs each pass the file's graphs gave no run; the
+    representative subjects used (none when every pass ran)."""
+    unrun = [i for i, r in enumerate(results.reports) if not r.runs]
+    if not unrun:
+        return []
+    stand_ins = representative_subjects()
+    extra = passes.run([specs[i] for i in unrun], stand_ins, "representative")
+    for index, each in zip(unrun, extra.reports, strict=True):
+        results.reports[index] = each
+    results.diagnostics.extend(extra.diagnostics)
+    results.outcomes.extend(extra.outcomes)
+    return stand_ins
+
+
+def _with_passes_not_run(specs: list[PassSpec], reports: list[PassReport],
+                         subjects: list[Subject]) -> list[PassReport]:
+    """The reports in the passes' order, a pass whose options fxls found no value for
+    included, with why it did not run."""
+    ran = iter(reports)
+    found = []
+    for spec in specs:
+        if not spec.missing:
+            found.append(next(ran))
+            continue
+        wanted = ", ".join(f"`{name}`" for name in spec.missing)
+        problem = (f"not run: it wants options besides the graph ({wanted}), and the file "
+                   "calls it with none fxls can evaluate")
+        found.append(PassReport(spec.name, spec.kind, to_span(spec.span), [
+            PassGraphRun(s.label, problem=problem) for s in subjects]))
+    return found
+
+
+def _raised_on_stand_ins_as_information(report: FileReport, labels: set[str]) -> None:
+    for item in report.diagnostics:
+        if item.code == "FX004" and item.data.get("graph") in labels:
+            item.severity = Severity.INFORMATION
+            item.data["stand_in"] = True
+
+
+def _subjects(context: FileContext, traced: list[TracedModule], report: FileReport,
+              passes: PassAnalysis, specs: list[PassSpec]) -> tuple[list[Subject], str]:
     """The graphs the passes run on, and what they are; FX004 for ``pass_models`` that
     cannot be used."""
     roots = [t for t in traced if t.module_report.via is None
@@ -45,6 +99,9 @@ def _subjects(context: FileContext, traced: list[TracedModule],
                 for t in roots if type(t.instance) not in inside]
     if not subjects:
         subjects = global_subjects(context.namespace, context.leaf_names, context.autowrap)
+    if not subjects:
+        subjects = file_graph_subjects(context.file.tree, context.namespace, passes.log,
+                                       {s.name for s in specs})
     graphs_from = "models"
     settings = context.file.settings
     if not subjects and settings.project.pass_models:
