@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from tests.torch_answers import torch_answer
+
 HERE = Path(__file__).parent
 SOURCE = (HERE / "real_code_kinds.py").read_text(encoding="utf-8")
 CLASSES = ["ReturnsObject", "CtcLoss", "Recurrent"]
@@ -39,11 +41,10 @@ def fxls_says(folder: Path) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def torch_says(folder: Path) -> dict[str, Any]:
-    done = subprocess.run([sys.executable, str(HERE / "torch_reference.py"),
-                           str(folder / "models.py")],
-                          capture_output=True, text=True, timeout=600, cwd=folder)
-    assert done.returncode == 0, done.stderr
-    said: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    script = HERE / "torch_reference.py"
+    answer = torch_answer([sys.executable, str(script), str(folder / "models.py")],
+                          [script, folder / "models.py"], cwd=folder, timeout=600)
+    said: dict[str, Any] = json.loads(answer.strip().splitlines()[-1])
     return said
 
 

@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from tests.torch_answers import torch_answer
+
 HERE = Path(__file__).parent
 MODELS = (HERE / "models.py").read_text(encoding="utf-8")
 
@@ -47,11 +49,10 @@ def both(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 def torch_says(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     folder = tmp_path_factory.mktemp("reference")
     shutil.copy(HERE / "models.py", folder / "models.py")
-    done = subprocess.run([sys.executable, str(HERE / "torch_reference.py"),
-                           str(folder / "models.py")],
-                          capture_output=True, text=True, timeout=600, cwd=folder)
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    script = HERE / "torch_reference.py"
+    answer = torch_answer([sys.executable, str(script), str(folder / "models.py")],
+                          [script, folder / "models.py"], cwd=folder, timeout=600)
+    return json.loads(answer.strip().splitlines()[-1])
 
 
 def _lines(report: dict[str, Any], module: str, prefix: str) -> list[int]:

@@ -5,6 +5,7 @@ Each test drives a real ``fxls serve`` over raw stdio bytes (tests/lsp/raw_lsp.p
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -137,3 +138,37 @@ def test_after_a_bad_frame_the_next_valid_header_is_read(ready: RawServer, garba
     ready.send(garbage)
     _answered_normally(ready, 31)
     assert ready.alive()
+
+
+def _children(pid: int) -> set[int]:
+    found = set()
+    for status in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = status.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.add(int(status.parent.name))
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_a_shutdown_while_the_worker_starts_is_answered_and_ends_the_worker(raw: RawServer,
+                                                                           tmp_path: Path):
+    """The worker is started at ``initialize`` and imports torch for seconds: a shutdown
+    then stops that start (no wait for it) and leaves no worker behind."""
+    raw.initialize(tmp_path)
+    server = raw.process.pid
+    workers = set()
+    for _ in range(200):
+        workers = _children(server)
+        if workers:
+            break
+        time.sleep(0.01)
+    assert workers, "the server started no worker at initialize"
+    raw.send(frame(request("bye", "shutdown")))
+    assert raw.response("bye", 20) == {"jsonrpc": "2.0", "id": "bye", "result": None}
+    raw.send(frame(notification("exit")))
+    assert raw.process.wait(20) == 0
+    assert not [pid for pid in workers if Path(f"/proc/{pid}").exists()
+                and "Z" not in Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1][:3]]

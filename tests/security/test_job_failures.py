@@ -29,7 +29,7 @@ class Net(nn.Module):
         return self.fc(x)
 '''
 SETTINGS = """[tool.fxls]
-timeout = 15
+timeout = 8
 memory_limit_mb = 1536
 max_processes = 8
 tmp_limit_mb = 16
@@ -105,7 +105,7 @@ def test_each_failure_at_its_line_with_its_cause(reports: dict[str, dict[str, An
     ((line, message),) = found(reports["hang_with_sigusr1_blocked.py"], "FX102")
     assert line in (line_of("hang_with_sigusr1_blocked.py", "while True"),
                     line_of("hang_with_sigusr1_blocked.py", "time.sleep(0.01)"))
-    assert "timed out after 15 s while running line" in message
+    assert "timed out after 8 s while running line" in message
     # fxls's own code does not use what the file broke: the report is whole
     assert reports["json_dumps_broken.py"]["diagnostics"] == []
     assert traced(reports["json_dumps_broken.py"]) == [("Net", "traced")]
