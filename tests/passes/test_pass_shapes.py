@@ -202,6 +202,30 @@ def functions_only(gm: fx.GraphModule) -> fx.GraphModule:
     return gm
 '''
 
+# a model whose inputs fxls cannot infer: the Interpreter has nothing to run the file's graph on
+INTERPRETER_WITHOUT_INPUTS = '''import torch
+import torch.fx as fx
+from torch import nn
+
+
+class Net(nn.Module):
+    def forward(self, x):
+        return torch.relu(x) * 2
+
+
+class CountCalls(fx.Interpreter):
+    def call_function(self, target, args, kwargs):
+        return super().call_function(target, args, kwargs)
+
+
+def relu_to_sigmoid(gm: fx.GraphModule) -> fx.GraphModule:
+    for node in gm.graph.nodes:
+        if node.target is torch.relu:
+            node.target = torch.sigmoid
+    gm.recompile()
+    return gm
+'''
+
 FILES = {
     "optimum_style.py": OPTIMUM_STYLE,
     "optimum_style_bug.py": OPTIMUM_STYLE_BUG,
@@ -211,6 +235,7 @@ FILES = {
     "invert.py": INVERT,
     "invert_bug.py": INVERT_BUG,
     "only_a_picky_pass.py": ONLY_A_PICKY_PASS,
+    "interpreter_without_inputs.py": INTERPRETER_WITHOUT_INPUTS,
 }
 
 
@@ -303,3 +328,12 @@ def test_a_pass_that_raises_only_on_stand_in_graphs_is_information(results):
     raised = [d for d in found["diagnostics"] if d["code"] == "FX004"]
     assert raised and all(d["severity"] == "information" for d in raised)
     assert all("(representative)" in d["message"] for d in raised)
+
+
+def test_stand_ins_only_for_a_pass_the_files_graphs_give_no_run(results):
+    passes = _passes(results["interpreter_without_inputs.py"])
+    assert passes["relu_to_sigmoid"]["graphs_from"] == "models"
+    assert [r["graph"] for r in passes["relu_to_sigmoid"]["runs"]] == ["Net"]
+    assert passes["CountCalls"]["graphs_from"] == "representative"
+    assert all(r["graph"].endswith("(representative)") and r["problem"] is None
+               for r in passes["CountCalls"]["runs"])
