@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from fxcore.source import SourceSpan
+from fxls.analysis.message_text import steady_message
 from fxls.codes import CODES
 from fxls.report import Diagnostic, Span
 
@@ -19,4 +20,5 @@ def diagnostic(code: str, message: str, span: SourceSpan | Span, module: str,
                **data: Any) -> Diagnostic:
     if isinstance(span, SourceSpan):
         span = to_span(span)
-    return Diagnostic(code, CODES[code].severity, message, span, module, data=data)
+    return Diagnostic(code, CODES[code].severity, steady_message(message), span, module,
+                      data=data)

@@ -6,6 +6,12 @@ instruments the graph classes themselves while it is active: every mutation meth
 the innermost frame of the user's own files that caused it (the pass's line). Nodes made by a
 tracer (``symbolic_trace`` inside a module-to-module pass) are the model's, not the pass's:
 the tracer's ``trace`` is wrapped too and edits under it are not pass edits.
+
+Beyond the edits themselves the log keeps what the checks of a pass's result need: which edit
+took away each node's last use (a dead node is reported there), which node each copy was
+made from (``legalize_graph`` copies the whole graph: the copy's problems are at the lines
+that edited the original), and which graphs a ``gm.graph = new_graph`` replaced (they are
+no longer the pass's result and are not checked).
 """
 
 from __future__ import annotations
@@ -46,6 +52,10 @@ class Edit:
     #: for a creation: ("before" | "after", the anchor node's name) under
     #: ``inserting_before/after(anchor)``, else None
     placement: tuple[str, str] | None = None
+    #: the nodes this edit stopped using (a rewire's old inputs, an erased node's inputs)
+    dropped: tuple[Any, ...] = ()
+    #: the code of ``pass_name`` (None at module level)
+    code: types.CodeType | None = None
 
 
 @dataclass(slots=True)
@@ -54,6 +64,20 @@ class GraphState:
 
     edits: list[Edit] = field(default_factory=list)
     first_stale: Edit | None = None
+
+
+@dataclass(slots=True)
+class Lineage:
+    """Where a pass's result came from, beyond its edits."""
+
+    #: node -> the last edit that took a use of it away
+    cuts: dict[Any, Edit] = field(default_factory=dict)
+    #: a copy (node_copy) -> the node it was made from, when that one had edits
+    origins: dict[Any, Any] = field(default_factory=dict)
+    #: ids of graphs a GraphModule's ``graph = new_graph`` replaced
+    superseded: set[int] = field(default_factory=set)
+    #: ids of the codes of pass functions that raised while the file was imported
+    crashed: set[int] = field(default_factory=set)
 
 
 @dataclass(slots=True)
@@ -84,13 +108,42 @@ class EditLog:
         self._copying = 0
         #: GraphModules called while stale: the call's span and the first stale edit
         self.stale_calls: list[StaleCall] = []
+        self.lineage = Lineage()
 
     # -- queries -----------------------------------------------------------------------
     def node_edits(self, node: Any) -> list[Edit]:
-        return self.by_node.get(node, [])
+        """The edits of ``node``, after those of the node it was copied from (if any)."""
+        own = self.by_node.get(node, [])
+        origin = self.lineage.origins.get(node)
+        return own if origin is None else [*self.node_edits(origin), *own]
+
+    def last_cut(self, node: Any) -> Edit | None:
+        """The last edit that took a use of ``node`` (or of the node it was copied from)
+        away."""
+        while node is not None:
+            cut = self.lineage.cuts.get(node)
+            if cut is not None:
+                return cut
+            node = self.lineage.origins.get(node)
+        return None
+
+    def is_superseded(self, graph: Any) -> bool:
+        return id(graph) in self.lineage.superseded
+
+    def crashed(self, spans: list[SourceSpan]) -> None:
+        """The file raised at these lines while it was imported: a pass function that
+        raised there stopped half-way, and what it left unused is not its result."""
+        codes = {id(e.code): e.code for e in self.edits if e.code is not None}
+        for code in codes.values():
+            lines = {line for _, _, line in code.co_lines() if line is not None}
+            if any(s.file == code.co_filename and s.line in lines for s in spans):
+                self.lineage.crashed.add(id(code))
+
+    def in_crashed_pass(self, edit: Edit) -> bool:
+        return edit.code is not None and id(edit.code) in self.lineage.crashed
 
     def created_by_pass(self, node: Any) -> Edit | None:
-        edits = self.by_node.get(node)
+        edits = self.node_edits(node)
         if edits and edits[0].kind in (EditKind.CREATE, EditKind.COPY):
             return edits[0]
         return None
@@ -117,11 +170,12 @@ class EditLog:
             self._paused -= 1
 
     # -- recording ---------------------------------------------------------------------
-    def _where(self) -> tuple[SourceSpan, str] | None:
-        """The innermost frame of a pass file on the stack, and its outermost function."""
+    def _where(self) -> tuple[SourceSpan, str, types.CodeType | None] | None:
+        """The innermost frame of a pass file on the stack, and its outermost function
+        (name and code)."""
         frame: types.FrameType | None = sys._getframe(2)
         span: SourceSpan | None = None
-        owner = "<module>"
+        owner, owner_code = "<module>", None
         depth = 0
         while frame is not None and depth < _MAX_DEPTH:
             code = frame.f_code
@@ -129,23 +183,26 @@ class EditLog:
                 if span is None:
                     span = span_of_frame(frame)
                 if code.co_name != "<module>":
-                    owner = code.co_qualname
+                    owner, owner_code = code.co_qualname, code
             frame = frame.f_back
             depth += 1
-        return None if span is None else (span, owner)
+        return None if span is None else (span, owner, owner_code)
 
     def _record(self, kind: EditKind, node: Any, graph: Any,
-                placement: tuple[str, str] | None = None) -> None:
+                placement: tuple[str, str] | None = None, dropped: tuple[Any, ...] = ()
+                ) -> None:
         if self._paused or self._tracing:
             return
         where = self._where()
         if where is None:
             return
-        span, owner = where
+        span, owner, code = where
         span = self._assignments(span.file).get(_key(span), span)
-        edit = Edit(kind, node, graph, span, owner, len(self.edits), placement)
+        edit = Edit(kind, node, graph, span, owner, len(self.edits), placement, dropped, code)
         self.edits.append(edit)
         self.by_node.setdefault(node, []).append(edit)
+        for each in dropped:
+            self.lineage.cuts[each] = edit
         key = id(graph)
         self._graph_refs[key] = graph
         state = self.graphs.setdefault(key, GraphState())
@@ -161,6 +218,16 @@ class EditLog:
                 text = "".join(linecache.getlines(filename))
             found = self._assignment_maps[filename] = _assignments(filename, text)
         return found
+
+    def _copied(self, copy: Any, original: Any) -> None:
+        lineage = self.lineage
+        if original in self.by_node or original in lineage.cuts or original in lineage.origins:
+            lineage.origins[copy] = original
+
+    def _replaced(self, old: Any, new: Any) -> None:
+        if old is not None and old is not new and not (self._paused or self._tracing):
+            self.lineage.superseded.add(id(old))
+            self._graph_refs[id(old)] = old
 
     def _recompiled(self, graph: Any) -> None:
         state = self.graphs.get(id(graph))
@@ -254,12 +321,14 @@ def _placement(graph: Any) -> tuple[str, str] | None:
 
 def _copying(log: EditLog) -> Callable[[Any], Any]:
     def make(original: Any) -> Any:
-        def node_copy(graph: Any, *args: Any, **kwargs: Any) -> Any:
+        def node_copy(graph: Any, node: Any, *args: Any, **kwargs: Any) -> Any:
             log._copying += 1
             try:
-                return original(graph, *args, **kwargs)
+                copy = original(graph, node, *args, **kwargs)
             finally:
                 log._copying -= 1
+            log._copied(copy, node)
+            return copy
 
         return node_copy
 
@@ -269,14 +338,25 @@ def _copying(log: EditLog) -> Callable[[Any], Any]:
 def _on_node(log: EditLog, kind: EditKind) -> Callable[[Any], Any]:
     def make(original: Any) -> Any:
         def edit(node: Any, *args: Any, **kwargs: Any) -> Any:
+            if log._building:  # a node being made: no input of it is dropped
+                return original(node, *args, **kwargs)
+            before = _inputs(node)
             result = original(node, *args, **kwargs)
-            if not log._building:
-                log._record(kind, node, node.graph)
+            after = _inputs(node)
+            log._record(kind, node, node.graph,
+                        dropped=tuple(n for n in before if n not in after and n is not node))
             return result
 
         return edit
 
     return make
+
+
+def _inputs(node: Any) -> list[Any]:
+    try:
+        return node.all_input_nodes
+    except AttributeError:  # a Node still in its __init__
+        return []
 
 
 def _moving(log: EditLog) -> Callable[[Any], Any]:
@@ -297,8 +377,9 @@ def _moving(log: EditLog) -> Callable[[Any], Any]:
 def _erasing(log: EditLog) -> Callable[[Any], Any]:
     def make(original: Any) -> Any:
         def erase_node(graph: Any, node: Any) -> Any:
+            inputs = tuple(_inputs(node))
             result = original(graph, node)
-            log._record(EditKind.ERASE, node, graph)
+            log._record(EditKind.ERASE, node, graph, dropped=inputs)
             return result
 
         return erase_node
@@ -326,6 +407,21 @@ def _recompiling(log: EditLog) -> Callable[[Any], Any]:
             return result
 
         return recompile
+
+    return make
+
+
+def _replacing(log: EditLog) -> Callable[[Any], Any]:
+    """``gm.graph = new_graph`` (``legalize_graph``, a rebuilt graph): the old graph is no
+    longer the module's."""
+
+    def make(original: Any) -> Any:
+        def graph_setter(module: Any, graph: Any) -> None:
+            old = module.__dict__.get("_graph")
+            original.fset(module, graph)
+            log._replaced(old, graph)
+
+        return property(original.fget, graph_setter, original.fdel, original.__doc__)
 
     return make
 
@@ -375,6 +471,7 @@ def _torch_fx_patches(log: EditLog) -> list[_Patch]:
         (node, "_prepend", _moving(log)),
         (node, "__setattr__", _retargeting(log)),
         (torch.fx.GraphModule, "recompile", _recompiling(log)),
+        (torch.fx.GraphModule, "graph", _replacing(log)),
         (torch.fx.Tracer, "trace", _tracing(log)),
         (torch.fx.graph_module._WrappedCall, "__call__", _calling(log)),
     ]
@@ -394,5 +491,6 @@ def _fxcore_patches(log: EditLog) -> list[_Patch]:
         (Node, "prepend", _moving(log)),
         (Node, "__setattr__", _retargeting(log)),
         (GraphModule, "recompile", _recompiling(log)),
+        (GraphModule, "graph", _replacing(log)),
         (Tracer, "trace", _tracing(log)),
     ]

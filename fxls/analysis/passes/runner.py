@@ -9,7 +9,6 @@ model's own checks), as a torch.fx GraphModule unless the pass is written agains
 from __future__ import annotations
 
 import ast
-import copy
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,13 +18,17 @@ import torch
 from fxcore.graph_module import GraphModule as CoreGraphModule
 from fxcore.source import SourceSpan, spans_of_traceback
 from fxls.analysis.diagnostics import diagnostic, to_span
-from fxls.analysis.passes.checks import Where, lint_graph, unused_nodes
+from fxls.analysis.passes.checks import Where, in_graph, lint_graph, unused_nodes
 from fxls.analysis.passes.discovery import Flavour, PassKind, PassSpec
 from fxls.analysis.passes.edits import EditKind, EditLog
+from fxls.analysis.passes.module_copies import (
+    copy_modules,
+    give_realistic_values,
+    realistic_copy,
+)
+from fxls.analysis.passes.output_check import Outcome
+from fxls.analysis.passes.output_check import compare_outputs as compare_outputs
 from fxls.report import Diagnostic, NodeInfo, PassGraphRun, PassReport, RelatedInfo
-
-#: a pass whose outputs differ by more than this (relative to the outputs' scale) is FX017
-_OUTPUT_TOLERANCE = 1e-4
 
 
 @dataclass(slots=True)
@@ -36,15 +39,8 @@ class Subject:
     example_inputs: Callable[[], tuple[Any, ...] | None]
     #: its graph's node table and code, as each pass finds it (made by the first run)
     before: tuple[dict[str, tuple[str, str, str]], str | None] | None = None
-
-
-@dataclass(slots=True)
-class Outcome:
-    """A pass run that completed cleanly, kept for the output comparison (FX017)."""
-
-    spec: PassSpec
-    subject: Subject
-    result: Any
+    #: the names of its graph's nodes that something uses (made by the first run)
+    used: set[str] = field(default_factory=set)
 
 
 @dataclass(slots=True)
@@ -72,40 +68,14 @@ def run_passes(specs: list[PassSpec], subjects: list[Subject], graphs_from: str,
 
 
 def _fresh(subject: Subject, flavour: Flavour) -> Any:
+    """The subject's graph module for one pass, with the values of its instance made
+    realistic (``module_copies``)."""
+    copied = realistic_copy(subject.graph_module, deep=flavour is Flavour.FXCORE)
     if flavour is Flavour.FXCORE:
-        return copy.deepcopy(subject.graph_module)
+        return copied
     from fxcore.interop import to_torch_fx
 
-    return to_torch_fx(copy_modules(subject.graph_module))
-
-
-def copy_modules(module: torch.nn.Module, memo: dict[int, Any] | None = None) -> Any:
-    """A copy of ``module``'s tree of submodules with their own parameters and buffers
-    (other attributes shared): what a pass may change, several times cheaper than
-    ``copy.deepcopy`` (which copies every attribute of ~350 modules generically)."""
-    memo = {} if memo is None else memo
-    done = memo.get(id(module))
-    if done is not None:
-        return done
-    copied = copy.copy(module)
-    memo[id(module)] = copied
-    copied._parameters = {
-        name: None if p is None else _copied_tensor(p, memo)
-        for name, p in module._parameters.items()}
-    copied._buffers = {name: None if b is None else _copied_tensor(b, memo)
-                       for name, b in module._buffers.items()}
-    copied._modules = {name: None if m is None else copy_modules(m, memo)
-                       for name, m in module._modules.items()}
-    return copied
-
-
-def _copied_tensor(tensor: torch.Tensor, memo: dict[int, Any]) -> Any:
-    done = memo.get(id(tensor))
-    if done is None:
-        clone = tensor.detach().clone()
-        done = memo[id(tensor)] = (torch.nn.Parameter(clone, tensor.requires_grad)
-                                   if isinstance(tensor, torch.nn.Parameter) else clone)
-    return done
+    return to_torch_fx(copied)
 
 
 def _run_one(spec: PassSpec, subject: Subject, log: EditLog,
@@ -115,13 +85,14 @@ def _run_one(spec: PassSpec, subject: Subject, log: EditLog,
     with log.paused():
         try:
             fresh = _fresh(subject, spec.flavour)
-            instance = copy_modules(subject.instance) if spec.kind is PassKind.MODULE else None
+            instance = (give_realistic_values(copy_modules(subject.instance))
+                        if spec.kind is PassKind.MODULE else None)
         except Exception:
             return None, [], None
     inputs = subject.example_inputs() if spec.kind is PassKind.INTERPRETER else None
     if spec.kind is PassKind.INTERPRETER and inputs is None:
         return None, [], None
-    before, before_code = _before(subject, fresh.graph)
+    before_code = _before(subject, fresh.graph)
     mark, calls_mark, traces = log.mark(), len(log.stale_calls), log.traces
     run = PassGraphRun(subject.label, before=before_code)
     try:
@@ -142,36 +113,53 @@ def _run_one(spec: PassSpec, subject: Subject, log: EditLog,
         found = found or [item]
         run.problem = found[0].message
         return run, found, None
+    found = _checked_result(result, spec, fresh, subject, log, where, mark, run)
+    found.extend(stale_calls(log, calls_mark, subject.label))
+    if found:
+        run.problem = found[0].message
+    outcome = Outcome(spec, subject, result, log, where) if not found else None
+    return run, found, outcome
+
+
+def _checked_result(result: Any, spec: PassSpec, fresh: Any, subject: Subject, log: EditLog,
+                    where: Where, mark: int, run: PassGraphRun) -> list[Diagnostic]:
+    """What the pass left: the graph it returns or left in place (after a final
+    ``legalize_graph`` too: the graphs a ``gm.graph = ...`` replaced are not checked), every
+    other graph it edited, and what it left unused; ``run`` gets the changes."""
     graph = _graph_of(result, spec, fresh)
     found: list[Diagnostic] = []
     checked = {id(graph): graph} if graph is not None else {}
     for edit in log.since(mark):
         checked.setdefault(id(edit.graph), edit.graph)
     if graph is not None:
-        after = _snapshot(graph)
-        run.added = [n for n in after if n not in before or after[n][:2] != before[n][:2]]
-        run.removed = [n for n in before if n not in after or after[n][:2] != before[n][:2]]
-        run.rewired = [n for n in after if n in before and after[n][:2] == before[n][:2]
-                       and after[n][2] != before[n][2]]
-        run.after = _code_of(graph)
-        run.nodes = _changed_nodes(graph, set(run.added) | set(run.rewired), log, mark)
+        _describe_changes(run, subject, graph, log, mark)
     for each in checked.values():
         found.extend(lint_graph(each, log, where))
     if graph is not None:
-        found.extend(unused_nodes(graph, set(run.added), log, where))
+        found.extend(unused_nodes(graph, set(run.added), log, where, subject.used))
     found.extend(_stale_result(result, spec, log, where))
-    found.extend(stale_calls(log, calls_mark, subject.label))
-    if found:
-        run.problem = found[0].message
-    outcome = Outcome(spec, subject, result) if not found else None
-    return run, found, outcome
+    return found
 
 
-def _before(subject: Subject, graph: Any) -> tuple[dict[str, tuple[str, str, str]], str | None]:
-    """The subject's graph as every pass finds it (the same copy each time): once."""
+def _describe_changes(run: PassGraphRun, subject: Subject, graph: Any, log: EditLog,
+                      mark: int) -> None:
+    before = subject.before[0] if subject.before is not None else {}
+    after = _snapshot(graph)
+    run.added = [n for n in after if n not in before or after[n][:2] != before[n][:2]]
+    run.removed = [n for n in before if n not in after or after[n][:2] != before[n][:2]]
+    run.rewired = [n for n in after if n in before and after[n][:2] == before[n][:2]
+                   and after[n][2] != before[n][2]]
+    run.after = _code_of(graph)
+    run.nodes = _changed_nodes(graph, set(run.added) | set(run.rewired), log, mark)
+
+
+def _before(subject: Subject, graph: Any) -> str | None:
+    """The subject's graph as every pass finds it (the same copy each time), once: its
+    node table, the nodes that have users, and its code (returned)."""
     if subject.before is None:
         subject.before = (_snapshot(graph), _code_of(graph))
-    return subject.before
+        subject.used = {node.name for node in graph.nodes if node.users}
+    return subject.before[1]
 
 
 def _call(spec: PassSpec, fresh: Any, instance: Any, inputs: Any) -> Any:
@@ -236,7 +224,7 @@ def _stale_result(result: Any, spec: PassSpec, log: EditLog, where: Where) -> li
     item = diagnostic(
         "FX007", f"`{spec.name}` returns a GraphModule whose graph changed after its last "
         "`recompile()`: it still runs the old code (call `recompile()` before returning it; "
-        f"in the graph of `{where.graph_label}`)", span, spec.name, graph=where.graph_label)
+        f"{in_graph(where.graph_label)})", span, spec.name, graph=where.graph_label)
     item.data["pass"] = spec.name
     item.related.append(RelatedInfo(to_span(stale.span), "the first change since the last "
                                     "recompile()"))
@@ -252,8 +240,8 @@ def stale_calls(log: EditLog, start: int, graph_label: str) -> list[Diagnostic]:
     for call in log.stale_calls[start:]:
         item = diagnostic(
             "FX007", "this calls a GraphModule whose graph changed after its last "
-            "`recompile()`: it runs the old code (call `recompile()` first; in the graph of "
-            f"`{graph_label}`)", call.span, call.pass_name, graph=graph_label)
+            "`recompile()`: it runs the old code (call `recompile()` first; "
+            f"{in_graph(graph_label)})", call.span, call.pass_name, graph=graph_label)
         item.data["pass"] = call.pass_name
         item.related.append(RelatedInfo(to_span(call.first_change.span),
                                         "the first change since the last recompile()"))
@@ -291,8 +279,8 @@ def _raised(error: BaseException, spec: PassSpec, subject: Subject,
     text = str(chosen).strip().splitlines()[0] if str(chosen).strip() else ""
     message = f"{type(chosen).__name__}: {text}" if text else type(chosen).__name__
     item = diagnostic(
-        "FX004", f"{message} (raised by the pass `{spec.name}` on the graph of "
-        f"`{subject.label}`)", span or spec.span, spec.name, kind="exception",
+        "FX004", f"{message} (raised by the pass `{spec.name}` "
+        f"{in_graph(subject.label, 'on')})", span or spec.span, spec.name, kind="exception",
         graph=subject.label)
     item.data["pass"] = spec.name
     return item
@@ -371,76 +359,18 @@ def _code_of(graph: Any) -> str | None:
 
 def _changed_nodes(graph: Any, names: set[str], log: EditLog, mark: int) -> list[NodeInfo]:
     """The added and rewired nodes, once per pass line that created or changed each (hover
-    on any of those lines shows the node)."""
-    lines: dict[int, list[SourceSpan]] = {}
-    for edit in log.since(mark):
-        if edit.kind is not EditKind.ERASE:
-            spans = lines.setdefault(id(edit.node), [])
-            if edit.span not in spans:
-                spans.append(edit.span)
+    on any of those lines shows the node; a copy's lines include its original's: after a
+    final ``legalize_graph`` the node is where the pass made it)."""
     found = []
     for node in graph.nodes:
         if node.name not in names:
             continue
-        for span in lines.get(id(node), []):
+        spans: list[SourceSpan] = []
+        for edit in log.node_edits(node):
+            if edit.seq >= mark and edit.kind is not EditKind.ERASE and edit.span not in spans:
+                spans.append(edit.span)
+        for span in spans:
             found.append(NodeInfo(
                 node.name, node.op, _target_text(node), _format(node.args),
                 _format(node.kwargs), [u.name for u in node.users], to_span(span)))
     return found
-
-
-def compare_outputs(outcomes: list[Outcome]) -> list[Diagnostic]:
-    """FX017: a pass that changes the model's outputs on its example inputs."""
-    found = []
-    expected: dict[int, list[Any] | None] = {}  # each model's outputs, computed once
-    for outcome in outcomes:
-        inputs = outcome.subject.example_inputs()
-        module = getattr(outcome.result, "graph_module", outcome.result)
-        if inputs is None or not isinstance(module, torch.nn.Module):
-            continue
-        key = id(outcome.subject)
-        if key not in expected:
-            expected[key] = _outputs(outcome.subject.graph_module, inputs)
-        outputs = expected[key]
-        difference = None if outputs is None else _max_difference(outputs, module, inputs)
-        if difference is None:
-            continue
-        spec = outcome.spec
-        item = diagnostic(
-            "FX017", f"`{spec.name}` changes the outputs of `{outcome.subject.label}` on its "
-            f"example inputs: the largest absolute difference is {difference:.3g}", spec.span,
-            spec.name, graph=outcome.subject.label, difference=difference)
-        item.data["pass"] = spec.name
-        found.append(item)
-    return found
-
-
-def _outputs(module: Any, inputs: tuple[Any, ...]) -> list[Any] | None:
-    from torch.utils._pytree import tree_flatten
-
-    try:
-        with torch.no_grad():
-            torch.manual_seed(0)
-            return tree_flatten(module(*inputs))[0]
-    except Exception:
-        return None
-
-
-def _max_difference(expected: list[Any], changed: Any, inputs: tuple[Any, ...]
-                    ) -> float | None:
-    """The largest absolute difference between the model's outputs and the changed
-    module's, when it is more than rounding (None when they agree or it cannot run)."""
-    got = _outputs(changed, inputs)
-    if got is None or len(expected) != len(got):
-        return None
-    worst = 0.0
-    for left, right in zip(expected, got, strict=True):
-        if not (isinstance(left, torch.Tensor) and isinstance(right, torch.Tensor)):
-            continue
-        if left.shape != right.shape or not left.is_floating_point():
-            continue
-        difference = (left - right.to(left.dtype)).abs().max().item() if left.numel() else 0.0
-        scale = 1.0 + left.abs().max().item() if left.numel() else 1.0
-        if difference > _OUTPUT_TOLERANCE * scale:
-            worst = max(worst, difference)
-    return worst or None

@@ -27,6 +27,7 @@ def run_file(file: SourceFile, passes: PassAnalysis) -> tuple[types.ModuleType |
     with passes.log.active():  # passes the file runs at import are checked too
         loaded = execute_file(Path(file.filename), file.source, file.module_tree, file.location,
                               (settings.project.root,) if settings.project.root else ())
+    passes.log.crashed([failure.span for failure in loaded.failures])
     found = []
     for failure in loaded.failures:
         item = diagnostic("FX100", failure.message, failure.span, "")
