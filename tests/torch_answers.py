@@ -17,6 +17,7 @@ import json
 import os
 import subprocess
 import sys
+import sysconfig
 from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
@@ -66,9 +67,12 @@ def _relative(part: str, cwd: Path) -> str:
 
 
 def _packages(python_path: str) -> list[str]:
-    """The distributions the reference process sees: the venv's and those on its
-    PYTHONPATH (the model zoo), with their versions."""
-    paths = [p for p in python_path.split(os.pathsep) if p] + sys.path
+    """The distributions the reference process sees: the interpreter's and those on its
+    PYTHONPATH (the model zoo), with their versions (not the test process's ``sys.path``,
+    which other tests extend with packages of their own)."""
+    installed = sysconfig.get_paths()
+    paths = [p for p in python_path.split(os.pathsep) if p] + [installed["purelib"],
+                                                             installed["platlib"]]
     found = {f"{dist.metadata['Name']}=={dist.version}"
              for dist in metadata.distributions(path=paths) if dist.metadata["Name"]}
     return sorted(found)

@@ -6,6 +6,7 @@ line, and nothing they do not; each code at its exact range."""
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import shutil
@@ -38,6 +39,17 @@ def _check(folder: Path, source: str, *flags: str, pyproject: str = "") -> dict[
 
 
 TARGETED = '[tool.fxls]\ntargets = ["export", "compile"]\n'
+
+
+def _only(*classes: str, source: str = MODELS) -> str:
+    """``source`` with every class but ``classes`` blanked out, line for line (each line
+    keeps its number; a run checks those classes alone)."""
+    lines = source.splitlines()
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.ClassDef) and node.name not in classes:
+            first = node.lineno - 1 - len(node.decorator_list)
+            lines[first:node.end_lineno] = [""] * (node.end_lineno - first)
+    return "\n".join(lines) + "\n"
 
 
 @pytest.fixture(scope="module")
@@ -135,7 +147,7 @@ def test_a_graph_break_is_a_warning_with_torchs_page(both: dict[str, Any]) -> No
 
 
 def test_strict_export_reports_what_dynamo_cannot_trace(tmp_path: Path) -> None:
-    report = _check(tmp_path, MODELS,
+    report = _check(tmp_path, _only("CallsOs", "Clean"),
                     pyproject='[tool.fxls]\ntargets = ["export"]\nexport_strict = true\n')
     strict = [d for d in report["diagnostics"] if d["code"] == "FX202"]
     assert [d["range"] for d in strict if d["module"] == "CallsOs"] == [_range_of("os.getcwd()")]
@@ -143,14 +155,15 @@ def test_strict_export_reports_what_dynamo_cannot_trace(tmp_path: Path) -> None:
 
 
 def test_fullgraph_makes_breaks_errors(tmp_path: Path) -> None:
-    report = _check(tmp_path, MODELS,
+    report = _check(tmp_path, _only("Printing", "Clean"),
                     pyproject='[tool.fxls]\ntargets = ["compile"]\nfullgraph = true\n')
     breaks = [d for d in report["diagnostics"] if d["code"] == "FX301"]
     assert breaks and {d["severity"] for d in breaks} == {"error"}
 
 
 def test_compile_only_project_gets_no_symbolic_trace_codes(tmp_path: Path) -> None:
-    compile_only = _check(tmp_path, MODELS + "\n\ncompiled = torch.compile(RowLoop())\n")
+    compile_only = _check(tmp_path, _only("RowLoop", "ValueBranch")
+                          + "\n\ncompiled = torch.compile(RowLoop())\n")
     assert compile_only["targets"]["targets"] == ["compile"]
     assert "torch.compile" in compile_only["stderr"]
     assert not [d for d in compile_only["diagnostics"] if d["code"].startswith("FX0")]
@@ -159,8 +172,8 @@ def test_compile_only_project_gets_no_symbolic_trace_codes(tmp_path: Path) -> No
 
 
 def test_symbolic_trace_by_default_and_a_class_pragma(tmp_path: Path) -> None:
-    source = MODELS.replace("class RowLoop(nn.Module):\n",
-                            "class RowLoop(nn.Module):\n    # fxls: targets compile\n")
+    source = _only("RowLoop", "ValueBranch").replace(
+        "class RowLoop(nn.Module):\n", "class RowLoop(nn.Module):\n    # fxls: targets compile\n")
     report = _check(tmp_path, source)
     assert "targets" not in report  # the default, unsaid (the output as it always was)
     codes = {(d["module"], d["code"]) for d in report["diagnostics"]}
@@ -172,7 +185,7 @@ def test_symbolic_trace_by_default_and_a_class_pragma(tmp_path: Path) -> None:
 
 def test_statistics_and_code_lens_say_each_targets_status(tmp_path: Path) -> None:
     path = tmp_path / "models.py"
-    path.write_text(MODELS, encoding="utf-8")
+    path.write_text(_only("Printing"), encoding="utf-8")
     done = subprocess.run(
         [sys.executable, "-m", "fxls", "check", "--statistics", "--no-progress",
          "--target", "symbolic_trace,export,compile", str(path)],
@@ -182,7 +195,7 @@ def test_statistics_and_code_lens_say_each_targets_status(tmp_path: Path) -> Non
 
 
 def test_inputs_the_module_cannot_run_on_are_no_export_failure(tmp_path: Path) -> None:
-    source = MODELS + '''
+    source = _only() + '''
 
 class Mismatch(nn.Module):
     def __init__(self):
