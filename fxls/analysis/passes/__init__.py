@@ -20,6 +20,7 @@ from fxls.analysis.diagnostics import diagnostic, to_span
 from fxls.analysis.passes.checks import Where, lint_graph, unused_nodes
 from fxls.analysis.passes.discovery import PassSpec, find_passes
 from fxls.analysis.passes.edits import EditKind, EditLog
+from fxls.analysis.passes.import_rewrites import rewrites_at_import
 from fxls.analysis.passes.runner import (
     PassResults,
     Subject,
@@ -36,6 +37,7 @@ __all__ = ["PassAnalysis", "Subject", "compare_outputs", "global_subjects", "pro
 class PassAnalysis:
     def __init__(self, filename: str, source: str, is_reportable: Callable[[str], bool]) -> None:
         self.filename = filename
+        self.source = source
         self.is_reportable = is_reportable
         self.log = EditLog(is_reportable, {filename: source})
 
@@ -48,15 +50,28 @@ class PassAnalysis:
             graphs.setdefault(id(edit.graph), ("a graph built at import", edit.graph))
         first_line = SourceSpan(self.filename, 1, 1, 0, 0)
         found: list[Diagnostic] = []
+        broken = False
         for label, graph in graphs.values():
             where = Where(label, first_line, self.is_reportable, "")
-            found.extend(lint_graph(graph, self.log, where))
+            lint_problems = lint_graph(graph, self.log, where)
+            broken = broken or bool(lint_problems)
+            found.extend(lint_problems)
             created = {e.node.name for e in self.log.edits
                        if e.graph is graph and e.kind is EditKind.CREATE}
             found.extend(unused_nodes(graph, created, self.log, where))
         found.extend(self._stale_globals(namespace))
         found.extend(stale_calls(self.log, 0, "a graph built at import"))
+        if self.log.edits and not broken:
+            found.extend(self._rewrites_changing_outputs(namespace))
         return found
+
+    def _rewrites_changing_outputs(self, namespace: dict[str, Any]) -> list[Diagnostic]:
+        """FX017 for a module-level rewrite of a global GraphModule (``import_rewrites``)."""
+        try:
+            tree = ast.parse(self.source)
+        except (SyntaxError, ValueError):
+            return []
+        return rewrites_at_import(tree, namespace, self.log, self.filename, self.is_reportable)
 
     def _stale_globals(self, namespace: dict[str, Any]) -> list[Diagnostic]:
         found = []
