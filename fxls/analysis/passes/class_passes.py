@@ -24,7 +24,6 @@ from fxls.analysis.passes.parameters import (
 from fxls.analysis.passes.pass_options import PassOptions, options_for
 
 _GRAPH_KINDS = (PassKind.GRAPH_MODULE, PassKind.GRAPH)
-_EMPTY = ast.Module(body=[], type_ignores=[])
 
 
 @dataclass(slots=True)
@@ -39,18 +38,20 @@ class Definitions:
     """The file's function definitions (nested ones too) by the first line of their code."""
 
     def __init__(self, tree: ast.Module, filename: str) -> None:
-        self.filename = filename
-        self.by_line: dict[int, ast.FunctionDef] = {}
-        for node in ast.walk(tree):
-            if isinstance(node, ast.FunctionDef):
-                first = min([d.lineno for d in node.decorator_list] + [node.lineno])
-                self.by_line[first] = node
+        self.tree, self.filename = tree, filename
+        self._by_line: dict[int, ast.FunctionDef] | None = None  # made at the first lookup
 
     def of(self, function: Any) -> ast.FunctionDef | None:
         code = getattr(function, "__code__", None)
         if code is None or code.co_filename != self.filename:
             return None
-        return self.by_line.get(code.co_firstlineno)
+        if self._by_line is None:
+            self._by_line = {}
+            for node in ast.walk(self.tree):
+                if isinstance(node, ast.FunctionDef):
+                    first = min([d.lineno for d in node.decorator_list] + [node.lineno])
+                    self._by_line[first] = node
+        return self._by_line.get(code.co_firstlineno)
 
 
 def graph_method(cls: type, definitions: Definitions) -> GraphMethod | None:
@@ -88,7 +89,7 @@ def _graph_method(name: str, function: Any, definitions: Definitions) -> GraphMe
         kind = use_of_parameter(definition, parameter.arg)
     if kind not in _GRAPH_KINDS:
         return None
-    options = options_for(definition, 2, _EMPTY, namespace, definitions.filename)
+    options = options_for(definition, 2, [], namespace, definitions.filename)
     if options.missing:
         return None
     return GraphMethod(name, kind, flavour, options)

@@ -68,14 +68,14 @@ class PassSpec:
 
 def find_passes(tree: ast.Module, namespace: dict[str, Any], filename: str) -> list[PassSpec]:
     """The passes defined at the top level of ``tree``, resolved in ``namespace``."""
-    traced_names = _names_bound_to_traces(tree)
-    called = _called_with_graphs(tree, traced_names)
+    calls, traced_names = _calls_and_traces(tree)
+    called = _called_with_graphs(calls, traced_names)
     definitions = Definitions(tree, filename)
     bases = _base_classes(tree, namespace)
     found: list[PassSpec] = []
     for statement in tree.body:
         if isinstance(statement, ast.FunctionDef):
-            spec = _function_pass(statement, namespace, filename, called, tree)
+            spec = _function_pass(statement, namespace, filename, called, calls)
         elif isinstance(statement, ast.ClassDef):
             spec = _class_pass(statement, namespace, filename, definitions, bases)
         else:
@@ -100,7 +100,7 @@ def _name_span(filename: str, node: ast.FunctionDef | ast.ClassDef | ast.expr) -
 
 def _function_pass(
     definition: ast.FunctionDef, namespace: dict[str, Any], filename: str,
-    called: dict[str, PassKind], tree: ast.Module,
+    called: dict[str, PassKind], calls: dict[str, list[ast.Call]],
 ) -> PassSpec | None:
     function = namespace.get(definition.name)
     if not callable(function) or not definition.args.args:
@@ -118,9 +118,8 @@ def _function_pass(
         kind = called.get(definition.name)
     if kind is None:
         return None
-    options = options_for(definition, 1, tree, namespace, filename)
-    if _needs_more(definition.args) and not options.from_call and _called_in(
-            tree, definition.name):
+    options = options_for(definition, 1, calls.get(definition.name, []), namespace, filename)
+    if _needs_more(definition.args) and not options.from_call and definition.name in calls:
         return None  # a helper the file's passes call with their own nodes (make_neg(graph, node))
     if flavour is None:
         flavour = _namespace_flavour(namespace)
@@ -138,11 +137,6 @@ def _needs_more(arguments: ast.arguments) -> bool:
     required = len(positional) - len(arguments.defaults)
     missing_keyword = any(d is None for d in arguments.kw_defaults)
     return required > 1 or missing_keyword
-
-
-def _called_in(tree: ast.Module, name: str) -> bool:
-    return any(isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-               and node.func.id == name for node in ast.walk(tree))
 
 
 def _has_options(arguments: ast.arguments) -> bool:
@@ -166,31 +160,38 @@ def _is_trace_call(node: ast.AST) -> bool:
         call_name(node) in TRACE_CALLS or call_name(node) == "GraphModule")
 
 
-def _names_bound_to_traces(tree: ast.Module) -> set[str]:
-    """Names the file assigns a traced module to (``gm = fx.symbolic_trace(Net())``)."""
-    names = set()
+def _calls_and_traces(tree: ast.Module) -> tuple[dict[str, list[ast.Call]], set[str]]:
+    """The file's calls of plain names by the name called (``fuse(gm, config)``), and the
+    names it assigns a traced module to (``gm = fx.symbolic_trace(Net())``): one walk."""
+    calls: dict[str, list[ast.Call]] = {}
+    traced = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and _is_trace_call(node.value):
-            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            calls.setdefault(node.func.id, []).append(node)
+        elif isinstance(node, ast.Assign) and _is_trace_call(node.value):
+            traced.update(t.id for t in node.targets if isinstance(t, ast.Name))
         elif isinstance(node, ast.AnnAssign) and node.value is not None and _is_trace_call(
                 node.value) and isinstance(node.target, ast.Name):
-            names.add(node.target.id)
-    return names
+            traced.add(node.target.id)
+    return calls, traced
 
 
-def _called_with_graphs(tree: ast.Module, traced: set[str]) -> dict[str, PassKind]:
+def _called_with_graphs(calls: dict[str, list[ast.Call]], traced: set[str]
+                        ) -> dict[str, PassKind]:
     """Functions the file calls with a traced module (or its ``.graph``) as first argument."""
     found: dict[str, PassKind] = {}
-    for node in ast.walk(tree):
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.args):
-            continue
-        argument = node.args[0]
-        if _is_trace_call(argument) or (isinstance(argument, ast.Name) and argument.id in traced):
-            found.setdefault(node.func.id, PassKind.GRAPH_MODULE)
-        elif isinstance(argument, ast.Attribute) and argument.attr == "graph" and (
-                _is_trace_call(argument.value) or (isinstance(argument.value, ast.Name)
-                                                   and argument.value.id in traced)):
-            found.setdefault(node.func.id, PassKind.GRAPH)
+    for name, each in calls.items():
+        for node in each:
+            if not node.args:
+                continue
+            argument = node.args[0]
+            if _is_trace_call(argument) or (isinstance(argument, ast.Name)
+                                            and argument.id in traced):
+                found.setdefault(name, PassKind.GRAPH_MODULE)
+            elif isinstance(argument, ast.Attribute) and argument.attr == "graph" and (
+                    _is_trace_call(argument.value) or (isinstance(argument.value, ast.Name)
+                                                       and argument.value.id in traced)):
+                found.setdefault(name, PassKind.GRAPH)
     return found
 
 

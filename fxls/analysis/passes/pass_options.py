@@ -32,11 +32,11 @@ class PassOptions:
     missing: tuple[str, ...] = ()
 
 
-def options_for(definition: ast.FunctionDef, skip: int, tree: ast.Module,
+def options_for(definition: ast.FunctionDef, skip: int, calls: list[ast.Call],
                 namespace: dict[str, Any], filename: str) -> PassOptions:
     """The other arguments of ``definition`` (its first ``skip`` parameters are the object
-    and the graph)."""
-    called = _from_calls(definition, skip, tree, namespace, filename)
+    and the graph); ``calls``: the file's calls of it."""
+    called = _from_calls(skip, calls, namespace, filename)
     if called is not None:
         return PassOptions(called, from_call=True)
     positional, keyword, missing = [], {}, []
@@ -66,15 +66,12 @@ def _parameters(arguments: ast.arguments, skip: int
     return found
 
 
-def _from_calls(definition: ast.FunctionDef, skip: int, tree: ast.Module,
-                namespace: dict[str, Any], filename: str) -> Callable[[], Arguments] | None:
+def _from_calls(skip: int, calls: list[ast.Call], namespace: dict[str, Any],
+                filename: str) -> Callable[[], Arguments] | None:
     """The other arguments of the first call of the pass in the file whose values all
     evaluate in the module's namespace (a call inside a function uses its locals: skipped)."""
-    for node in ast.walk(tree):
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-                and node.func.id == definition.name and len(node.args) >= skip):
-            continue
-        if any(isinstance(a, ast.Starred) for a in node.args) or any(
+    for node in calls:
+        if len(node.args) < skip or any(isinstance(a, ast.Starred) for a in node.args) or any(
                 k.arg is None for k in node.keywords):
             continue
         positional = [_compiled(a, filename) for a in node.args[skip:]]
