@@ -60,7 +60,7 @@ def export_module(run: TargetRun, file: SourceFile, strict: bool,
     if not strict:
         failures += _drafted(run, file, dynamic_shapes)  # the first has exact columns
     found = _unique(_placed([_worded(failure, run, file) for failure in failures], run))
-    return _failed(len(found)), _one_per_range([item for item, _ in found])
+    return _failed(len(found)), _one_per_range(found, run)
 
 
 def _failed(count: int) -> str:
@@ -153,34 +153,71 @@ def _drafted(run: TargetRun, file: SourceFile, dynamic_shapes: Any) -> list[Expo
     return failures
 
 
-#: a failure as a diagnostic, and what tells it from another reached from the same line
-#: of the user's (torch's words when it is inside a library; None at the user's expression)
-_Worded = tuple[Diagnostic, str | None]
+@dataclass(frozen=True)
+class _Kind:
+    """How a failure kind is said: what failed at ``{text}``, why, and what to do. Several
+    failures at one place are listed by what failed; why and what to do are said once."""
+
+    what_failed: str
+    why: str = ""  # after "it" (one failure) or "each" (several)
+    hint: str = ""
+
+    def alone(self, subject: str) -> str:
+        return self.what_failed.format(text=subject) + (
+            f": it {self.why}" if self.why else "") + (f" ({self.hint})" if self.hint else "")
+
+    def after_several(self) -> str:
+        return (f"; each {self.why}" if self.why else "") + (f"; {self.hint}" if self.hint
+                                                             else "")
+
+
+_KINDS = {
+    "FX201": _Kind("export cannot decide {text}",
+                   "depends on a tensor's values, which export does not know",
+                   "use `torch.cond` for a branch, `torch._check` for an assumption"),
+    "FX202": _Kind("strict export cannot trace {text}"),
+    "FX203": _Kind("{text} calls an operator with no fake kernel, which export needs",
+                   hint="register one with `register_fake`"),
+    "FX205": _Kind("{text} specializes a dimension declared dynamic"),
+    "FX209": _Kind("exporting raised at {text}"),
+}
+
+
+@dataclass(frozen=True)
+class _Worded:
+    """A failure as a diagnostic, and what a message listing several at its place says of
+    it (``clause``)."""
+
+    item: Diagnostic
+    #: what tells it from another reached from the same line of the user's: torch's words
+    #: when it is inside a library, None at the user's expression
+    inside: str | None
+    clause: str
 
 
 def _worded(failure: ExportFailure, run: TargetRun, file: SourceFile) -> _Worded:
     if failure.in_outputs:
         returned = returned_span(file, run.name)
         if returned is not None:
-            return _returned_diagnostic(failure, returned, run, file), None
+            return _Worded(_returned_diagnostic(failure, returned, run, file), None,
+                           f"export cannot flatten what `forward` returns ({failure.what})")
     where = locate(failure.spans, file, run.span)
-    return _diagnostic(failure, where, run, file), (
-        failure.what if where.library is not None else None)
-
-
-def _diagnostic(failure: ExportFailure, where: Location, run: TargetRun,
-                file: SourceFile) -> Diagnostic:
-    text = span_text(where.span, file)
-    subject = f"`{text}`" if text else "this"
-    if where.library is not None:  # the user's line called into it: name where it failed
-        inner = library_expression(where, file)
-        subject = (f"`{inner}` in `{where.library}`" if inner else f"`{where.library}`") + \
-            " (reached from here)"
-    title = _TITLES[failure.code].format(text=subject)
-    message = f"{title} ({failure.what}; exporting `{run.name}`)"
+    subject = _subject(where, file)
+    message = f"{_KINDS[failure.code].alone(subject)} ({failure.what}; exporting `{run.name}`)"
     item = diagnostic(failure.code, message, where.span, run.name)
     item.related.extend(where.related)
-    return item
+    clause = f"{_KINDS[failure.code].what_failed.format(text=subject)} ({failure.what})"
+    return _Worded(item, failure.what if where.library is not None else None, clause)
+
+
+def _subject(where: Location, file: SourceFile) -> str:
+    """The expression that failed, or the library function the user's line called into."""
+    if where.library is not None:  # the user's line called into it: name where it failed
+        inner = library_expression(where, file)
+        return (f"`{inner}` in `{where.library}`" if inner else f"`{where.library}`") + \
+            " (reached from here)"
+    text = span_text(where.span, file)
+    return f"`{text}`" if text else "this"
 
 
 def _returned_diagnostic(failure: ExportFailure, returned: SourceSpan, run: TargetRun,
@@ -191,50 +228,48 @@ def _returned_diagnostic(failure: ExportFailure, returned: SourceSpan, run: Targ
     return diagnostic(failure.code, message, returned, run.name)
 
 
-_TITLES = {
-    "FX201": "export cannot decide {text}: it depends on a tensor's values, which export "
-             "does not know (use `torch.cond` for a branch, `torch._check` for an assumption)",
-    "FX202": "strict export cannot trace {text}",
-    "FX203": "{text} calls an operator with no fake kernel, which export needs "
-             "(register one with `register_fake`)",
-    "FX205": "{text} specializes a dimension declared dynamic",
-    "FX209": "exporting raised at {text}",
-}
-
-
 def _placed(found: list[_Worded], run: TargetRun) -> list[_Worded]:
     """Without a failure left at the class for want of a user frame when the same kind
     is found at a line (export's exception has no frame where draft's report has one)."""
     at_class = (run.span.file, run.span.line)
-    placed = {item.code for item, _ in found if (item.span.file, item.span.line) != at_class}
-    return [(item, inside) for item, inside in found
-            if (item.span.file, item.span.line) != at_class or item.code not in placed]
+    placed = {said.item.code for said in found
+              if (said.item.span.file, said.item.span.line) != at_class}
+    return [said for said in found
+            if (said.item.span.file, said.item.span.line) != at_class
+            or said.item.code not in placed]
 
 
 def _unique(found: Iterable[_Worded]) -> list[_Worded]:
     """One per (code, line): draft_export meets the first failure again. Failures inside a
     library reached from one line of the user's differ by torch's words (two guards)."""
     seen, kept = set(), []
-    for item, inside in found:
-        key = (item.code, item.span.file, item.span.line, inside)
+    for said in found:
+        key = (said.item.code, said.item.span.file, said.item.span.line, said.inside)
         if key not in seen:
             seen.add(key)
-            kept.append((item, inside))
+            kept.append(said)
     return kept
 
 
-def _one_per_range(found: list[Diagnostic]) -> list[Diagnostic]:
+def _one_per_range(found: list[_Worded], run: TargetRun) -> list[Diagnostic]:
     """One diagnostic per (code, range), listing each failure reached from there."""
-    by_range: dict[tuple[str, tuple[str, int, int, int, int]], list[Diagnostic]] = {}
-    for item in found:
-        by_range.setdefault((item.code, item.span.key()), []).append(item)
+    by_range: dict[tuple[str, tuple[str, int, int, int, int]], list[_Worded]] = {}
+    for said in found:
+        by_range.setdefault((said.item.code, said.item.span.key()), []).append(said)
     merged = []
-    for items in by_range.values():
-        first = items[0]
-        if len(items) > 1:
-            first.message = f"{len(items)} problems here: " + "; ".join(
-                f"({number}) {item.message}" for number, item in enumerate(items, 1))
-            for item in items[1:]:
-                first.related.extend(item.related)
+    for at_range in by_range.values():
+        first = at_range[0].item
+        if len(at_range) > 1:
+            first.message = _several(at_range, run.name)
+            for said in at_range[1:]:
+                first.related.extend(said.item.related)
         merged.append(first)
     return merged
+
+
+def _several(at_range: list[_Worded], name: str) -> str:
+    """``2 problems here (exporting `M`): (1) ...; (2) ...; each ...; use ...``."""
+    listed = "; ".join(f"({number}) {said.clause}" for number, said in enumerate(at_range, 1))
+    kind = _KINDS.get(at_range[0].item.code)
+    return f"{len(at_range)} problems here (exporting `{name}`): {listed}" + (
+        kind.after_several() if kind is not None else "")
