@@ -40,6 +40,7 @@ class PassAnalysis:
         self.source = source
         self.is_reportable = is_reportable
         self.log = EditLog(is_reportable, {filename: source})
+        self._lint_failed_at_import = False
 
     # -- what the file did at import ---------------------------------------------------
     def import_time(self, namespace: dict[str, Any]) -> list[Diagnostic]:
@@ -61,12 +62,14 @@ class PassAnalysis:
             found.extend(unused_nodes(graph, created, self.log, where))
         found.extend(self._stale_globals(namespace))
         found.extend(stale_calls(self.log, 0, "a graph built at import"))
-        if self.log.edits and not broken:
-            found.extend(self._rewrites_changing_outputs(namespace))
+        self._lint_failed_at_import = broken
         return found
 
-    def _rewrites_changing_outputs(self, namespace: dict[str, Any]) -> list[Diagnostic]:
-        """FX017 for a module-level rewrite of a global GraphModule (``import_rewrites``)."""
+    def rewrites_changing_outputs(self, namespace: dict[str, Any]) -> list[Diagnostic]:
+        """FX017 for a module-level rewrite of a global GraphModule (``import_rewrites``):
+        the graphs run on example inputs, so after tracing's first diagnostics."""
+        if not self.log.edits or self._lint_failed_at_import:
+            return []
         try:
             tree = ast.parse(self.source)
         except (SyntaxError, ValueError):

@@ -85,6 +85,7 @@ def analyze_source(
             give_real_weights(traced, context, report, findings)
         observe_traced(traced, context, candidates, findings)
         report.graphs.extend(graph_report(name, graph) for name, graph in graphs)
+        report.diagnostics.extend(passes.rewrites_changing_outputs(context.namespace))
     mark_targets(report, file, targets)
     report.models_complete = True
     if wants_torch_tiers(report):
