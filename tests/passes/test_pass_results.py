@@ -145,6 +145,45 @@ BIAS_NOT_SCALED = _with(CONV_BN, "(conv.bias - bn.running_mean) * scale + shift"
 NO_AFFINE_AS_SHIFT = _with(CONV_BN, "    scale = torch.rsqrt(bn.running_var + bn.eps)\n",
                            "    scale = torch.ones_like(bn.running_var)\n")
 
+# the file's own model, calibrated at import (small variances): an epsilon of 1e-4 instead of
+# the BatchNorm's 1e-5 is rounding on fresh or randomised statistics, 30% on these
+CALIBRATED = '''import torch
+import torch.fx as fx
+from torch import nn
+
+
+class ConvBn(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.bn = nn.BatchNorm2d(8)
+
+    def forward(self, x):
+        return self.bn(self.conv(x))
+
+
+def fold_into_conv(gm: fx.GraphModule) -> fx.GraphModule:
+    conv, bn = gm.conv, gm.bn
+    scale = bn.weight * torch.rsqrt(bn.running_var + bn.eps)
+    with torch.no_grad():
+        conv.weight.mul_(scale.reshape(-1, 1, 1, 1))
+        conv.bias.copy_((conv.bias - bn.running_mean) * scale + bn.bias)
+    for node in list(gm.graph.nodes):
+        if node.op == "call_module" and node.target == "bn":
+            node.replace_all_uses_with(node.args[0])
+            gm.graph.erase_node(node)
+    gm.recompile()
+    return gm
+
+
+model = ConvBn().eval()
+with torch.no_grad():
+    model.bn.running_mean.copy_(torch.linspace(-1.0, 1.0, 8))
+    model.bn.running_var.copy_(torch.linspace(1e-4, 1e-3, 8))
+'''
+WRONG_EPS = _with(CALIBRATED, "bn.running_var + bn.eps", "bn.running_var + 1e-4")
+WRONG_EPS_UNCALIBRATED = WRONG_EPS[: WRONG_EPS.index("model = ConvBn()")]
+
 RETURNS_FEATURES = BACKBONE + '''def also_return_features(gm: fx.GraphModule) -> fx.GraphModule:
     features = next(n for n in gm.graph.nodes if n.op == "call_module" and n.target == "body")
     output = next(n for n in gm.graph.nodes if n.op == "output")
@@ -217,6 +256,9 @@ CASES: dict[str, str] = {
     "conv_bn.py": CONV_BN,
     "bias_not_scaled.py": BIAS_NOT_SCALED,
     "no_affine_as_shift.py": NO_AFFINE_AS_SHIFT,
+    "calibrated.py": CALIBRATED,
+    "wrong_eps.py": WRONG_EPS,
+    "wrong_eps_uncalibrated.py": WRONG_EPS_UNCALIBRATED,
     "returns_features.py": RETURNS_FEATURES,
     "second_output.py": SECOND_OUTPUT,
     "self_wired.py": SELF_WIRED,
@@ -227,7 +269,8 @@ CASES: dict[str, str] = {
 }
 
 CLEAN = ["sorted_at_end.py", "stable_sorted_at_end.py", "erased_after_replace.py",
-         "features_only.py", "tensor_kept.py", "conv_bn.py", "returns_features.py",
+         "features_only.py", "tensor_kept.py", "conv_bn.py", "calibrated.py",
+         "returns_features.py",
          "not_self_wired.py"]
 
 
@@ -307,6 +350,14 @@ def test_a_wrong_fusion_shows_on_realistic_batch_norm_statistics(results, name):
     message = found["diagnostics"][0]["message"]
     difference = float(message.rpartition("the largest absolute difference is ")[2])
     assert difference > 1e-3, message
+
+
+def test_outputs_are_compared_on_the_files_own_calibrated_model(results):
+    """The same wrong epsilon is rounding where the file keeps no calibrated model."""
+    found = results["wrong_eps.py"]
+    assert ranges(found, "FX017") == [lsp_range(WRONG_EPS, "fold_into_conv")]
+    assert codes(found) == ["FX017"]
+    assert results["wrong_eps_uncalibrated.py"]["diagnostics"] == []
 
 
 def test_a_second_output_node(results):

@@ -8,7 +8,9 @@ outputs by 1e-7. Every copy a pass runs on, and the copy its result is compared 
 has each floating parameter and buffer that still holds one value throughout (an
 initialiser's fill) replaced by values drawn from a generator seeded with its name: the
 same values before and after the pass, whatever the pass does to the module tree. Values
-a calibrated model holds (a loaded state) are left as they are.
+a calibrated model holds (a loaded state) are left as they are, and where the file keeps
+its own instance of a model it traces (``model = Net()`` calibrated or loaded at import),
+the copies take that instance's values.
 """
 
 from __future__ import annotations
@@ -72,9 +74,45 @@ def _constant_fill(tensor: torch.Tensor) -> bool:
     return bool((flat[:16] == first).all()) and bool((flat == first).all())
 
 
-def realistic_copy(graph_module: torch.nn.Module, deep: bool = False) -> Any:
-    """A copy of ``graph_module`` (a deep one for a pass written against fxcore) with its
-    model's values (the subject's instance: the file's own model where it builds one),
-    made realistic where they are still an initialiser's fill."""
+def realistic_copy(graph_module: torch.nn.Module, instance: torch.nn.Module,
+                   deep: bool = False) -> Any:
+    """A copy of ``graph_module`` (a deep one for a pass written against fxcore) with the
+    values of ``instance`` (the file's own model, when it is not the one traced), made
+    realistic where they are still an initialiser's fill."""
     copied = copy.deepcopy(graph_module) if deep else copy_modules(graph_module)
+    _take_values(copied, instance, graph_module)
     return give_realistic_values(copied)
+
+
+def _take_values(copied: torch.nn.Module, instance: torch.nn.Module,
+                 traced: torch.nn.Module) -> None:
+    own = _tensors(instance)
+    if all(own.get(name) is tensor for name, tensor in _tensors(traced).items()):
+        return  # the graph module holds the instance's own tensors
+    with torch.no_grad():
+        for name, tensor in _tensors(copied).items():
+            source = own.get(name)
+            if source is not None and source.shape == tensor.shape and (
+                    source.dtype == tensor.dtype):
+                tensor.copy_(source)
+
+
+def _tensors(module: torch.nn.Module) -> dict[str, torch.Tensor]:
+    return {**dict(module.named_parameters()), **dict(module.named_buffers())}
+
+
+def file_instance(namespace: dict[str, Any], built: torch.nn.Module) -> torch.nn.Module:
+    """The file's own instance of ``built``'s class (a module global, calibrated or loaded
+    as the file does it) when there is exactly one, in the same mode and with the same
+    parameters and buffers (names and shapes) as ``built``; else ``built``."""
+    found = {id(v): v for v in namespace.values() if type(v) is type(built) and v is not built}
+    if len(found) != 1:
+        return built
+    (own,) = found.values()
+    if own.training != built.training or _layout(own) != _layout(built):
+        return built
+    return own
+
+
+def _layout(module: torch.nn.Module) -> dict[str, tuple[int, ...]]:
+    return {name: tuple(tensor.shape) for name, tensor in module.state_dict().items()}

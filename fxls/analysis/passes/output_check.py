@@ -47,7 +47,8 @@ def compare_outputs(outcomes: list[Outcome]) -> list[Diagnostic]:
             continue
         key = id(outcome.subject)
         if key not in expected:
-            reference = realistic_copy(outcome.subject.graph_module)
+            subject = outcome.subject
+            reference = realistic_copy(subject.graph_module, subject.instance)
             expected[key] = _outputs(reference, inputs)[0]
         outputs = expected[key]
         if outputs is not None:

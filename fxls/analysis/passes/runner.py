@@ -70,7 +70,8 @@ def run_passes(specs: list[PassSpec], subjects: list[Subject], graphs_from: str,
 def _fresh(subject: Subject, flavour: Flavour) -> Any:
     """The subject's graph module for one pass, with the values of its instance made
     realistic (``module_copies``)."""
-    copied = realistic_copy(subject.graph_module, deep=flavour is Flavour.FXCORE)
+    copied = realistic_copy(subject.graph_module, subject.instance,
+                            deep=flavour is Flavour.FXCORE)
     if flavour is Flavour.FXCORE:
         return copied
     from fxcore.interop import to_torch_fx

@@ -24,6 +24,7 @@ def run_file(file: SourceFile, passes: PassAnalysis) -> tuple[types.ModuleType |
                                                               list[Diagnostic]]:
     """The executed module (None when nothing of it ran) and its FX100s."""
     settings = file.settings
+    torch.manual_seed(0)  # the file's own models get the same values in every run
     with passes.log.active():  # passes the file runs at import are checked too
         loaded = execute_file(Path(file.filename), file.source, file.module_tree, file.location,
                               (settings.project.root,) if settings.project.root else ())

@@ -24,6 +24,7 @@ from fxls.analysis.passes import (
 )
 from fxls.analysis.passes.discovery import PassSpec
 from fxls.analysis.passes.file_graphs import file_graph_subjects
+from fxls.analysis.passes.module_copies import file_instance
 from fxls.analysis.passes.runner import PassResults
 from fxls.analysis.pipeline.file_context import FileContext
 from fxls.analysis.pipeline.symbolic_trace import TracedModule
@@ -94,14 +95,14 @@ def _subjects(context: FileContext, traced: list[TracedModule], report: FileRepo
              and t.module_report.status is TraceStatus.TRACED and t.ctx.graph_module]
     # a class another root already contains (a block of the network) adds nothing
     inside = {type(m) for t in roots for m in list(t.instance.modules())[1:]}
-    subjects = [Subject(t.module_report.name, t.ctx.graph_module, t.instance,
-                        partial(_inputs_of, t))
+    subjects = [Subject(t.module_report.name, t.ctx.graph_module,
+                        file_instance(context.namespace, t.instance), partial(_inputs_of, t))
                 for t in roots if type(t.instance) not in inside]
     if not subjects:
         subjects = global_subjects(context.namespace, context.leaf_names, context.autowrap)
     if not subjects:
         subjects = file_graph_subjects(context.file.tree, context.namespace, passes.log,
-                                       {s.name for s in specs})
+                                       {s.name for s in specs}, context.file.filename)
     graphs_from = "models"
     settings = context.file.settings
     if not subjects and settings.project.pass_models:
