@@ -202,6 +202,29 @@ def functions_only(gm: fx.GraphModule) -> fx.GraphModule:
     return gm
 '''
 
+# no nn.Module: a function traced at module level, then rewritten in place by the file's pass
+TRACED_THEN_REWRITTEN = '''import torch
+import torch.fx as fx
+
+
+def f(x):
+    return torch.neg(torch.relu(x))
+
+
+def relu_to_sigmoid(gm: fx.GraphModule) -> fx.GraphModule:
+    for node in gm.graph.nodes:
+        if node.op == "call_module":
+            raise RuntimeError("only functions are supported")
+        if node.target is torch.relu:
+            node.target = torch.sigmoid
+    gm.recompile()
+    return gm
+
+
+traced = fx.symbolic_trace(f)
+relu_to_sigmoid(traced)
+'''
+
 # a model whose inputs fxls cannot infer: the Interpreter has nothing to run the file's graph on
 INTERPRETER_WITHOUT_INPUTS = '''import torch
 import torch.fx as fx
@@ -236,6 +259,7 @@ FILES = {
     "invert_bug.py": INVERT_BUG,
     "only_a_picky_pass.py": ONLY_A_PICKY_PASS,
     "interpreter_without_inputs.py": INTERPRETER_WITHOUT_INPUTS,
+    "traced_then_rewritten.py": TRACED_THEN_REWRITTEN,
 }
 
 
@@ -337,3 +361,12 @@ def test_stand_ins_only_for_a_pass_the_files_graphs_give_no_run(results):
     assert passes["CountCalls"]["graphs_from"] == "representative"
     assert all(r["graph"].endswith("(representative)") and r["problem"] is None
                for r in passes["CountCalls"]["runs"])
+
+
+def test_a_traced_function_rewritten_at_import_is_run_on_as_traced(results):
+    """`traced` was changed by the pass at import: its passes run on it as
+    `fx.symbolic_trace(f)` made it, not on the stand-ins (which have module calls)."""
+    found = results["traced_then_rewritten.py"]
+    assert found["diagnostics"] == []
+    (run,) = _passes(found)["relu_to_sigmoid"]["runs"]
+    assert run["graph"] == "traced" and run["problem"] is None and run["removed"] == 1

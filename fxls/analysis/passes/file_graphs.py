@@ -1,7 +1,8 @@
 """The file's own graphs besides its models: the functions it hands to its passes
 (pytorch/examples' ``invert(f)``, a pass that traces its argument) and the GraphModules bound
-to its globals that nothing edited at import (``traced = fx.symbolic_trace(f)``). A
-GraphModule a pass made or changed at import is a result, not a graph to run passes on."""
+to its globals (``traced = fx.symbolic_trace(f)``). A GraphModule a pass made or changed at
+import is a result, not a graph to run passes on: one the file traced and then rewrote is
+taken as its trace call makes it (``import_rewrites``)."""
 
 from __future__ import annotations
 
@@ -10,15 +11,18 @@ import types
 from typing import Any
 
 from fxls.analysis.passes.edits import EditLog
+from fxls.analysis.passes.import_rewrites import graphs_before_rewrites
 from fxls.analysis.passes.runner import Subject
 
 
 def file_graph_subjects(tree: ast.AST | None, namespace: dict[str, Any], log: EditLog,
-                        pass_names: set[str]) -> list[Subject]:
+                        pass_names: set[str], filename: str) -> list[Subject]:
     subjects = []
     seen: set[int] = set()
+    rewritten = graphs_before_rewrites(tree, namespace, log, filename) if isinstance(
+        tree, ast.Module) else []
     for name, value in [*_functions_given_to_passes(tree, namespace, pass_names),
-                        *_unedited_graph_modules(namespace, log)]:
+                        *_unedited_graph_modules(namespace, log), *rewritten]:
         if id(value) in seen:
             continue
         seen.add(id(value))

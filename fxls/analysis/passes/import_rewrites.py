@@ -77,6 +77,23 @@ def _single_call(statement: ast.stmt) -> ast.Call | None:
         value, ast.Call) else None
 
 
+def graphs_before_rewrites(tree: ast.Module, namespace: dict[str, Any], log: EditLog,
+                           filename: str) -> list[tuple[str, Any]]:
+    """Each global GraphModule the file rewrote at import, as its trace call made it (the
+    trace run again): the file's own graph, for its passes to run on."""
+    bound = _module_level_values(tree)
+    found = []
+    for name, value in list(namespace.items()):
+        if not _is_graph_module(value) or name.startswith("_") or log.graph_state(
+                value.graph) is None or not isinstance(bound.get(name), ast.Call):
+            continue
+        if call_name(bound[name]) in TRACE_CALLS:
+            before = _traced_again(bound[name], value, namespace, filename)
+            if before is not None:
+                found.append((name, before))
+    return found
+
+
 def _is_graph_module(value: Any) -> bool:
     import torch.fx
 
