@@ -102,7 +102,7 @@ def _subjects(context: FileContext, traced: list[TracedModule], report: FileRepo
         subjects = global_subjects(context.namespace, context.leaf_names, context.autowrap)
     if not subjects:
         subjects = file_graph_subjects(context.file.tree, context.namespace, passes.log,
-                                       {s.name for s in specs})
+                                       {s.name for s in specs}, context.file.filename)
     graphs_from = "models"
     settings = context.file.settings
     if not subjects and settings.project.pass_models:
