@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
 
+REPO = Path(__file__).resolve().parents[1]
 CACHE = Path(os.environ.get("FXLS_TORCH_ANSWERS_DIR", "~/.cache/fxls-torch-answers")).expanduser()
 
 
@@ -31,9 +32,9 @@ def torch_answer(command: Sequence[str], reads: Sequence[Path], *, cwd: Path,
     """``command``'s standard output (or the file it writes, ``written_to``; it must exit
     0), from the cache when the same command has run on the same files with the same
     packages. ``reads`` are every file of ours the
-    answer depends on (the reference script, the case files); paths under ``cwd`` in the
-    command are keyed relative to it (each run copies the case into a new temporary
-    folder)."""
+    answer depends on (the reference script, the case files), keyed by their contents; the
+    command is keyed without the paths of ``cwd``, the checkout and its interpreter (each run
+    copies the case into a new temporary folder, CI clones the checkout anew)."""
     key = _key(command, reads, cwd, env)
     kept = CACHE / f"{key}.out"
     if os.environ.get("FXLS_TORCH_ANSWERS") != "fresh" and kept.is_file():
@@ -62,8 +63,11 @@ def _key(command: Sequence[str], reads: Sequence[Path], cwd: Path,
 
 
 def _relative(part: str, cwd: Path) -> str:
-    folder = str(cwd)
-    return part.replace(folder, "<case>") if folder in part else part
+    """``part`` without what changes from checkout to checkout: the case's folder, the
+    checkout's own path (CI clones it anew each time), its interpreter's path."""
+    for place, name in ((str(cwd), "<case>"), (sys.executable, "<python>"), (str(REPO), "<repo>")):
+        part = part.replace(place, name)
+    return part
 
 
 def _packages(python_path: str) -> list[str]:

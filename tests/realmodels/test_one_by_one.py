@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.torch_answers import torch_answer
+
 REPO = Path(__file__).resolve().parents[2]
 ZOO = Path(os.environ.get("FXLS_MODEL_ZOO", "~/.cache/fxls-model-zoo")).expanduser()
 SITE = ZOO / "site"
@@ -49,15 +51,16 @@ def _python() -> str:
 
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[tuple[str, int]]]:
-    out = tmp_path_factory.mktemp("one_by_one") / "reference.json"
-    command = [_python(), str(REPO / "benchmarks" / "torchfx_one_by_one.py"), "--ops", "none",
-               "--mode", "eval", "--json", str(out)]
+    folder = tmp_path_factory.mktemp("one_by_one")
+    script = REPO / "benchmarks" / "torchfx_one_by_one.py"
+    command = [_python(), str(script), "--ops", "none", "--mode", "eval", "--json",
+               str(folder / "reference.json")]
     for model in CASES:
         command += ["--model", model]
-    done = subprocess.run(command, env=_env(), capture_output=True, text=True, timeout=1200)
-    assert out.exists(), done.stdout[-3000:] + done.stderr[-3000:]
+    answer = torch_answer(command, [script], cwd=folder, env=_env(),
+                          written_to=folder / "reference.json")
     return {result["model"]: [(stop["file"], stop["line"]) for stop in result["stops"]]
-            for result in json.loads(out.read_text())}
+            for result in json.loads(answer)}
 
 
 @pytest.fixture(scope="module")

@@ -25,6 +25,8 @@ from typing import Any
 
 import pytest
 
+from tests.torch_answers import torch_answer
+
 HERE = Path(__file__).parent
 CASE = HERE / "zoo_targets"
 ZOO = Path(os.environ.get("FXLS_MODEL_ZOO", "~/.cache/fxls-model-zoo")).expanduser()
@@ -64,11 +66,10 @@ def fxls_says(user_file: Path) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def torch_says(user_file: Path) -> dict[str, Any]:
-    done = subprocess.run([sys.executable, str(CASE / "torch_says.py"), str(user_file)],
-                          capture_output=True, text=True, cwd=user_file.parent, timeout=1800,
-                          env=_with_zoo())
-    assert done.returncode == 0, done.stderr[-3000:]
-    said: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    script = CASE / "torch_says.py"
+    answer = torch_answer([sys.executable, str(script), str(user_file)], [script, user_file],
+                          cwd=user_file.parent, env=_with_zoo(), timeout=1800)
+    said: dict[str, Any] = json.loads(answer.strip().splitlines()[-1])
     return said
 
 
