@@ -55,12 +55,31 @@ def spans_of_summaries(frames: Iterable[traceback.FrameSummary],
     spans = []
     for frame in frames:
         line = frame.lineno or 0
-        if frame.colno is not None and frame.end_colno is not None:
-            spans.append(SourceSpan(frame.filename, line, frame.end_lineno or line,
-                                    frame.colno, frame.end_colno, frame.name))
+        end_line = _end_line(frame, file)
+        if end_line is not None:
+            spans.append(SourceSpan(frame.filename, line, end_line, frame.colno or 0,
+                                    frame.end_colno or 0, frame.name))
         else:
             spans.append(statement_span(frame.filename, line, frame.name, file))
     return spans
+
+
+def _end_line(frame: traceback.FrameSummary, file: SourceFile) -> int | None:
+    """The last line of the frame's expression; None when its columns make no span. Dynamo
+    gives the columns of an instruction but not its last line (``FrameSummary`` then says
+    the first): an end before the start is an expression over several lines, whose last
+    line the file's syntax tree has."""
+    line, col, end_col = frame.lineno or 0, frame.colno, frame.end_colno
+    if col is None or end_col is None:
+        return None
+    if (frame.end_lineno or line) > line or end_col >= col:
+        return frame.end_lineno or line
+    tree = file.tree_of(frame.filename)
+    for node in ast.walk(tree) if tree is not None else ():
+        if (getattr(node, "lineno", None), getattr(node, "col_offset", None),
+                getattr(node, "end_col_offset", None)) == (line, col, end_col):
+            return getattr(node, "end_lineno", None) or line
+    return None
 
 
 def spans_of_structured(frames: Sequence[dict[str, Any]], file_names: dict[int, str],
