@@ -1,9 +1,9 @@
 """torch's own passes through a real `fxls check`, on small models of the file: in place
 (imported from the installed torch and called by the file's pass) and as published (the
-source of `torch/fx/experimental/merge_matmul.py`, read from the installed torch, is the
-file). They give no error or warning; merge_matmul sorts its graph at the end with
-`legalize_graph`, so only the copy with that line taken out gets FX005, at the line that
-made the unsorted use.
+source of `torch/fx/experimental/merge_matmul.py` or `optimization.py`, read from the
+installed torch, is the file, a model added). They give no error or warning; merge_matmul
+sorts its graph at the end with `legalize_graph`, so only the copy with that line taken out
+gets FX005, at the line that made the unsorted use.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import torch.fx.experimental.merge_matmul as merge_matmul_module
+import torch.fx.experimental.optimization as optimization_module
 
 from tests.diagnostics.test_codes import lsp_range, ranges
 
@@ -46,11 +47,7 @@ _SORT = "        legalize_graph(gm)\n"
 assert PUBLISHED.count(_SORT) == 1
 MERGE_WITHOUT_SORT = MERGE_AS_PUBLISHED.replace(_SORT, "")
 
-OPTIMIZATION_IN_PLACE = '''import torch
-import torch.fx as fx
-from torch import nn
-from torch.fx.experimental.optimization import fuse, remove_dropout
-
+CONV_BN_DROPOUT = '''
 
 class ConvBnDropout(nn.Module):
     def __init__(self):
@@ -64,17 +61,25 @@ class ConvBnDropout(nn.Module):
     def forward(self, x):
         x = self.dropout(torch.relu(self.bn(self.conv(x))))
         return self.bn2(self.conv2(x))
+'''
 
+OPTIMIZATION_IN_PLACE = '''import torch
+import torch.fx as fx
+from torch import nn
+from torch.fx.experimental.optimization import fuse, remove_dropout
+''' + CONV_BN_DROPOUT + '''
 
 def fuse_for_inference(gm: fx.GraphModule) -> fx.GraphModule:
     return remove_dropout(fuse(gm))
 '''
+OPTIMIZATION_AS_PUBLISHED = inspect.getsource(optimization_module) + CONV_BN_DROPOUT
 
 CASES = {
     "merge_in_place.py": MERGE_IN_PLACE,
     "merge_as_published.py": MERGE_AS_PUBLISHED,
     "merge_without_sort.py": MERGE_WITHOUT_SORT,
     "optimization_in_place.py": OPTIMIZATION_IN_PLACE,
+    "optimization_as_published.py": OPTIMIZATION_AS_PUBLISHED,
 }
 
 
@@ -98,7 +103,7 @@ def _passes_ran(report: dict, *names: str) -> None:
 
 
 @pytest.mark.parametrize("name", ["merge_in_place.py", "merge_as_published.py",
-                                  "optimization_in_place.py"])
+                                  "optimization_in_place.py", "optimization_as_published.py"])
 def test_torchs_passes_give_no_false_report(results, name):
     assert results[name]["diagnostics"] == [], results[name]["diagnostics"]
 
@@ -107,6 +112,7 @@ def test_the_passes_really_ran_and_changed_the_graphs(results):
     _passes_ran(results["merge_in_place.py"], "merge")
     _passes_ran(results["merge_as_published.py"], "merge_matmul")
     _passes_ran(results["optimization_in_place.py"], "fuse_for_inference")
+    _passes_ran(results["optimization_as_published.py"], "fuse", "remove_dropout")
     (run,) = {p["name"]: p for p in results["merge_in_place.py"]["passes"]}["merge"]["runs"]
     assert (run["added"], run["removed"]) == (6, 2), run  # cat, matmul, split, 2 getitems, rhs
     (run,) = {p["name"]: p for p in results["optimization_in_place.py"]["passes"]}[
