@@ -55,9 +55,11 @@ def _pair(value: Any, from_chw: bool = False) -> tuple[int, int] | None:
     return None
 
 
-def _input_for_module(
+def input_for_layer(
     module: torch.nn.Module, size: tuple[int, int] = _DEFAULT_SIZE
 ) -> torch.Tensor | None:
+    """An input a layer takes (token ids for an ``Embedding``, an image batch for a
+    ``Conv2d``), or None for a layer that does not fix its input's shape."""
     nn = torch.nn
     if isinstance(module, nn.Linear):
         return torch.randn(_BATCH, module.in_features)
@@ -114,7 +116,7 @@ def _consumer_input(
                 module = gm.get_submodule(user.target)
             except AttributeError:
                 continue
-            found = _input_for_module(module, size)
+            found = input_for_layer(module, size)
             if found is not None:
                 return found
         elif depth < 3 and user.op in ("call_method", "call_function"):
@@ -160,11 +162,13 @@ def _with_rank(value: torch.Tensor, rank: int) -> torch.Tensor:
 
 
 def infer_inputs(
-    gm: GraphModule, size: tuple[int, int] | None = None
+    gm: GraphModule, size: tuple[int, int] | None = None, *, leading_optional: bool = False
 ) -> tuple[Any, ...] | None:
     """Inputs for every required placeholder, or None when one of them cannot be inferred.
     Image inputs are ``size`` (default 32x32: small and fast; a model that needs its own
-    size says so, see ``spatial_size``)."""
+    size says so, see ``spatial_size``). With ``leading_optional``, the parameters with a
+    default that follow get inputs too, up to the first whose consumer does not fix it
+    (Hugging Face's ``forward(input_ids=None, attention_mask=None, ...)``)."""
     size = size or _DEFAULT_SIZE
     values: list[Any] = []
     for node in gm.graph.nodes:
@@ -172,9 +176,12 @@ def infer_inputs(
             continue
         if node.target.startswith("*"):
             continue
-        if node.args:  # has a default: leave it to the default
-            break
+        optional = bool(node.args)  # has a default
+        if optional and not leading_optional:
+            break  # left to the default
         found = _consumer_input(gm, node, size)
+        if found is None and optional:
+            break
         if found is None:
             return None
         values.append(_with_rank(found, _rank_used(node)))

@@ -82,7 +82,7 @@ def compile_module(run: TargetRun, file: SourceFile,
     """The module's compile status and its graph breaks as diagnostics."""
     import torch._dynamo
     try:
-        explained = torch._dynamo.explain(run.instance)(*run.inputs)
+        explained = torch._dynamo.explain(run.instance)(*run.inputs, **run.kwargs)
     except Exception as error:
         return "failed", [_raised_diagnostic(error, run, file)]
     breaks = _distinct([(GraphBreak.parse(reason.reason),
@@ -154,7 +154,7 @@ def _with_user_callers(breaks: list[_Break], run: TargetRun, file: SourceFile) -
                if spans and not any(file.is_reportable(span.file) for span in spans)}
     if not orphans:
         return breaks
-    callers = user_callers(run.instance, run.inputs, orphans, file.is_reportable)
+    callers = user_callers(run.call_eagerly, orphans, file.is_reportable)
     return [(graph_break, [*callers.get((spans[0].file, spans[0].line), ()), *spans]
              if spans else spans) for graph_break, spans in breaks]
 

@@ -52,8 +52,8 @@ def export_module(run: TargetRun, file: SourceFile, strict: bool,
                   dynamic_shapes: Any = None) -> tuple[str, list[Diagnostic]]:
     """The module's export status and its failures as diagnostics."""
     try:
-        torch.export.export(run.instance, run.inputs, dynamic_shapes=dynamic_shapes,
-                            strict=strict)
+        torch.export.export(run.instance, run.inputs, run.kwargs or None,
+                            dynamic_shapes=dynamic_shapes, strict=strict)
         return EXPORTED, []
     except Exception as error:  # the user's code or torch failed: that is the finding
         failures = [_failure_of(error)]
@@ -135,7 +135,8 @@ def _drafted(run: TargetRun, file: SourceFile, dynamic_shapes: Any) -> list[Expo
     from torch._logging.structured import INTERN_TABLE
     from torch.export import draft_export
     try:
-        program = draft_export(run.instance, run.inputs, dynamic_shapes=dynamic_shapes)
+        program = draft_export(run.instance, run.inputs, run.kwargs or None,
+                               dynamic_shapes=dynamic_shapes)
     except Exception as error:  # one more failure (the same as export's: dropped as such)
         return [_failure_of(error)]
     file_names = {number: name for name, number in INTERN_TABLE.items()}

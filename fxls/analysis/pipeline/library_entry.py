@@ -13,18 +13,17 @@ import types
 from collections.abc import Callable, Iterable
 from typing import Any
 
-import torch
-
 from fxcore.source import SourceSpan, span_of_frame
 
 #: a function as a stack names it: its file, and a line inside it
 Entry = tuple[str, int]
 
 
-def user_callers(instance: torch.nn.Module, inputs: tuple[Any, ...], entries: Iterable[Entry],
+def user_callers(run_eagerly: Callable[[], Any], entries: Iterable[Entry],
                  is_reportable: Callable[[str], bool]) -> dict[Entry, tuple[SourceSpan, ...]]:
     """For each entry, the user's frames (outermost first) when its function was first
-    entered in an eager run of ``instance`` on ``inputs``; entries never entered are absent."""
+    entered in an eager run of the module (``run_eagerly``); entries never entered are
+    absent."""
     wanted = {entry: None for entry in entries}
     by_file: dict[str, list[int]] = {}
     for filename, line in wanted:
@@ -43,8 +42,7 @@ def user_callers(instance: torch.nn.Module, inputs: tuple[Any, ...], entries: It
     previous = sys.getprofile()
     sys.setprofile(profile)
     try:
-        with torch.no_grad():
-            instance(*inputs)
+        run_eagerly()
     except Exception:  # the frames seen before it raised still count
         pass
     finally:

@@ -3,21 +3,43 @@
 The inputs are those the symbolic-trace tier found (an ``args`` pragma, the root's eager
 run, or inferred from the graph); a partial graph still names the consumer of each input,
 which is enough to infer them: code that ``symbolic_trace`` cannot trace (a loop over a
-tensor, a branch on its value) is exactly what export and compile are asked about. Inputs
-the module itself cannot run on (a guess that does not fit) are no run: what export or
-compile would say of them is not about the code.
+tensor, a branch on its value) is exactly what export and compile are asked about. A
+forward whose every argument is optional (Hugging Face's ``input_ids=None, ...``) gets its
+leading ones where their consumer fixes them, else what its first layer takes
+(``first_layer_inputs``: the trace stopped before the input reached a layer).
+
+A class whose inputs fxls guessed, or found none for, runs on what a model of the file
+gives an instance of it where one does (``call_capture``): the eager run of each model,
+made anyway to check guessed inputs, captures the first call of every such instance inside
+it, keyword arguments included (a transformer layer's ``attention_mask=``, a detection head
+after a ``flatten``, the blocks of a model whose trace was partial, which the observing
+stage never ran). That is the code as its model uses it. Inputs the module itself cannot
+run on (a guess that does not fit) are no run: what export or compile would say of them is
+not about the code.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import copy
+from collections.abc import Collection
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
+from fxcore.graph_module import GraphModule
 from fxcore.source import SourceSpan
 from fxls.analysis.inputs import infer_inputs
+from fxls.analysis.pipeline.call_capture import Call, first_calls
+from fxls.analysis.pipeline.first_layer_inputs import first_layer_inputs
 from fxls.analysis.pipeline.symbolic_trace import TracedModule
+
+NO_INPUTS = "not run: no example inputs (add `# fxls: args (...)` to the class)"
+_ON_META = "not run: the instance was built on the meta device"
+_RAISES = ("not run: the module raises on the example inputs fxls inferred; give it some "
+           "with `# fxls: args (...)`")
+_NOT_TENSORS = ("not run: its model calls it with values export cannot take as inputs "
+                "(not tensors); give it some with `# fxls: args (...)`")
 
 
 @dataclass(frozen=True)
@@ -26,34 +48,110 @@ class TargetRun:
     instance: torch.nn.Module
     inputs: tuple[Any, ...]
     span: SourceSpan  # the class, where a failure with no user frame is reported
+    #: keyword arguments, for inputs captured from a call that passed some
+    kwargs: dict[str, Any] = field(default_factory=dict)
 
-
-def target_run(traced: TracedModule) -> TargetRun | str:
-    """The run, or why there is none (a reason the user reads)."""
-    inputs = traced.captured if traced.captured is not None else traced.ctx.example_inputs
-    guessed = traced.inputs_inferred
-    if inputs is None and traced.ctx.graph_module is not None:
-        try:
-            inputs = infer_inputs(traced.ctx.graph_module)
-        except Exception:
-            inputs = None
-    if inputs is None:
-        return "not run: no example inputs (add `# fxls: args (...)` to the class)"
-    if any(isinstance(value, torch.Tensor) and value.is_meta for value in inputs):
-        return "not run: the instance was built on the meta device"
-    if guessed and _raises_on(traced.instance, inputs):
-        return ("not run: the module raises on the example inputs fxls inferred; give it "
-                "some with `# fxls: args (...)`")
-    return TargetRun(traced.module_report.name, traced.instance, tuple(inputs), traced.span)
-
-
-def _raises_on(instance: torch.nn.Module, inputs: tuple[Any, ...]) -> bool:
-    """Inferred inputs the module itself cannot run on are a guess that did not fit, not a
-    failure of export or compile (inputs the user gave are theirs: what torch says of them
-    is reported)."""
-    try:
+    def call_eagerly(self) -> Any:
+        """One eager call on copies of the inputs (a forward may change what it is given)."""
         with torch.no_grad():
-            instance(*inputs)
-    except Exception:
-        return True
-    return False
+            torch.manual_seed(2)
+            return self.instance(*copy.deepcopy(self.inputs), **copy.deepcopy(self.kwargs))
+
+
+def target_runs(traced: list[TracedModule],
+                wanted: Collection[str]) -> dict[str, TargetRun | str]:
+    """The run of each class named in ``wanted``, or why there is none (a reason the user
+    reads)."""
+    own = {done.module_report.name: _own_inputs(done) for done in traced}
+    # a class whose inputs fxls guessed runs, where a model of the file calls it, on that call
+    calls = _Calls([done for done in traced
+                    if done.module_report.name in wanted and done.inputs_inferred])
+    runs: dict[str, TargetRun | str] = {}
+    for done in sorted(traced, key=lambda t: t.module_report.via is not None):  # roots first
+        name = done.module_report.name
+        inputs = own[name] if own[name] is not None else first_layer_inputs(done.instance)
+        if inputs is None:
+            continue
+        if any(isinstance(value, torch.Tensor) and value.is_meta for value in inputs):
+            runs[name] = _ON_META
+            continue
+        run = TargetRun(name, done.instance, inputs, done.span)
+        if name in wanted and done.inputs_inferred and not calls.capturing(run):
+            runs[name] = _RAISES  # unless a model of the file gives it inputs that fit
+            continue
+        runs[name] = run
+    for run in [run for run in runs.values() if isinstance(run, TargetRun)]:
+        if calls.inside(run.instance):  # (a model with its own inputs runs only when needed)
+            calls.capturing(run)
+    runs.update(calls.runs(runs))
+    return {name: run for name, run in runs.items() if name in wanted}
+
+
+def _own_inputs(traced: TracedModule) -> tuple[Any, ...] | None:
+    inputs = traced.captured if traced.captured is not None else traced.ctx.example_inputs
+    if inputs is None and traced.ctx.graph_module is not None:
+        inputs = _inferred(traced.ctx.graph_module)
+    return tuple(inputs) if inputs is not None else None
+
+
+def _inferred(gm: GraphModule) -> tuple[Any, ...] | None:
+    for leading_optional in (False, True):
+        try:
+            found = infer_inputs(gm, leading_optional=leading_optional)
+        except Exception:
+            found = None
+        if found is not None:
+            return found
+    return None
+
+
+class _Calls:
+    """The first call of each instance of the classes lacking inputs of their own (none, or
+    guessed), as models run."""
+
+    def __init__(self, lacking: list[TracedModule]) -> None:
+        self._lacking = {type(done.instance): done for done in lacking}
+        self._found: dict[type, tuple[torch.nn.Module, Call]] = {}
+        self._watched: set[int] = set()  # instances a finished run never called
+
+    def inside(self, model: torch.nn.Module) -> list[torch.nn.Module]:
+        """The instances inside ``model`` still to watch."""
+        return [module for module in model.modules()
+                if type(module) in self._lacking and type(module) not in self._found
+                and id(module) not in self._watched and module is not model]
+
+    def capturing(self, run: TargetRun) -> bool:
+        """Run ``run`` eagerly, capturing the calls of the instances inside it; whether it
+        ran without raising."""
+        watched = self.inside(run.instance)
+        with first_calls(watched) as calls:
+            try:
+                run.call_eagerly()
+                ran = True
+            except (Exception, SystemExit):  # the calls that returned still count
+                ran = False
+        for module in watched:
+            call = calls.get(id(module))
+            if call is not None:
+                self._found.setdefault(type(module), (module, call))
+            elif ran:
+                self._watched.add(id(module))
+        return ran
+
+    def runs(self, known: dict[str, TargetRun | str]) -> dict[str, TargetRun | str]:
+        """The runs of the classes that lacked inputs: on the call captured, else why not."""
+        return {done.module_report.name: self._run_of(done, known)
+                for done in self._lacking.values()}
+
+    def _run_of(self, lacking: TracedModule,
+                known: dict[str, TargetRun | str]) -> TargetRun | str:
+        """The call captured; else its own guessed inputs (they ran), or why none."""
+        name = lacking.module_report.name
+        found = self._found.get(type(lacking.instance))
+        guess = known.get(name, NO_INPUTS)
+        if found is None or (not found[1].exportable and isinstance(guess, TargetRun)):
+            return guess
+        instance, call = found
+        if not call.exportable:
+            return _NOT_TENSORS
+        return TargetRun(name, instance, call.args, lacking.span, call.kwargs)

@@ -1,6 +1,7 @@
 """The export and compile tiers of a file: after the symbolic-trace tier has published,
 each class that targets them runs through the real ``torch.export`` / dynamo on the
-instance and example inputs the first tier found (``export_trace``, ``compile_trace``).
+instance and example inputs the first tier found, or that a model of the file gives it
+(``target_inputs``; ``export_trace``, ``compile_trace``).
 
 Each class's targets are the file's (``target_choice``) unless its ``# fxls: targets``
 pragma says otherwise; ``ModuleReport.targets`` holds one status per target, and a
@@ -19,7 +20,7 @@ from fxls.analysis.pipeline.export_trace import export_module
 from fxls.analysis.pipeline.file_context import SourceFile
 from fxls.analysis.pipeline.findings import Findings
 from fxls.analysis.pipeline.symbolic_trace import TracedModule
-from fxls.analysis.pipeline.target_inputs import TargetRun, target_run
+from fxls.analysis.pipeline.target_inputs import TargetRun, target_runs
 from fxls.analysis.pragmas import ClassPragmas
 from fxls.analysis.target_choice import TargetChoice, parse_targets
 from fxls.codes import Target
@@ -55,14 +56,14 @@ def wants_torch_tiers(report: FileReport) -> bool:
 def run_torch_tiers(traced: list[TracedModule], report: FileReport, file: SourceFile,
                     findings: Findings) -> None:
     """Export and compile each class that targets them; their statuses and problems."""
-    by_name = {done.module_report.name: done for done in traced}
+    runs = target_runs(traced, {module_report.name for module_report in report.modules
+                                if PENDING in module_report.targets.values()})
     for module_report in report.modules:
         pending = [name for name, status in module_report.targets.items()
                    if status == PENDING]
         if not pending:
             continue
-        done = by_name.get(module_report.name)
-        run = target_run(done) if done is not None else _not_run(module_report)
+        run = runs.get(module_report.name) or _not_run(module_report)
         for name in pending:
             if isinstance(run, str):
                 module_report.targets[name] = run
@@ -95,7 +96,8 @@ def _dynamic_shapes(run: TargetRun, file: SourceFile) -> Any:
     a ``Dim`` of that name; one name shared is one dimension); None when nothing is declared."""
     text = file.pragmas.classes.get(run.name, ClassPragmas()).dynamic
     declared = ast.literal_eval(text) if text else file.settings.tracers.dynamic
-    names = list(inspect.signature(run.instance.forward).bind(*run.inputs).arguments)
+    names = list(inspect.signature(run.instance.forward).bind(*run.inputs,
+                                                                **run.kwargs).arguments)
     if not isinstance(declared, dict) or not set(declared) & set(names):
         if text:
             raise ValueError(f"it names no argument of `forward` ({', '.join(names)})")
