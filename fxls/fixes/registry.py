@@ -51,7 +51,8 @@ def _pass_fixes(located: Located, diagnostic: Diagnostic, pass_name: str) -> lis
     if code == "FX007" and isinstance(data.get("recompile"), str):
         return passes.recompile_before_return(located, data["recompile"])
     if code == "FX010":
-        removals = statements.remove_dead_computation(located)  # the pass's own line
+        # the pass's line that created the node; a node it kept was made elsewhere
+        removals = [] if data.get("kept") else statements.remove_dead_computation(located)
         return [*passes.eliminate_dead_code(located, pass_name, line),
                 *(dataclasses.replace(fix, safe=False) for fix in removals)]
     return []

@@ -403,3 +403,20 @@ def test_the_text_format_is_one_line_per_diagnostic_and_steady(folder):
     assert lint and all("graph():" not in line for line in lint), lint
     assert not re.search(r"0x[0-9a-f]{6,}", first)
     assert _fxls(folder, "--no-progress") == first
+
+
+def test_a_kept_node_is_fixed_by_eliminate_dead_code_not_by_deleting_its_line():
+    """The line that took the last use away is no computation to delete."""
+    from fxls.fixes import apply_edits, fixes_for
+    from fxls.report import Diagnostic, Span
+
+    needle = "node.replace_all_uses_with(clamped)"
+    before = KEPT_AFTER_REPLACE[: KEPT_AFTER_REPLACE.index(needle)]
+    line, col = before.count("\n") + 1, len(before) - before.rfind("\n") - 1
+    item = Diagnostic("FX010", "warning", "m", Span("m.py", line, line, col, col + len(needle)),
+                      "relu_to_clamp", data={"pass": "relu_to_clamp", "dead_code": True,
+                                             "kept": True})
+    (fix,) = fixes_for(KEPT_AFTER_REPLACE, item)
+    assert "eliminate_dead_code" in fix.title and fix.safe
+    assert apply_edits(KEPT_AFTER_REPLACE, fix.edits) == KEPT_AFTER_REPLACE.replace(
+        "    gm.recompile()\n", "    gm.graph.eliminate_dead_code()\n    gm.recompile()\n")

@@ -202,13 +202,14 @@ def _unused(node: Any, added: set[str], log: EditLog, where: Where, used_before:
             return None  # the cut wired a node to itself: FX005 says so, at the same line
         return _problem("FX010", f"`{node.name}` is no longer used after this line, but the "
                         "graph still computes it: erase it, or call "
-                        "`graph.eliminate_dead_code()`", node, log, where, at=cut)
+                        "`graph.eliminate_dead_code()`", node, log, where, at=cut,
+                        kept=True)
     if created is not None and created.kind is EditKind.CREATE and node.name in added:
         return _problem("FX010", f"the pass adds `{node.name}` but nothing uses it", node,
                         log, where, (EditKind.CREATE,))
     if created is None and node.name in used_before:
         return _problem("FX010", f"the pass leaves `{node.name}` computed but unused",
-                        node, log, where, at=where.fallback)
+                        node, log, where, at=where.fallback, kept=True)
     return None
 
 
