@@ -202,6 +202,38 @@ def functions_only(gm: fx.GraphModule) -> fx.GraphModule:
     return gm
 '''
 
+# class passes configured by their constructor: from the file's own call of the class, or
+# nothing to go by
+CONFIGURED_CLASS = NET_HEADER + '''class ClampOutputs:
+    def __init__(self, limit: float, inclusive):
+        self.limit = limit
+
+    def __call__(self, gm: fx.GraphModule) -> fx.GraphModule:
+        output = next(node for node in gm.graph.nodes if node.op == "output")
+        with gm.graph.inserting_before(output):
+            clamped = gm.graph.call_function(torch.clamp, (output.args[0],),
+                                             {"max": self.limit})
+        output.args = (clamped,)
+        gm.recompile()
+        return gm
+
+
+class ScaleOutputs:
+    def __init__(self, factor):
+        self.factor = factor
+
+    def __call__(self, gm: fx.GraphModule) -> fx.GraphModule:
+        output = next(node for node in gm.graph.nodes if node.op == "output")
+        with gm.graph.inserting_before(output):
+            gm.graph.call_function(torch.mul, (output.args[0], self.factor))
+        gm.recompile()
+        return gm
+
+
+if __name__ == "__main__":
+    ClampOutputs(6.0, inclusive=True)(fx.symbolic_trace(Net()))
+'''
+
 # no nn.Module: a function traced at module level, then rewritten in place by the file's pass
 TRACED_THEN_REWRITTEN = '''import torch
 import torch.fx as fx
@@ -260,6 +292,7 @@ FILES = {
     "only_a_picky_pass.py": ONLY_A_PICKY_PASS,
     "interpreter_without_inputs.py": INTERPRETER_WITHOUT_INPUTS,
     "traced_then_rewritten.py": TRACED_THEN_REWRITTEN,
+    "configured_class.py": CONFIGURED_CLASS,
 }
 
 
@@ -370,3 +403,15 @@ def test_a_traced_function_rewritten_at_import_is_run_on_as_traced(results):
     assert found["diagnostics"] == []
     (run,) = _passes(found)["relu_to_sigmoid"]["runs"]
     assert run["graph"] == "traced" and run["problem"] is None and run["removed"] == 1
+
+
+def test_a_class_pass_configured_by_its_constructor(results):
+    """`ClampOutputs(6.0, inclusive=True)` as the file builds it; `ScaleOutputs(factor)` has
+    no value fxls can find: listed, not run (its unused node would otherwise be FX010)."""
+    found = results["configured_class.py"]
+    assert _problems(found) == []
+    passes = _passes(found)
+    (run,) = passes["ClampOutputs"]["runs"]
+    assert run["problem"] is None and run["added"] == 1, run
+    (run,) = passes["ScaleOutputs"]["runs"]
+    assert run["problem"].startswith("not run: it wants options besides the graph (`factor`")

@@ -35,7 +35,7 @@ from fxls.analysis.passes.parameters import (
     own_nodes,
     use_of_parameter,
 )
-from fxls.analysis.passes.pass_options import Arguments, options_for
+from fxls.analysis.passes.pass_options import Arguments, PassOptions, options_for
 
 __all__ = ["Flavour", "PassKind", "PassSpec", "find_passes"]
 
@@ -64,6 +64,8 @@ class PassSpec:
     options: Callable[[], Arguments] | None = None
     #: required arguments no value was found for: the pass is not run
     missing: tuple[str, ...] = ()
+    #: a class pass's constructor arguments (``Fuser(threshold=0.5)`` in the file)
+    construct: Callable[[], Arguments] | None = None
 
 
 def find_passes(tree: ast.Module, namespace: dict[str, Any], filename: str) -> list[PassSpec]:
@@ -77,7 +79,7 @@ def find_passes(tree: ast.Module, namespace: dict[str, Any], filename: str) -> l
         if isinstance(statement, ast.FunctionDef):
             spec = _function_pass(statement, namespace, filename, called, calls)
         elif isinstance(statement, ast.ClassDef):
-            spec = _class_pass(statement, namespace, filename, definitions, bases)
+            spec = _class_pass(statement, namespace, filename, definitions, bases, calls)
         else:
             spec = None
         if spec is not None:
@@ -208,7 +210,8 @@ def _base_classes(tree: ast.Module, namespace: dict[str, Any]) -> set[type]:
 
 
 def _class_pass(definition: ast.ClassDef, namespace: dict[str, Any], filename: str,
-                definitions: Definitions, bases: set[type]) -> PassSpec | None:
+                definitions: Definitions, bases: set[type], calls: dict[str, list[ast.Call]]
+                ) -> PassSpec | None:
     cls = namespace.get(definition.name)
     if not isinstance(cls, type) or inspect.isabstract(cls):
         return None
@@ -226,14 +229,30 @@ def _class_pass(definition: ast.ClassDef, namespace: dict[str, Any], filename: s
         if issubclass(cls, base):
             return PassSpec(definition.name, kind, cls, _name_span(filename, definition),
                             flavour)
-    if issubclass(cls, torch.nn.Module) or cls in bases or not constructible(cls):
+    if issubclass(cls, torch.nn.Module) or cls in bases:
         return None
     method = graph_method(cls, definitions)
     if method is None:
         return None
+    construct = None if constructible(cls) else _constructor_options(
+        cls, definitions, calls.get(definition.name, []), namespace, filename)
+    if construct is None and not constructible(cls):
+        return None
     return PassSpec(definition.name, PassKind.CLASS, cls, _name_span(filename, definition),
                     method.flavour or _namespace_flavour(namespace), method=method.name,
-                    takes=method.takes, options=method.options and method.options.make)
+                    takes=method.takes, options=method.options and method.options.make,
+                    missing=construct.missing if construct else (),
+                    construct=construct.make if construct else None)
+
+
+def _constructor_options(cls: type, definitions: Definitions, calls: list[ast.Call],
+                         namespace: dict[str, Any], filename: str) -> PassOptions | None:
+    """What ``cls()`` needs, from the file's own calls of the class (``Fuser(0.5)``), else
+    the defaults and annotations of its ``__init__`` (None when that is not the file's)."""
+    init = definitions.of(getattr(cls, "__init__", None))
+    if init is None:
+        return None
+    return options_for(init, 1, calls, namespace, filename, skip_in_calls=0)
 
 
 def _pass_managers(tree: ast.Module, namespace: dict[str, Any],

@@ -33,10 +33,14 @@ class PassOptions:
 
 
 def options_for(definition: ast.FunctionDef, skip: int, calls: list[ast.Call],
-                namespace: dict[str, Any], filename: str) -> PassOptions:
+                namespace: dict[str, Any], filename: str,
+                skip_in_calls: int | None = None) -> PassOptions:
     """The other arguments of ``definition`` (its first ``skip`` parameters are the object
-    and the graph); ``calls``: the file's calls of it."""
-    called = _from_calls(skip, calls, namespace, filename)
+    and the graph); ``calls``: the file's calls of it, whose first ``skip_in_calls``
+    arguments are not options (``skip`` unless said: ``Cls(limit=6.0)`` for ``__init__``
+    passes no ``self``)."""
+    called = _from_calls(skip if skip_in_calls is None else skip_in_calls, calls, namespace,
+                         filename)
     if called is not None:
         return PassOptions(called, from_call=True)
     positional, keyword, missing = [], {}, []

@@ -136,8 +136,9 @@ def _checked_result(result: Any, spec: PassSpec, fresh: Any, subject: Subject, l
         _describe_changes(run, subject, graph, log, mark)
     for each in checked.values():
         found.extend(lint_graph(each, log, where))
-    if graph is not None:
-        found.extend(unused_nodes(graph, set(run.added), log, where, subject.used))
+    if graph is not None:  # in a graph that fails lint, unused nodes follow from that
+        used = subject.used if not found else set()
+        found.extend(unused_nodes(graph, set(run.added), log, where, used))
     found.extend(_stale_result(result, spec, log, where))
     return found
 
@@ -180,7 +181,9 @@ def _call(spec: PassSpec, fresh: Any, instance: Any, inputs: Any) -> Any:
     if kind is PassKind.PASS_BASE:
         return spec.target()(fresh)
     if kind in (PassKind.CLASS, PassKind.INSTANCE):
-        runner = spec.target() if kind is PassKind.CLASS else spec.target
+        made_with, made_with_keywords = spec.construct() if spec.construct else ((), {})
+        runner = spec.target(*made_with, **made_with_keywords) if (
+            kind is PassKind.CLASS) else spec.target
         argument = fresh.graph if spec.takes is PassKind.GRAPH else fresh
         return getattr(runner, spec.method or "__call__")(argument, *args, **kwargs)
     return spec.target(fresh)  # a PassManager
