@@ -45,6 +45,123 @@ CASES: dict[str, str] = {
         unused = self.proj(x)
         return x.reshape(B, N * C)
 ''',
+    "huge.py": HEADER + '''class Huge(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.table = nn.Parameter(torch.zeros(1024, 1024, 600))  # 2.4 GB
+
+    def forward(self, x):
+        return x * self.table.sum()
+''',
+    "embed.py": HEADER + '''class PatchEmbed(nn.Module):
+    def __init__(self, img_size=64, patch=16):
+        super().__init__()
+        self.img_size = (img_size, img_size)
+        self.proj = nn.Conv2d(3, 8, patch, patch)
+
+    def forward(self, x):
+        B, C, H, W = x.shape
+        torch._assert(H == self.img_size[0], f"Input height ({H}) doesn't match model")
+        return self.proj(x).flatten(2).transpose(1, 2)
+
+
+class Picky(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Conv2d(3, 8, 3)
+
+    def forward(self, x):
+        torch._assert(x.shape[-1] == 100, "Input width must be 100")
+        return self.proj(x)
+''',
+    "blocks.py": HEADER + '''class Attention(nn.Module):
+    def __init__(self, dim, num_heads):
+        super().__init__()
+        self.heads = num_heads
+        self.qkv = nn.Linear(dim, dim * 3)
+
+    def forward(self, x):
+        B, N, C = x.shape
+        q, k, v = self.qkv(x).reshape(B, N, 3, self.heads, C // self.heads).unbind(2)
+        return (q * k * v).reshape(B, N, C)
+
+
+class WindowBlock(nn.Module):
+    def __init__(self, dim, window):
+        super().__init__()
+        self.window = window
+        self.norm = nn.LayerNorm(dim)
+
+    def forward(self, x):
+        torch._assert(x.shape[1] == 16, "the window grid must be 16 high")  # 64 // 4
+        return self.norm(x) * self.window
+
+
+class Net(nn.Module):
+    def __init__(self, block=WindowBlock, img_size=64):
+        super().__init__()
+        self.img_size = img_size
+        self.stem = nn.Conv2d(3, 16, 4, 4)
+        self.block = block(16, window=3)
+
+    def forward(self, x):
+        x = self.stem(x).permute(0, 2, 3, 1)  # B, H, W, C as windowed blocks take it
+        return self.block(x)
+''',
+    "bases.py": HEADER + '''class PreTrainedModel(nn.Module):
+    def __init__(self, config=None):
+        super().__init__()
+        self.config = config
+
+
+class Model(PreTrainedModel):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.fc(x)
+''',
+    "stats.py": HEADER + '''class Stats(nn.Module):
+    def forward(self, x):
+        means = torch.zeros([3, 8])
+        for i in range(3):
+            means[i] = torch.mean(x[:, i], dim=0)
+        return means
+''',
+    "dense.py": HEADER + '''class DenseLayer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        h = self.fc(x)
+        if isinstance(h, torch.Tensor):  # False while tracing: a Proxy is not a Tensor
+            prev = [h]
+        else:
+            prev = h  # (a list of features, in the real model)
+        return torch.cat(prev, 1)
+''',
+    "rope.py": HEADER + '''class RopeAttention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(8, 8))
+
+    def forward(self, x, rope=None):
+        h = F.linear(x, self.w)  # the input's width comes from the weight
+        if rope is not None:  # a Proxy is never None: the graph always applies rope
+            h = h * rope.chunk(2, -1)[0]
+        return h
+''',
+    "cached.py": HEADER + '''class Cached(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+
+    def forward(self, x, past=None):
+        seen = past.float() if past is not None else 0  # a Proxy is never None
+        return self.lin(x)
+''',
 }
 
 
@@ -104,17 +221,8 @@ def test_dead_code_only_for_tensor_work_at_its_own_span(results):
                                 torch.randn(2, 4, 8)) == "agrees"
 
 
-def test_a_model_too_big_to_build_is_traced_on_the_meta_device(tmp_path):
-    path = tmp_path / "huge.py"
-    path.write_text(HEADER + '''class Huge(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.table = nn.Parameter(torch.zeros(1024, 1024, 600))  # 2.4 GB
-
-    def forward(self, x):
-        return x * self.table.sum()
-''', encoding="utf-8")
-    result = check_file(path)
+def test_a_model_too_big_to_build_is_traced_on_the_meta_device(results):
+    result = results["huge.py"]
     assert result["diagnostics"] == []
     (huge,) = result["modules"]
     assert (huge["status"], huge["entry"]) == ("traced", "on the meta device")
@@ -138,31 +246,9 @@ def test_running_out_of_memory_names_the_setting(tmp_path):
     assert "`memory_limit_mb` in [tool.fxls]" in found["message"]
     assert result["modules"][0]["status"] == "failed"
 
-def test_image_inputs_at_the_size_the_model_asks_for_and_a_failed_run_is_said(tmp_path):
-    text = HEADER + '''class PatchEmbed(nn.Module):
-    def __init__(self, img_size=64, patch=16):
-        super().__init__()
-        self.img_size = (img_size, img_size)
-        self.proj = nn.Conv2d(3, 8, patch, patch)
-
-    def forward(self, x):
-        B, C, H, W = x.shape
-        torch._assert(H == self.img_size[0], f"Input height ({H}) doesn't match model")
-        return self.proj(x).flatten(2).transpose(1, 2)
-
-
-class Picky(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.proj = nn.Conv2d(3, 8, 3)
-
-    def forward(self, x):
-        torch._assert(x.shape[-1] == 100, "Input width must be 100")
-        return self.proj(x)
-'''
-    path = tmp_path / "embed.py"
-    path.write_text(text, encoding="utf-8")
-    result = check_file(path)
+def test_image_inputs_at_the_size_the_model_asks_for_and_a_failed_run_is_said(results):
+    text = CASES["embed.py"]
+    result = results["embed.py"]
     assert [d["module"] for d in result["diagnostics"] if d["code"] == "FX015"] == ["Picky"]
     (failed,) = [d for d in result["diagnostics"] if d["code"] == "FX015"]
     assert ranges(result, "FX015") == [lsp_range(text, "Picky")]
@@ -175,44 +261,9 @@ class Picky(nn.Module):
     assert agrees_with_torch_fx(result, text, "Picky", torch.randn(2, 3, 32, 32)) == "agrees"
 
 
-def test_blocks_get_token_inputs_and_harvested_ones_the_inputs_their_root_gives(tmp_path):
-    text = HEADER + '''class Attention(nn.Module):
-    def __init__(self, dim, num_heads):
-        super().__init__()
-        self.heads = num_heads
-        self.qkv = nn.Linear(dim, dim * 3)
-
-    def forward(self, x):
-        B, N, C = x.shape
-        q, k, v = self.qkv(x).reshape(B, N, 3, self.heads, C // self.heads).unbind(2)
-        return (q * k * v).reshape(B, N, C)
-
-
-class WindowBlock(nn.Module):
-    def __init__(self, dim, window):
-        super().__init__()
-        self.window = window
-        self.norm = nn.LayerNorm(dim)
-
-    def forward(self, x):
-        torch._assert(x.shape[1] == 16, "the window grid must be 16 high")  # 64 // 4
-        return self.norm(x) * self.window
-
-
-class Net(nn.Module):
-    def __init__(self, block=WindowBlock, img_size=64):
-        super().__init__()
-        self.img_size = img_size
-        self.stem = nn.Conv2d(3, 16, 4, 4)
-        self.block = block(16, window=3)
-
-    def forward(self, x):
-        x = self.stem(x).permute(0, 2, 3, 1)  # B, H, W, C as windowed blocks take it
-        return self.block(x)
-'''
-    path = tmp_path / "blocks.py"
-    path.write_text(text, encoding="utf-8")
-    result = check_file(path)
+def test_blocks_get_token_inputs_and_harvested_ones_the_inputs_their_root_gives(results):
+    text = CASES["blocks.py"]
+    result = results["blocks.py"]
     assert result["diagnostics"] == []  # no FX015: every class ran on its inputs
     modules = {m["name"]: m for m in result["modules"]}
     assert modules["WindowBlock"]["via"] == "Net"
@@ -275,24 +326,9 @@ class Net(nn.Module):
     assert result["modules"][0]["status"] == "traced"
 
 
-def test_a_base_class_without_forward_is_not_traced_and_not_an_error(tmp_path):
-    text = HEADER + '''class PreTrainedModel(nn.Module):
-    def __init__(self, config=None):
-        super().__init__()
-        self.config = config
-
-
-class Model(PreTrainedModel):
-    def __init__(self):
-        super().__init__()
-        self.fc = nn.Linear(4, 4)
-
-    def forward(self, x):
-        return self.fc(x)
-'''
-    path = tmp_path / "bases.py"
-    path.write_text(text, encoding="utf-8")
-    result = check_file(path)
+def test_a_base_class_without_forward_is_not_traced_and_not_an_error(results):
+    text = CASES["bases.py"]
+    result = results["bases.py"]
     assert result["diagnostics"] == []
     base, model = result["modules"]
     assert (base["status"], base["reason"]) == (
@@ -315,39 +351,17 @@ def test_both_modes_say_where_train_and_eval_graphs_part(tmp_path):
     assert result["modules"][0]["nodes"] == 4  # the eval graph: x, bn, relu, output
 
 
-def test_writes_into_a_tensor_made_in_forward_are_not_dead_code(tmp_path):
-    text = HEADER + '''class Stats(nn.Module):
-    def forward(self, x):
-        means = torch.zeros([3, 8])
-        for i in range(3):
-            means[i] = torch.mean(x[:, i], dim=0)
-        return means
-'''
-    path = tmp_path / "stats.py"
-    path.write_text(text, encoding="utf-8")
-    result = check_file(path)
+def test_writes_into_a_tensor_made_in_forward_are_not_dead_code(results):
+    text = CASES["stats.py"]
+    result = results["stats.py"]
     # the zeros are baked into the graph as a constant (FX012): that is the one problem
     assert sorted({d["code"] for d in result["diagnostics"]}) == ["FX012"]
     assert agrees_with_torch_fx(result, text, "Stats", torch.randn(4, 3, 8)) == "agrees"
 
 
-def test_a_graph_that_raises_where_eager_runs_is_an_error(tmp_path):
-    text = HEADER + '''class DenseLayer(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc = nn.Linear(8, 8)
-
-    def forward(self, x):
-        h = self.fc(x)
-        if isinstance(h, torch.Tensor):  # False while tracing: a Proxy is not a Tensor
-            prev = [h]
-        else:
-            prev = h  # (a list of features, in the real model)
-        return torch.cat(prev, 1)
-'''
-    path = tmp_path / "dense.py"
-    path.write_text(text, encoding="utf-8")
-    result = check_file(path)
+def test_a_graph_that_raises_where_eager_runs_is_an_error(results):
+    text = CASES["dense.py"]
+    result = results["dense.py"]
     (found,) = result["diagnostics"]
     assert found["code"] == "FX014" and found["severity"] == "error"
     assert ranges(result, "FX014") == [lsp_range(text, "DenseLayer")]
@@ -355,21 +369,9 @@ def test_a_graph_that_raises_where_eager_runs_is_an_error(tmp_path):
     assert agrees_with_torch_fx(result, text, "DenseLayer", torch.randn(2, 8)) == "wrong"
 
 
-def test_an_optional_argument_tested_against_none_is_frozen_into_the_graph(tmp_path):
-    text = HEADER + '''class RopeAttention(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.w = nn.Parameter(torch.randn(8, 8))
-
-    def forward(self, x, rope=None):
-        h = F.linear(x, self.w)  # the input's width comes from the weight
-        if rope is not None:  # a Proxy is never None: the graph always applies rope
-            h = h * rope.chunk(2, -1)[0]
-        return h
-'''
-    path = tmp_path / "rope.py"
-    path.write_text(text, encoding="utf-8")
-    result = check_file(path)
+def test_an_optional_argument_tested_against_none_is_frozen_into_the_graph(results):
+    text = CASES["rope.py"]
+    result = results["rope.py"]
     (found,) = result["diagnostics"]
     assert found["code"] == "FX014"
     assert ranges(result, "FX014") == [lsp_range(text, "RopeAttention")]
@@ -377,19 +379,9 @@ def test_an_optional_argument_tested_against_none_is_frozen_into_the_graph(tmp_p
     assert agrees_with_torch_fx(result, text, "RopeAttention", torch.randn(2, 8)) == "wrong"
 
 
-def test_work_on_an_argument_left_at_none_is_not_dead_code(tmp_path):
-    text = HEADER + '''class Cached(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.lin = nn.Linear(8, 8)
-
-    def forward(self, x, past=None):
-        seen = past.float() if past is not None else 0  # a Proxy is never None
-        return self.lin(x)
-'''
-    path = tmp_path / "cached.py"
-    path.write_text(text, encoding="utf-8")
-    result = check_file(path)
+def test_work_on_an_argument_left_at_none_is_not_dead_code(results):
+    text = CASES["cached.py"]
+    result = results["cached.py"]
     # the graph calls `float` on the None it is given (FX014); that call is no dead tensor work
     assert [d["code"] for d in result["diagnostics"]] == ["FX014"]
     assert agrees_with_torch_fx(result, text, "Cached", torch.randn(2, 8)) == "wrong"
