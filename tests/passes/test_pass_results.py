@@ -84,6 +84,29 @@ FEATURES_ONLY = BACKBONE + '''def features_only(gm: fx.GraphModule) -> fx.GraphM
 '''
 TAIL_LEFT = _with(FEATURES_ONLY, "    gm.graph.eliminate_dead_code()\n", "")
 
+# a Transformer copies what it does not replace: a node whose only user it dropped is left
+TRANSFORMER_LEAVES = '''import torch
+import torch.fx as fx
+from torch import nn
+
+
+class WithAux(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Linear(8, 8)
+        self.aux = nn.Linear(8, 8)
+
+    def forward(self, x):
+        return self.body(x) + self.aux(x) * 0.0
+
+
+class DropAux(fx.Transformer):
+    def call_function(self, target, args, kwargs):
+        if target.__name__ == "add":
+            return args[0]
+        return super().call_function(target, args, kwargs)
+'''
+
 # -- 5: a result that cannot run ----------------------------------------------------------
 TUPLE_FOR_TENSOR = BACKBONE + '''def pack_head_input(gm: fx.GraphModule) -> fx.GraphModule:
     for node in gm.graph.nodes:
@@ -251,6 +274,7 @@ CASES: dict[str, str] = {
     "erased_after_replace.py": ERASED_AFTER_REPLACE,
     "features_only.py": FEATURES_ONLY,
     "tail_left.py": TAIL_LEFT,
+    "transformer_leaves.py": TRANSFORMER_LEAVES,
     "tuple_for_tensor.py": TUPLE_FOR_TENSOR,
     "tensor_kept.py": TENSOR_KEPT,
     "conv_bn.py": CONV_BN,
@@ -330,6 +354,13 @@ def test_the_tail_left_computing_without_eliminate_dead_code(results):
     assert ranges(found, "FX010") == [lsp_range(TAIL_LEFT, "output.args = (features,)")]
     assert codes(found) == ["FX010"]
     assert "`head`" in found["diagnostics"][0]["message"]
+
+
+def test_a_node_a_transformer_stopped_using_is_reported_at_the_transformer(results):
+    found = results["transformer_leaves.py"]
+    assert ranges(found, "FX010") == [lsp_range(TRANSFORMER_LEAVES, "DropAux")]
+    assert codes(found) == ["FX010"]
+    assert "the pass leaves `mul` computed but unused" in found["diagnostics"][0]["message"]
 
 
 def test_a_result_that_raises_on_the_inputs(results):

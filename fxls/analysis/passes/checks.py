@@ -207,7 +207,7 @@ def _unused(node: Any, added: set[str], log: EditLog, where: Where, used_before:
     if created is not None and created.kind is EditKind.CREATE and node.name in added:
         return _problem("FX010", f"the pass adds `{node.name}` but nothing uses it", node,
                         log, where, (EditKind.CREATE,))
-    if created is None and node.name in used_before:
+    if node.name in used_before and node.name not in added:  # a Transformer's result
         return _problem("FX010", f"the pass leaves `{node.name}` computed but unused",
                         node, log, where, at=where.fallback, kept=True)
     return None

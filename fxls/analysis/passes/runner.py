@@ -136,8 +136,9 @@ def _checked_result(result: Any, spec: PassSpec, fresh: Any, subject: Subject, l
         _describe_changes(run, subject, graph, log, mark)
     for each in checked.values():
         found.extend(lint_graph(each, log, where))
-    if graph is not None:
-        found.extend(unused_nodes(graph, set(run.added), log, where, subject.used))
+    if graph is not None:  # in a graph that fails lint, unused nodes follow from that
+        used = subject.used if not found else set()
+        found.extend(unused_nodes(graph, set(run.added), log, where, used))
     found.extend(_stale_result(result, spec, log, where))
     return found
 
