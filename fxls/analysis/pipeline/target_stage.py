@@ -21,6 +21,7 @@ from fxls.analysis.pipeline.file_context import SourceFile
 from fxls.analysis.pipeline.findings import Findings
 from fxls.analysis.pipeline.symbolic_trace import TracedModule
 from fxls.analysis.pipeline.target_inputs import TargetRun, target_runs
+from fxls.analysis.pipeline.tier_budget import TierBudget
 from fxls.analysis.pragmas import ClassPragmas
 from fxls.analysis.target_choice import TargetChoice, parse_targets
 from fxls.codes import Target
@@ -55,7 +56,9 @@ def wants_torch_tiers(report: FileReport) -> bool:
 
 def run_torch_tiers(traced: list[TracedModule], report: FileReport, file: SourceFile,
                     findings: Findings) -> None:
-    """Export and compile each class that targets them; their statuses and problems."""
+    """Export and compile each class that targets them, while the job's time allows
+    (``tier_budget``); their statuses and problems."""
+    budget = TierBudget.of(file.settings.limits.timeout, report.timings_ms)
     runs = target_runs(traced, {module_report.name for module_report in report.modules
                                 if PENDING in module_report.targets.values()})
     for module_report in report.modules:
@@ -65,10 +68,12 @@ def run_torch_tiers(traced: list[TracedModule], report: FileReport, file: Source
             continue
         run = runs.get(module_report.name) or _not_run(module_report)
         for name in pending:
-            if isinstance(run, str):
-                module_report.targets[name] = run
+            if isinstance(run, str) or not budget.allows_another():
+                module_report.targets[name] = run if isinstance(run, str) else budget.reason
                 continue
+            budget.start()
             status, found = _run_target(Target(name), run, file)
+            budget.stop()
             module_report.targets[name] = status
             findings.add(module_report, found)
 
