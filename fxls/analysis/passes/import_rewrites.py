@@ -21,7 +21,7 @@ from fxcore.source import SourceSpan
 from fxls.analysis.passes.checks import Where
 from fxls.analysis.passes.discovery import PassSpec
 from fxls.analysis.passes.edits import Edit, EditLog
-from fxls.analysis.passes.output_check import Outcome, _compared, _outputs
+from fxls.analysis.passes.output_check import Outcome, compared, run_outputs
 from fxls.analysis.passes.parameters import TRACE_CALLS, PassKind, call_name
 from fxls.analysis.passes.runner import Subject
 from fxls.report import Diagnostic
@@ -48,14 +48,14 @@ def rewrites_at_import(tree: ast.Module, namespace: dict[str, Any], log: EditLog
                           statement.col_offset, statement.end_col_offset or 0)
         rewrite = _rewrite_name(statement, state.edits[0])
         spec = PassSpec(rewrite, PassKind.GRAPH_MODULE, None, span)
-        expected = _outputs(before, inputs)[0]
+        expected = run_outputs(before, inputs)[0]
         if expected is None:
             continue
         # the file's own values, not realistic ones: the rewrite ran on these (a conv-bn
         # fusion at import folded the batch norm the file had)
         outcome = Outcome(spec, Subject(label, before, before, lambda inputs=inputs: inputs),
                           value, log, Where(label, span, is_reportable, rewrite))
-        found.extend(_named_for(statement, rewrite, _compared(outcome, expected, value, inputs)))
+        found.extend(_named_for(statement, rewrite, compared(outcome, expected, value, inputs)))
     return found
 
 

@@ -49,16 +49,18 @@ def compare_outputs(outcomes: list[Outcome]) -> list[Diagnostic]:
         if key not in expected:
             subject = outcome.subject
             reference = realistic_copy(subject.graph_module, subject.instance)
-            expected[key] = _outputs(reference, inputs)[0]
+            expected[key] = run_outputs(reference, inputs)[0]
         outputs = expected[key]
         if outputs is not None:
-            found.extend(_compared(outcome, outputs, module, inputs))
+            found.extend(compared(outcome, outputs, module, inputs))
     return found
 
 
-def _compared(outcome: Outcome, expected: list[Any], module: Any, inputs: tuple[Any, ...]
+def compared(outcome: Outcome, expected: list[Any], module: Any, inputs: tuple[Any, ...]
               ) -> list[Diagnostic]:
-    got, error = _outputs(module, inputs)
+    """FX017 when ``module``'s outputs on ``inputs`` differ from ``expected`` (the model's
+    before the pass), FX004 at the pass line when the result raises on them."""
+    got, error = run_outputs(module, inputs)
     if error is not None:
         raised = _result_raises(outcome, module, inputs, error)
         return [raised] if raised is not None else []
@@ -74,8 +76,9 @@ def _compared(outcome: Outcome, expected: list[Any], module: Any, inputs: tuple[
     return [item]
 
 
-def _outputs(module: Any, inputs: tuple[Any, ...]) -> tuple[list[Any] | None,
+def run_outputs(module: Any, inputs: tuple[Any, ...]) -> tuple[list[Any] | None,
                                                           Exception | None]:
+    """``module``'s flattened outputs on ``inputs`` (seeded, no grad), or what it raised."""
     from torch.utils._pytree import tree_flatten
 
     try:
