@@ -38,6 +38,36 @@ class Net(nn.Module):
         return self.block(x, mask=(x > 0).float())
 
 
+class Cache:  # an object, not a tensor: export cannot take it as an input
+    def __init__(self):
+        self.seen = []
+
+    def add(self, y):
+        print("caching", y.shape)
+        self.seen.append(y)
+        return y
+
+
+class Cached(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+
+    def forward(self, x, cache=None):
+        y = self.lin(x)
+        return cache.add(y) if cache is not None else y
+
+
+class WithCache(nn.Module):
+    # fxls: args (torch.randn(2, 8),)
+    def __init__(self):
+        super().__init__()
+        self.block = Cached()
+
+    def forward(self, x):
+        return self.block(x, cache=Cache())
+
+
 class Tokens(nn.Module):
     def __init__(self):
         super().__init__()
@@ -93,6 +123,15 @@ def test_a_block_runs_on_the_call_its_model_makes(report: dict[str, Any]) -> Non
     found = {(d["code"], d["range"]["start"]["line"]) for d in report["diagnostics"]
              if d["module"] == "Masked"}
     assert found == {("FX201", _line("mask.any()")), ("FX301", _line("mask.any()"))}
+
+
+def test_a_call_that_passes_an_object_is_compiled_and_its_own_inputs_exported(
+        report: dict[str, Any]) -> None:
+    """dynamo takes the cache its model passes (and breaks at its ``print``); export cannot
+    take an object as an input: it runs on the inputs fxls found for the class itself."""
+    assert _targets(report, "Cached") == {"export": "exported", "compile": "1 graph break"}
+    (found,) = [d for d in report["diagnostics"] if d["module"] == "Cached"]
+    assert (found["code"], found["range"]["start"]["line"]) == ("FX301", _line('print("caching"'))
 
 
 def test_a_model_gets_what_its_first_layer_takes(report: dict[str, Any]) -> None:

@@ -50,6 +50,9 @@ class TargetRun:
     span: SourceSpan  # the class, where a failure with no user frame is reported
     #: keyword arguments, for inputs captured from a call that passed some
     kwargs: dict[str, Any] = field(default_factory=dict)
+    #: what export runs instead, when these inputs are more than tensors (a model's call
+    #: that passes a cache object: dynamo takes it, export cannot); None: this run
+    for_export: TargetRun | str | None = None
 
     def call_eagerly(self) -> Any:
         """One eager call on copies of the inputs (a forward may change what it is given)."""
@@ -67,7 +70,7 @@ def target_runs(traced: list[TracedModule],
     calls = _Calls([done for done in traced
                     if done.module_report.name in wanted and done.inputs_inferred])
     runs: dict[str, TargetRun | str] = {}
-    for done in sorted(traced, key=lambda t: t.module_report.via is not None):  # roots first
+    for done in sorted(traced, key=_whole_models_first):
         name = done.module_report.name
         inputs = own[name] if own[name] is not None else first_layer_inputs(done.instance)
         if inputs is None:
@@ -85,6 +88,13 @@ def target_runs(traced: list[TracedModule],
             calls.capturing(run)
     runs.update(calls.runs(runs))
     return {name: run for name, run in runs.items() if name in wanted}
+
+
+def _whole_models_first(traced: TracedModule) -> tuple[bool, int]:
+    """Roots before what was found inside them, bigger models first: a layer's call is
+    captured where its whole model calls it (a layer built on its own, as fxls builds each
+    class, may lack what its model sets up, e.g. a transformer's attention implementation)."""
+    return traced.module_report.via is not None, -sum(1 for _ in traced.instance.modules())
 
 
 def _own_inputs(traced: TracedModule) -> tuple[Any, ...] | None:
@@ -112,12 +122,13 @@ class _Calls:
     def __init__(self, lacking: list[TracedModule]) -> None:
         self._lacking = {type(done.instance): done for done in lacking}
         self._found: dict[type, tuple[torch.nn.Module, Call]] = {}
+        self._exportable: dict[type, tuple[torch.nn.Module, Call]] = {}  # tensors only
         self._watched: set[int] = set()  # instances a finished run never called
 
     def inside(self, model: torch.nn.Module) -> list[torch.nn.Module]:
         """The instances inside ``model`` still to watch."""
         return [module for module in model.modules()
-                if type(module) in self._lacking and type(module) not in self._found
+                if type(module) in self._lacking and type(module) not in self._exportable
                 and id(module) not in self._watched and module is not model]
 
     def capturing(self, run: TargetRun) -> bool:
@@ -134,6 +145,8 @@ class _Calls:
             call = calls.get(id(module))
             if call is not None:
                 self._found.setdefault(type(module), (module, call))
+                if call.exportable:
+                    self._exportable.setdefault(type(module), (module, call))
             elif ran:
                 self._watched.add(id(module))
         return ran
@@ -145,13 +158,22 @@ class _Calls:
 
     def _run_of(self, lacking: TracedModule,
                 known: dict[str, TargetRun | str]) -> TargetRun | str:
-        """The call captured; else its own guessed inputs (they ran), or why none."""
+        """The first call captured, else its own inputs, or why none."""
         name = lacking.module_report.name
         found = self._found.get(type(lacking.instance))
-        guess = known.get(name, NO_INPUTS)
-        if found is None or (not found[1].exportable and isinstance(guess, TargetRun)):
-            return guess
+        own = known.get(name, NO_INPUTS)
+        if found is None:
+            return own
         instance, call = found
-        if not call.exportable:
-            return _NOT_TENSORS
-        return TargetRun(name, instance, call.args, lacking.span, call.kwargs)
+        return TargetRun(name, instance, call.args, lacking.span, call.kwargs,
+                         None if call.exportable else self._for_export(lacking, own))
+
+    def _for_export(self, lacking: TracedModule, own: TargetRun | str) -> TargetRun | str:
+        """When the first call passed more than tensors: the first call of tensors only,
+        else its own inputs that ran."""
+        exportable = self._exportable.get(type(lacking.instance))
+        if exportable is None:
+            return own if isinstance(own, TargetRun) else _NOT_TENSORS
+        instance, call = exportable
+        return TargetRun(lacking.module_report.name, instance, call.args, lacking.span,
+                         call.kwargs)

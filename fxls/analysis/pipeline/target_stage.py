@@ -82,6 +82,9 @@ def _run_target(target: Target, run: TargetRun, file: SourceFile) -> tuple[str, 
     tracers = file.settings.tracers
     if target is Target.COMPILE:
         return compile_module(run, file, tracers.fullgraph)
+    if isinstance(run.for_export, str):
+        return run.for_export, []
+    run = run.for_export or run
     try:
         dynamic_shapes = _dynamic_shapes(run, file)
     except (ValueError, SyntaxError, TypeError, AttributeError) as error:
