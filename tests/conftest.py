@@ -26,32 +26,36 @@ async def nvim_client(lsp_client: LanguageClient, tmp_path: Path):
         yield
 
 
-#: the slowest test files (``pytest --durations``, two workers, 2026-11-27), heaviest first:
-#: pytest-xdist hands each worker its next file in this order (``--no-loadscope-reorder``),
-#: so no long file starts when the other worker has nothing left to do
+#: the slowest test files (``pytest --durations``, a fresh clone's run, 2026-11-27, torch's
+#: answers kept), heaviest first: pytest-xdist hands each worker its next file in this order
+#: (``--no-loadscope-reorder``), so no long file starts when the other worker has nothing left
 HEAVIEST_FIRST = (
     "tests/realmodels/test_real_targets.py",
-    "tests/realmodels/test_one_by_one.py",
-    "tests/export_compile/test_torch_tiers.py",
     "tests/editors/test_vscode.py",
-    "tests/security/test_job_failures.py",
+    "tests/export_compile/test_torch_tiers.py",
+    "tests/realmodels/test_one_by_one.py",
     "tests/quick_fixes/test_quick_fixes.py",
-    "tests/lsp/test_lsp_features.py",
-    "tests/lsp/test_lsp_conventions.py",
-    "tests/export_compile/test_targets_lsp.py",
-    "tests/diagnostics/test_precision.py",
     "tests/security/test_sandbox_targets.py",
-    "tests/graph_view/test_graph_page.py",
+    "tests/export_compile/test_targets_lsp.py",
+    "tests/lsp/test_lsp_conventions.py",
     "tests/libraries/test_libraries.py",
-    "tests/lsp/test_server_faults.py",
-    "tests/realmodels/test_real_models.py",
+    "tests/security/test_job_failures.py",
+    "tests/lsp/test_lsp_features.py",
     "tests/constructor_guesses/test_torchvision_in_place.py",
     "tests/worker/test_worker.py",
-    "tests/lsp/test_lsp_e2e.py",
+    "tests/lsp/test_server_faults.py",
+    "tests/lsp/test_protocol_robustness.py",
+    "tests/realmodels/test_real_models.py",
+    "tests/passes/test_pass_results.py",
+    "tests/realmodels/test_targets_in_place.py",
+    "tests/graph_view/test_graph_page.py",
     "tests/passes/test_pass_cli.py",
-    "tests/files/test_odd_files_cli.py",
-    "tests/security/test_sandbox.py",
+    "tests/lsp/test_lsp_e2e.py",
     "tests/passes/test_real_passes.py",
+    "tests/files/test_odd_files_cli.py",
+    "tests/security/test_hostile_reports_lsp.py",
+    "tests/export_compile/test_targets_status_lsp.py",
+    "tests/security/test_sandbox.py",
 )
 
 
