@@ -19,8 +19,9 @@ put on PYTHONPATH (last line of output), e.g.
 Hugging Face transformers is part of the zoo (its modeling files are real models users check):
 transformers plus regex, and tokenizers, without which `modeling_*.py` files that reach the
 tokenizer registry do not import (`TokenizersBackend | SentencePieceBackend` on `None`);
-~130 MB more. `--without-transformers` leaves it out (`--with-transformers` is accepted and
-changes nothing).
+~130 MB more; with it, Hugging Face optimum (its FX passes, `fx/optimization/`, are real
+passes the pass tests check in place). `--without-transformers` leaves them out
+(`--with-transformers` is accepted and changes nothing).
 """
 
 from __future__ import annotations
@@ -59,7 +60,8 @@ PACKAGES = [
     "numpy==2.4.6",
     "pillow==13.0.0",
 ]
-TRANSFORMERS_PACKAGES = ["transformers==5.23.0", "regex==2026.11.15", "tokenizers==0.23.3"]
+TRANSFORMERS_PACKAGES = ["transformers==5.23.0", "regex==2026.11.15", "tokenizers==0.23.3",
+                         "optimum==2.3.0"]
 
 PATCH_VERSION = 1
 PATCH_MARK = "# fxls-model-zoo patch"
