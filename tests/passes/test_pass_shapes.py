@@ -11,7 +11,7 @@ import pytest
 
 from tests.diagnostics.test_codes import lsp_range, ranges
 from tests.passes.samples import NET_HEADER
-from tests.passes.test_passes import _check
+from tests.passes.test_passes import check_cases
 
 # optimum's fx/optimization/transformations.py, its shape written again: an abstract
 # Transformation whose __call__ runs `transform` then lints and recompiles, and `compose`
@@ -298,11 +298,7 @@ FILES = {
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
-    folder = tmp_path_factory.mktemp("pass_shapes")
-    (folder / "pyproject.toml").write_text("[tool.fxls]\ntimeout = 30\n", encoding="utf-8")
-    for name, text in FILES.items():
-        (folder / name).write_text(text, encoding="utf-8")
-    return _check(folder, folder)
+    return check_cases(tmp_path_factory.mktemp("pass_shapes"), FILES, timeout=30)
 
 
 def _problems(found: dict) -> list[dict]:

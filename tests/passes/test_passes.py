@@ -201,18 +201,26 @@ def insert_clamp(graph: fx.Graph) -> None:
 
 def _check(folder: Path, *paths: Path) -> dict[str, dict]:
     fxls = [sys.executable, "-m", "fxls", "check", "--format", "json", *map(str, paths)]
-    done = subprocess.run(fxls, capture_output=True, text=True, timeout=300, cwd=folder)
-    assert done.returncode in (0, 1), done.stderr
+    done = subprocess.run(fxls, capture_output=True, text=True, timeout=600, cwd=folder)
+    assert done.returncode in (0, 1), done.stderr[-3000:]
     return {Path(f["path"]).name: f for f in json.loads(done.stdout)["files"]}
+
+
+def check_cases(folder: Path, files: dict[str, str], timeout: int | None = None
+                ) -> dict[str, dict]:
+    """Each of ``files`` written into ``folder`` (with ``timeout`` as the project's
+    setting), all checked by one ``fxls check``: each file's result by its name."""
+    if timeout is not None:
+        (folder / "pyproject.toml").write_text(f"[tool.fxls]\ntimeout = {timeout}\n",
+                                               encoding="utf-8")
+    for name, text in files.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    return _check(folder, folder)
 
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
-    folder = tmp_path_factory.mktemp("passes")
-    (folder / "pyproject.toml").write_text("[tool.fxls]\ntimeout = 20\n", encoding="utf-8")
-    for name, text in CASES.items():
-        (folder / name).write_text(text, encoding="utf-8")
-    return _check(folder, folder)
+    return check_cases(tmp_path_factory.mktemp("passes"), CASES, timeout=20)
 
 
 def codes(file_result: dict) -> list[str]:

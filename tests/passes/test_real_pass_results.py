@@ -9,16 +9,13 @@ gets FX005, at the line that made the unsorted use.
 from __future__ import annotations
 
 import inspect
-import json
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 import torch.fx.experimental.merge_matmul as merge_matmul_module
 import torch.fx.experimental.optimization as optimization_module
 
 from tests.diagnostics.test_codes import lsp_range, ranges
+from tests.passes.test_passes import check_cases
 
 SHARED_RHS = '''
 
@@ -85,15 +82,7 @@ CASES = {
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
-    folder = tmp_path_factory.mktemp("real_pass_results")
-    (folder / "pyproject.toml").write_text("[tool.fxls]\ntimeout = 60\n", encoding="utf-8")
-    for name, text in CASES.items():
-        (folder / name).write_text(text, encoding="utf-8")
-    done = subprocess.run(
-        [sys.executable, "-m", "fxls", "check", "--format", "json", "--no-progress",
-         str(folder)], capture_output=True, text=True, timeout=600, cwd=folder)
-    assert done.returncode in (0, 1), done.stderr[-3000:]
-    return {Path(f["path"]).name: f for f in json.loads(done.stdout)["files"]}
+    return check_cases(tmp_path_factory.mktemp("real_pass_results"), CASES, timeout=60)
 
 
 def _passes_ran(report: dict, *names: str) -> None:

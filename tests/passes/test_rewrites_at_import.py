@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from tests.diagnostics.test_codes import lsp_range, ranges
-from tests.passes.test_passes import _check
+from tests.passes.test_passes import check_cases
 
 SUB_NET = '''import torch
 import torch.fx as fx
@@ -78,10 +78,7 @@ FILES = {
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
-    folder = tmp_path_factory.mktemp("rewrites_at_import")
-    for name, text in FILES.items():
-        (folder / name).write_text(text, encoding="utf-8")
-    return _check(folder, folder)
+    return check_cases(tmp_path_factory.mktemp("rewrites_at_import"), FILES)
 
 
 def test_a_module_level_replace_pattern_that_changes_the_outputs(results):
