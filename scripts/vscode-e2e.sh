@@ -52,10 +52,8 @@ if [ "${1:-}" != "--inside-netns" ]; then
         (cd "$home" && FORCE_NODE_VERSION=20 npm_config_unsafe_perm=true npm_config_yes=true \
             npm ci --no-audit --no-fund --loglevel=error)
     fi
-    if [ ! -d "$ext/node_modules" ]; then
-        (cd "$ext" && npm ci --no-audit --no-fund --loglevel=error)
-    fi
     flock --unlock "$install_lock"
+    bash scripts/vscode-node-modules.sh
     log "packaging the extension"
     (cd "$ext" && npm run --silent package >/dev/null)
 
