@@ -1,16 +1,20 @@
 """The LSP client fixtures every feature's server tests share (the helpers are in
 tests/lsp_client.py): an editor session with a real ``fxls serve`` rooted at the test's
-``tmp_path``; and the order the test files are handed to the two workers in."""
+``tmp_path``, or one server for a module's tests that need no fresh one, each test in its own
+folder of the module's workspace; and the order the test files are handed to the two workers
+in."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+import pytest_asyncio
 import pytest_lsp
 from pytest_lsp import LanguageClient
 
-from tests.lsp_client import editor_session, serve_config
+from tests.lsp_client import close_documents_in, editor_session, own_folder_in, serve_config
 
 
 @pytest_lsp.fixture(config=serve_config())
@@ -24,6 +28,42 @@ async def nvim_client(lsp_client: LanguageClient, tmp_path: Path):
     """A client that announces Neovim's capabilities: it negotiates utf-8 positions."""
     async with editor_session(lsp_client, editor="neovim", root=tmp_path):
         yield
+
+
+@pytest.fixture(scope="module")
+def module_workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The workspace folder of a module's shared servers (``module_client``,
+    ``module_nvim_client``): each test works in its ``own_folder`` of it."""
+    return tmp_path_factory.mktemp("workspace")
+
+
+@pytest_lsp.fixture(config=serve_config(), scope="module")
+async def module_client(lsp_client: LanguageClient, module_workspace: Path):
+    """One server for those tests of a module that need no fresh one (no settings, faults,
+    crashes or worker restarts, nothing that counts the session's notifications), marked
+    ``on_the_module_server``. A server costs about 3 CPU-seconds, nearly all of it its
+    worker's ``import torch``."""
+    async with editor_session(lsp_client, root=module_workspace):
+        yield
+
+
+@pytest_lsp.fixture(config=serve_config(), scope="module")
+async def module_nvim_client(lsp_client: LanguageClient, module_workspace: Path):
+    """``module_client`` as Neovim (utf-8 positions, no dynamic registration)."""
+    async with editor_session(lsp_client, editor="neovim", root=module_workspace):
+        yield
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def own_folder(module_workspace: Path, request: pytest.FixtureRequest
+                     ) -> AsyncIterator[Path]:
+    """The test's own folder in its module's shared workspace; the documents it opened there
+    are closed after it, in the module's servers it used."""
+    folder = own_folder_in(module_workspace, request.node.name)
+    yield folder
+    for name in ("module_client", "module_nvim_client"):
+        if name in request.fixturenames:
+            close_documents_in(request.getfixturevalue(name), folder)
 
 
 #: the slowest test files (``pytest --durations``, a fresh clone's run, 2026-11-27, torch's

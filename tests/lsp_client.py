@@ -7,15 +7,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import sys
+import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
 from fxls.server.scheduler import ANALYSIS_DONE
+
+#: marks a test that runs on its module's one server (the ``module_client`` fixture): the
+#: test runs in that server's event loop
+on_the_module_server = pytest.mark.asyncio(loop_scope="module")
 
 
 async def open_and_wait(
@@ -128,3 +135,19 @@ async def editor_session(
     ))
     yield result
     await client.shutdown_session()
+
+
+def own_folder_in(root: Path, test_name: str) -> Path:
+    """A new folder of ``root`` for one test, named after it."""
+    prefix = re.sub(r"[^A-Za-z0-9_.-]", "_", test_name)[:48] + "-"
+    return Path(tempfile.mkdtemp(prefix=prefix, dir=root))
+
+
+def close_documents_in(client: LanguageClient, folder: Path) -> None:
+    """Close every document the server analysed in ``folder``, as an editor does when its
+    tab closes: the next test on the same server starts with none of them open."""
+    inside = folder.as_uri() + "/"
+    done: set[tuple[str, int]] = client.fxls_done  # type: ignore[attr-defined]
+    for uri in sorted({uri for uri, _version in done if uri.startswith(inside)}):
+        client.text_document_did_close(
+            types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri)))

@@ -15,6 +15,7 @@ from pytest_lsp import LanguageClient, client_capabilities
 
 from tests.lsp_client import (
     editor_session,
+    on_the_module_server,
     open_and_wait,
     save_and_wait,
     send_save,
@@ -98,20 +99,21 @@ def _actions_params(uri: str, at: types.Range, diagnostics: list[Any] | None = N
 
 # -- code actions right after a save ---------------------------------------------------------
 
+@on_the_module_server
 async def test_a_code_action_asked_right_after_a_save_waits_for_the_analysis_and_its_fix(
-    client: LanguageClient, tmp_path: Path
+    module_client: LanguageClient, own_folder: Path
 ):
-    path = tmp_path / "net.py"
+    path = own_folder / "net.py"
     path.write_text(CLEAN, encoding="utf-8")
     uri = path.as_uri()
-    assert await open_and_wait(client, path, CLEAN) == []
+    assert await open_and_wait(module_client, path, CLEAN) == []
 
     # saved, and Ctrl+. at once: the client has no diagnostic for the new text yet
-    send_save(client, path, DEAD, 2)
+    send_save(module_client, path, DEAD, 2)
     dead = lsp_range(DEAD, "unused = self.proj(x)")
-    actions = await client.text_document_code_action_async(
+    actions = await module_client.text_document_code_action_async(
         _actions_params(uri, types.Range(dead.start, dead.start)))
-    assert (uri, 2) in client.fxls_done  # type: ignore[attr-defined]
+    assert (uri, 2) in module_client.fxls_done  # type: ignore[attr-defined]
     fixes = [a for a in actions or [] if a.kind == types.CodeActionKind.QuickFix
              and "Remove unused" in a.title]
     assert len(fixes) == 1, [a.title for a in actions or []]
@@ -124,17 +126,18 @@ async def test_a_code_action_asked_right_after_a_save_waits_for_the_analysis_and
     assert "fxls: ignore FX010 on this line" in titles, titles
 
 
+@on_the_module_server
 async def test_fix_all_asked_right_after_a_save_waits_for_the_whole_verification(
-    client: LanguageClient, tmp_path: Path
+    module_client: LanguageClient, own_folder: Path
 ):
-    path = tmp_path / "net.py"
+    path = own_folder / "net.py"
     path.write_text(CLEAN, encoding="utf-8")
     uri = path.as_uri()
-    await open_and_wait(client, path, CLEAN)
+    await open_and_wait(module_client, path, CLEAN)
     two_dead = DEAD.replace("        return x.relu()\n",
                             "        also = x * 2\n        return x.relu()\n")
-    send_save(client, path, two_dead, 2)
-    actions = await client.text_document_code_action_async(_actions_params(
+    send_save(module_client, path, two_dead, 2)
+    actions = await module_client.text_document_code_action_async(_actions_params(
         uri, types.Range(types.Position(0, 0), types.Position(0, 0)),
         only=["source.fixAll"]))
     assert [a.kind for a in actions or []] == ["source.fixAll.fxls"]
@@ -143,13 +146,14 @@ async def test_fix_all_asked_right_after_a_save_waits_for_the_whole_verification
 
 # -- ignore on this line -----------------------------------------------------------------------
 
+@on_the_module_server
 async def test_ignore_on_this_line_adds_a_pragma_or_merges_with_the_one_there(
-    client: LanguageClient, tmp_path: Path
+    module_client: LanguageClient, own_folder: Path
 ):
-    path = tmp_path / "prints.py"
+    path = own_folder / "prints.py"
     path.write_text(PRINTS, encoding="utf-8")
     uri = path.as_uri()
-    diagnostics = await open_and_wait(client, path, PRINTS)
+    diagnostics = await open_and_wait(module_client, path, PRINTS)
     fx013 = sorted((d for d in diagnostics if d.code == "FX013"),
                    key=lambda d: d.range.start.line)
     assert [d.range for d in fx013] == [lsp_range(PRINTS, "print(x.shape)"),
@@ -169,7 +173,7 @@ async def test_ignore_on_this_line_adds_a_pragma_or_merges_with_the_one_there(
     }
     fixed = PRINTS
     for index, diagnostic in enumerate(fx013):
-        actions = await client.text_document_code_action_async(
+        actions = await module_client.text_document_code_action_async(
             _actions_params(uri, diagnostic.range, [diagnostic]))
         (ignore,) = [a for a in actions or [] if a.title == "fxls: ignore FX013 on this line"]
         assert ignore.kind == types.CodeActionKind.QuickFix
@@ -178,7 +182,7 @@ async def test_ignore_on_this_line_adds_a_pragma_or_merges_with_the_one_there(
         fixed = _apply(fixed, _edits(ignore, uri))
     assert "        print(x.dtype)  # fxls: ignore[FX010,FX013]\n" in fixed
     assert "        print(x.device)  # shapes  # fxls: ignore[FX013]\n" in fixed
-    after = await save_and_wait(client, path, fixed, 2)
+    after = await save_and_wait(module_client, path, fixed, 2)
     assert [d for d in after if d.code == "FX013"] == []
 
 
@@ -229,77 +233,83 @@ def _write(tmp_path: Path) -> tuple[Path, Path]:
     return layers, net
 
 
+@on_the_module_server
 async def test_opening_a_file_changed_on_disk_withdraws_and_recomputes_what_others_found_there(
-    client: LanguageClient, tmp_path: Path
+    module_client: LanguageClient, own_folder: Path
 ):
-    layers, net = _write(tmp_path)
-    await open_and_wait(client, net, NET)
+    layers, net = _write(own_folder)
+    await open_and_wait(module_client, net, NET)
     old, new = lsp_range(LAYERS, "x.sum() > 0"), lsp_range(LAYERS_MOVED, "x.sum() > 0")
-    assert [d.range for d in _shown(client, layers, "FX001")] == [old]
+    assert [d.range for d in _shown(module_client, layers, "FX001")] == [old]
 
     layers.write_text(LAYERS_MOVED, encoding="utf-8")  # no editor saw this
-    client.text_document_did_open(types.DidOpenTextDocumentParams(
+    module_client.text_document_did_open(types.DidOpenTextDocumentParams(
         types.TextDocumentItem(layers.as_uri(), "python", 1, LAYERS_MOVED)))
     # withdrawn at once (Block(dim, act) cannot be built from layers.py alone: only net.py's
     # analysis finds the FX001), then net.py is analysed again and finds it two lines lower
-    await _until(lambda: _shown(client, layers, "FX001") == [])
-    await _until(lambda: [d.range for d in _shown(client, layers, "FX001")] == [new])
-    await wait_for_version(client, layers.as_uri(), 1)
-    assert [d.range for d in _shown(client, layers, "FX001")] == [new]
+    await _until(lambda: _shown(module_client, layers, "FX001") == [])
+    await _until(lambda: [d.range for d in _shown(module_client, layers, "FX001")] == [new])
+    await wait_for_version(module_client, layers.as_uri(), 1)
+    assert [d.range for d in _shown(module_client, layers, "FX001")] == [new]
 
 
+@on_the_module_server
 async def test_editing_a_file_withdraws_what_other_documents_found_in_its_saved_text(
-    client: LanguageClient, tmp_path: Path
+    module_client: LanguageClient, own_folder: Path
 ):
-    layers, net = _write(tmp_path)
-    await open_and_wait(client, net, NET)
-    await open_and_wait(client, layers, LAYERS)
-    assert [d.range for d in _shown(client, layers, "FX001")] == [lsp_range(LAYERS, "x.sum() > 0")]
+    layers, net = _write(own_folder)
+    await open_and_wait(module_client, net, NET)
+    await open_and_wait(module_client, layers, LAYERS)
+    assert [d.range for d in _shown(module_client, layers, "FX001")] == [
+        lsp_range(LAYERS, "x.sum() > 0")]
 
-    client.text_document_did_change(types.DidChangeTextDocumentParams(
+    module_client.text_document_did_change(types.DidChangeTextDocumentParams(
         types.VersionedTextDocumentIdentifier(version=2, uri=layers.as_uri()),
         [types.TextDocumentContentChangeWholeDocument(LAYERS_MOVED)]))
-    await _until(lambda: _shown(client, layers, "FX001") == [])
+    await _until(lambda: _shown(module_client, layers, "FX001") == [])
     # saved: net.py is analysed again and its FX001 comes back, where it now is
     layers.write_text(LAYERS_MOVED, encoding="utf-8")
-    client.text_document_did_save(types.DidSaveTextDocumentParams(
+    module_client.text_document_did_save(types.DidSaveTextDocumentParams(
         types.TextDocumentIdentifier(layers.as_uri())))
-    await _until(lambda: [d.range for d in _shown(client, layers, "FX001")]
+    await _until(lambda: [d.range for d in _shown(module_client, layers, "FX001")]
                  == [lsp_range(LAYERS_MOVED, "x.sum() > 0")])
 
 
 # -- watched files -----------------------------------------------------------------------------
 
+@on_the_module_server
 async def test_files_changed_on_disk_reanalyse_the_open_documents_that_import_them(
-    client: LanguageClient, tmp_path: Path
+    module_client: LanguageClient, own_folder: Path
 ):
-    registrations = client.registrations  # type: ignore[attr-defined]
+    registrations = module_client.registrations  # type: ignore[attr-defined]
     await _until(lambda: types.WORKSPACE_DID_CHANGE_WATCHED_FILES in registrations)
     options = registrations[types.WORKSPACE_DID_CHANGE_WATCHED_FILES]
     watchers = options["watchers"] if isinstance(options, dict) else options.watchers
     assert [w["globPattern"] if isinstance(w, dict) else w.glob_pattern for w in watchers] == [
         "**/*.py", "**/pyproject.toml"]
 
-    layers, net = _write(tmp_path)
-    in_net = await open_and_wait(client, net, NET)
+    layers, net = _write(own_folder)
+    in_net = await open_and_wait(module_client, net, NET)
     assert [d.range for d in in_net if d.code == "FX001"] == [lsp_range(NET, "self.block(x)")]
 
     fixed = LAYERS.replace("        if x.sum() > 0:\n            x = self.act(x)\n",
                            "        x = self.act(x)\n")
     assert fixed != LAYERS
     layers.write_text(fixed, encoding="utf-8")  # a git checkout
-    client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(
+    module_client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(
         [types.FileEvent(layers.as_uri(), types.FileChangeType.Changed)]))
-    await _until(lambda: _shown(client, net, "FX001") == [] and _shown(client, layers) == [])
+    await _until(lambda: _shown(module_client, net, "FX001") == []
+                 and _shown(module_client, layers) == [])
 
 
+@on_the_module_server
 async def test_a_client_without_dynamic_registration_is_not_asked_to_watch(
-    nvim_client: LanguageClient, tmp_path: Path
+    module_nvim_client: LanguageClient, own_folder: Path
 ):
-    path = tmp_path / "net.py"
+    path = own_folder / "net.py"
     path.write_text(CLEAN, encoding="utf-8")
-    await open_and_wait(nvim_client, path, CLEAN)
-    assert nvim_client.registrations == {}  # type: ignore[attr-defined]
+    await open_and_wait(module_nvim_client, path, CLEAN)
+    assert module_nvim_client.registrations == {}  # type: ignore[attr-defined]
 
 
 # -- pull diagnostics --------------------------------------------------------------------------
@@ -350,14 +360,15 @@ async def test_a_client_that_pulls_gets_diagnostics_by_pull_and_no_push(
     assert again.kind == "unchanged" and again.result_id == report.result_id
 
 
+@on_the_module_server
 async def test_a_client_that_cannot_be_told_to_pull_again_gets_pushes(
-    nvim_client: LanguageClient, tmp_path: Path
+    module_nvim_client: LanguageClient, own_folder: Path
 ):
-    path = tmp_path / "prints.py"
+    path = own_folder / "prints.py"
     path.write_text(PRINTS, encoding="utf-8")
-    pushed = await open_and_wait(nvim_client, path, PRINTS)
+    pushed = await open_and_wait(module_nvim_client, path, PRINTS)
     assert sorted(d.range.start.line for d in pushed if d.code == "FX013") == [10, 11, 12]
-    assert nvim_client.diagnostic_refresh_count == 0
+    assert module_nvim_client.diagnostic_refresh_count == 0
 
 
 # -- progress ----------------------------------------------------------------------------------
