@@ -8,7 +8,7 @@ from pathlib import Path
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from tests.lsp_client import open_and_wait, save_and_wait, send_save
+from tests.lsp_client import on_the_module_server, open_and_wait, save_and_wait, send_save
 
 GATED = """import torch
 from torch import nn
@@ -39,41 +39,49 @@ def _ranges(diagnostics: list[types.Diagnostic], code: str) -> list[tuple[int, i
     ]
 
 
-async def test_open_publishes_fx001_on_the_condition(client: LanguageClient, tmp_path: Path):
-    path = tmp_path / "gate.py"
+@on_the_module_server
+async def test_open_publishes_fx001_on_the_condition(
+    module_client: LanguageClient, own_folder: Path
+):
+    path = own_folder / "gate.py"
     path.write_text(GATED, encoding="utf-8")
-    diagnostics = await open_and_wait(client, path, GATED)
+    diagnostics = await open_and_wait(module_client, path, GATED)
     assert _ranges(diagnostics, "FX001") == [(11, 11, 11, 22)]
     (fx001,) = [d for d in diagnostics if d.code == "FX001"]
     assert fx001.severity == types.DiagnosticSeverity.Error
     assert fx001.code_description is not None and "#fx001" in fx001.code_description.href
 
 
-async def test_save_republishes_for_the_new_text(client: LanguageClient, tmp_path: Path):
-    path = tmp_path / "gate.py"
+@on_the_module_server
+async def test_save_republishes_for_the_new_text(module_client: LanguageClient, own_folder: Path):
+    path = own_folder / "gate.py"
     path.write_text(GATED, encoding="utf-8")
-    await open_and_wait(client, path, GATED)
-    diagnostics = await save_and_wait(client, path, CLEAN, 2)
+    await open_and_wait(module_client, path, GATED)
+    diagnostics = await save_and_wait(module_client, path, CLEAN, 2)
     assert _ranges(diagnostics, "FX001") == []
 
 
+@on_the_module_server
 async def test_quick_saves_end_with_the_final_texts_diagnostics(
-    client: LanguageClient, tmp_path: Path
+    module_client: LanguageClient, own_folder: Path
 ):
-    path = tmp_path / "gate.py"
+    path = own_folder / "gate.py"
     path.write_text(GATED, encoding="utf-8")
-    await open_and_wait(client, path, GATED)
+    await open_and_wait(module_client, path, GATED)
     for version in range(2, 21):
-        send_save(client, path, CLEAN if version % 2 else GATED, version)
-    final = await save_and_wait(client, path, CLEAN, 21)
+        send_save(module_client, path, CLEAN if version % 2 else GATED, version)
+    final = await save_and_wait(module_client, path, CLEAN, 21)
     assert _ranges(final, "FX001") == []
 
 
-async def test_hover_shows_the_node_an_expression_produced(client: LanguageClient, tmp_path: Path):
-    path = tmp_path / "gate.py"
+@on_the_module_server
+async def test_hover_shows_the_node_an_expression_produced(
+    module_client: LanguageClient, own_folder: Path
+):
+    path = own_folder / "gate.py"
     path.write_text(CLEAN, encoding="utf-8")
-    await open_and_wait(client, path, CLEAN)
-    hover = await client.text_document_hover_async(
+    await open_and_wait(module_client, path, CLEAN)
+    hover = await module_client.text_document_hover_async(
         types.HoverParams(types.TextDocumentIdentifier(path.as_uri()), types.Position(10, 14))
     )
     assert hover is not None
@@ -81,29 +89,31 @@ async def test_hover_shows_the_node_an_expression_produced(client: LanguageClien
     assert "call_module" in text and "torch.nn" in text and "Linear" in text
 
 
-async def test_code_lens_and_show_graph(client: LanguageClient, tmp_path: Path):
-    path = tmp_path / "gate.py"
+@on_the_module_server
+async def test_code_lens_and_show_graph(module_client: LanguageClient, own_folder: Path):
+    path = own_folder / "gate.py"
     path.write_text(CLEAN, encoding="utf-8")
-    await open_and_wait(client, path, CLEAN)
-    lenses = await client.text_document_code_lens_async(
+    await open_and_wait(module_client, path, CLEAN)
+    lenses = await module_client.text_document_code_lens_async(
         types.CodeLensParams(types.TextDocumentIdentifier(path.as_uri()))
     )
     assert len(lenses) == 1 and lenses[0].command.title.startswith("fxls: traced")
-    result = await client.workspace_execute_command_async(
+    result = await module_client.workspace_execute_command_async(
         types.ExecuteCommandParams("fxls.showGraph", [path.as_uri(), "Gate", "code"])
     )
     assert "def forward(self, x)" in result["text"]
 
 
+@on_the_module_server
 async def test_show_graph_json_is_the_graph_views_document(
-    client: LanguageClient, tmp_path: Path
+    module_client: LanguageClient, own_folder: Path
 ):
     """What the VS Code graph view draws: nodes with module path and source, the module's
     problems with the nodes where tracing went wrong."""
-    path = tmp_path / "gate.py"
+    path = own_folder / "gate.py"
     path.write_text(GATED, encoding="utf-8")
-    await open_and_wait(client, path, GATED)
-    result = await client.workspace_execute_command_async(
+    await open_and_wait(module_client, path, GATED)
+    result = await module_client.workspace_execute_command_async(
         types.ExecuteCommandParams("fxls.showGraph", [path.as_uri(), "Gate", "json"])
     )
     document = json.loads(result["text"])
@@ -116,20 +126,22 @@ async def test_show_graph_json_is_the_graph_views_document(
     assert {nodes[name]["target"] for name in problem["nodes"]} == {"sum", "operator.gt"}
 
 
+@on_the_module_server
 async def test_bad_requests_are_answered_and_the_server_lives(
-    client: LanguageClient, tmp_path: Path
+    module_client: LanguageClient, own_folder: Path
 ):
-    unknown = types.TextDocumentIdentifier((tmp_path / "nope.py").as_uri())
+    unknown = types.TextDocumentIdentifier((own_folder / "nope.py").as_uri())
     assert (
-        await client.text_document_hover_async(types.HoverParams(unknown, types.Position(999, 999)))
+        await module_client.text_document_hover_async(
+            types.HoverParams(unknown, types.Position(999, 999)))
         is None
     )
-    path = tmp_path / "gate.py"
+    path = own_folder / "gate.py"
     path.write_text(CLEAN, encoding="utf-8")
-    await open_and_wait(client, path, CLEAN)
-    far = await client.text_document_hover_async(
+    await open_and_wait(module_client, path, CLEAN)
+    far = await module_client.text_document_hover_async(
         types.HoverParams(types.TextDocumentIdentifier(path.as_uri()), types.Position(500, 80))
     )
     assert far is None
-    diagnostics = await save_and_wait(client, path, GATED, 2)
+    diagnostics = await save_and_wait(module_client, path, GATED, 2)
     assert _ranges(diagnostics, "FX001") == [(11, 11, 11, 22)]

@@ -13,7 +13,7 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from fxls.worker.procfs import child_pids
-from tests.lsp_client import open_and_wait, save_and_wait, wait_for_version
+from tests.lsp_client import on_the_module_server, open_and_wait, save_and_wait, wait_for_version
 
 MODEL = """import torch
 from torch import nn
@@ -39,27 +39,28 @@ def _position(text: str, needle: str, offset: int = 0) -> types.Position:
     return types.Position(before.count("\n"), index - (before.rfind("\n") + 1))
 
 
+@on_the_module_server
 async def test_hover_names_node_target_shape_users_module_and_backward(
-    client: LanguageClient, tmp_path: Path
+    module_client: LanguageClient, own_folder: Path
 ):
-    path = tmp_path / "head.py"
+    path = own_folder / "head.py"
     path.write_text(MODEL, encoding="utf-8")
-    await open_and_wait(client, path, MODEL)
+    await open_and_wait(module_client, path, MODEL)
     doc = types.TextDocumentIdentifier(path.as_uri())
-    hover = await client.text_document_hover_async(
+    hover = await module_client.text_document_hover_async(
         types.HoverParams(doc, _position(MODEL, "F.gelu(h)", 2))
     )
     text = hover.contents.value
     for expected in ("call_function", "torch.nn.functional.gelu", "gelu", "[2, 4]",
                      "float32", "GeluBackward0", "fc"):
         assert expected in text, (expected, text)
-    hover = await client.text_document_hover_async(
+    hover = await module_client.text_document_hover_async(
         types.HoverParams(doc, _position(MODEL, "self.fc(x)", 6))
     )
     text = hover.contents.value
     for expected in ("call_module", "torch.nn.modules.linear.Linear", "36", "AddmmBackward0"):
         assert expected in text, (expected, text)
-    hover = await client.text_document_hover_async(
+    hover = await module_client.text_document_hover_async(
         types.HoverParams(doc, _position(MODEL, "class Head", 7))
     )
     assert "traced" in hover.contents.value and "nodes" in hover.contents.value
@@ -161,11 +162,12 @@ graph.output(y)
 """
 
 
-async def test_hover_on_a_graph_pass_line(client: LanguageClient, tmp_path: Path):
-    path = tmp_path / "my_pass.py"
+@on_the_module_server
+async def test_hover_on_a_graph_pass_line(module_client: LanguageClient, own_folder: Path):
+    path = own_folder / "my_pass.py"
     path.write_text(PASS, encoding="utf-8")
-    await open_and_wait(client, path, PASS)
-    hover = await client.text_document_hover_async(
+    await open_and_wait(module_client, path, PASS)
+    hover = await module_client.text_document_hover_async(
         types.HoverParams(
             types.TextDocumentIdentifier(path.as_uri()),
             _position(PASS, "graph.call_function", 8),
@@ -212,14 +214,16 @@ async def test_malformed_and_out_of_order_requests_never_kill_the_server(
     assert {d.code for d in diagnostics} == {"FX010"}
 
 
-async def test_work_done_progress_wraps_each_trace(client: LanguageClient, tmp_path: Path):
-    path = tmp_path / "head.py"
+@on_the_module_server
+async def test_work_done_progress_wraps_each_trace(module_client: LanguageClient, own_folder: Path):
+    before = set(module_client.progress_reports)  # the module's earlier tests' traces
+    path = own_folder / "head.py"
     path.write_text(MODEL, encoding="utf-8")
-    await open_and_wait(client, path, MODEL)
+    await open_and_wait(module_client, path, MODEL)
     kinds = [
         getattr(value, "kind", None)
-        for token, values in client.progress_reports.items()
-        if str(token).startswith("fxls-trace-")
+        for token, values in module_client.progress_reports.items()
+        if str(token).startswith("fxls-trace-") and token not in before
         for value in values
     ]
     assert kinds[:1] == ["begin"] and kinds[-1] == "end"
