@@ -1,6 +1,7 @@
 """A file's report: the data (``model``) and its one decoder from the wire (``wire``)."""
 
 from fxls.report.model import (
+    BreakInfo,
     CallInfo,
     Diagnostic,
     FileReport,
@@ -11,6 +12,8 @@ from fxls.report.model import (
     PassReport,
     RelatedInfo,
     Span,
+    TargetGraph,
+    TargetGraphs,
     TraceStatus,
 )
 from fxls.report.wire import (
@@ -24,6 +27,7 @@ from fxls.report.wire import (
 
 __all__ = [
     "MAX_DIAGNOSTICS",
+    "BreakInfo",
     "CallInfo",
     "CheckedReport",
     "Diagnostic",
@@ -37,6 +41,8 @@ __all__ = [
     "RelatedInfo",
     "SentAhead",
     "Span",
+    "TargetGraph",
+    "TargetGraphs",
     "TraceStatus",
     "check_report",
     "suspect_line",

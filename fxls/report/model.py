@@ -88,7 +88,8 @@ class NodeInfo:
     kwargs: str
     users: list[str]
     span: Span | None = None
-    shape: list[int] | None = None
+    #: sizes; a symbolic size of an exported graph is its symbol (``"s0"``)
+    shape: list[int | str] | None = None
     dtype: str | None = None
     module_path: str | None = None
     module_type: str | None = None
@@ -130,6 +131,47 @@ class CallInfo:
 
 
 @dataclass(slots=True)
+class BreakInfo:
+    """A graph break between two subgraphs dynamo compiled: where, and torch's reason."""
+
+    span: Span | None
+    reason: str
+    gb_id: str | None = None
+
+
+@dataclass(slots=True)
+class TargetGraph:
+    """A graph the real torch made of a module: export's ATen program, or one subgraph
+    dynamo compiled. Node spans are the analysed file's lines that produced them."""
+
+    nodes: list[NodeInfo] = field(default_factory=list)
+    code: str | None = None
+    #: the class of each submodule the nodes came from, by qualified name
+    module_types: dict[str, str] = field(default_factory=dict)
+    #: export's graph is draft_export's (export itself failed)
+    drafted: bool = False
+    #: a dynamo subgraph: the break that ended it (None for the last one)
+    break_after: BreakInfo | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"nodes": [n.to_dict() for n in self.nodes], "code": self.code,
+                "module_types": dict(self.module_types), "drafted": self.drafted,
+                "break_after": _plain(self.break_after)}
+
+
+@dataclass(slots=True)
+class TargetGraphs:
+    """What the export and compile tiers made of a module (``ModuleReport.target_graphs``)."""
+
+    export: TargetGraph | None = None
+    compile: list[TargetGraph] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"export": self.export.to_dict() if self.export is not None else None,
+                "compile": [g.to_dict() for g in self.compile]}
+
+
+@dataclass(slots=True)
 class ModuleReport:
     name: str
     status: TraceStatus
@@ -153,6 +195,12 @@ class ModuleReport:
     #: how the class fared under each other targeted tracer: ``{"export": "exported",
     #: "compile": "2 graph breaks"}`` (symbolic tracing is ``status``)
     targets: dict[str, str] = field(default_factory=dict)
+    #: the module's eager outputs on the inputs the export and compile tiers ran it on,
+    #: summarised (``analysis.pipeline.eager_outputs``): a fix of an export or compile
+    #: problem must keep them
+    eager_outputs: list[float] | None = None
+    #: the graphs the export and compile tiers made (hover, inlay hints, the graph page)
+    target_graphs: TargetGraphs | None = None
 
     def __post_init__(self) -> None:
         self.status = TraceStatus(self.status)  # also from its plain string
@@ -167,6 +215,10 @@ class ModuleReport:
             **({"calls": [c.to_dict() for c in self.calls]} if self.calls else {}),
             **({"module_types": dict(self.module_types)} if self.module_types else {}),
             **({"targets": dict(self.targets)} if self.targets else {}),
+            **({"eager_outputs": self.eager_outputs} if self.eager_outputs is not None
+               else {}),
+            **({"target_graphs": self.target_graphs.to_dict()}
+               if self.target_graphs is not None else {}),
         }
 
     def verdict(self) -> str:

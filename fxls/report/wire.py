@@ -269,6 +269,9 @@ def _parser(hint: Any) -> _Parse:
         return _exact(type(None))
     if origin in (typing.Union, types.UnionType):
         options = [a for a in get_args(hint) if a is not type(None)]
+        scalars = _exact_types(hint)
+        if len(options) > 1 and scalars is not None:  # ``int | str``: one of those types
+            return _exact_of(scalars)
         if len(options) != 1 or len(get_args(hint)) != 2:
             raise TypeError(f"no parser for {hint!r}")
         inner = _parser(options[0])
@@ -310,6 +313,15 @@ def _exact(kind: type) -> _Parse:
     def parse(value: Any) -> Any:
         if type(value) is not kind:
             raise InvalidReport(f"is {_kind(value)}, expected {_kind(kind())}")
+        return value
+    return parse
+
+
+def _exact_of(kinds: tuple[type, ...]) -> _Parse:
+    def parse(value: Any) -> Any:
+        if type(value) not in kinds:
+            raise InvalidReport(f"is {_kind(value)}, expected one of "
+                                f"{', '.join(_kind(kind()) for kind in kinds)}")
         return value
     return parse
 
@@ -382,10 +394,10 @@ def _exact_types(hint: Any) -> tuple[type, ...] | None:
     others (they need their parser). Lets the hot loop check most fields without a call."""
     if hint in _SCALARS:
         return _SCALARS[hint]
-    if get_origin(hint) in (typing.Union, types.UnionType):
-        options = [a for a in get_args(hint) if a is not type(None)]
-        if len(options) == 1 and options[0] in _SCALARS:
-            return (*_SCALARS[options[0]], type(None))
+    if get_origin(hint) in (typing.Union, types.UnionType) and all(
+            a in _SCALARS or a is type(None) for a in get_args(hint)):
+        return tuple(kind for a in get_args(hint)
+                     for kind in (_SCALARS.get(a) or (type(None),)))
     return None
 
 

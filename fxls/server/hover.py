@@ -9,6 +9,7 @@ from urllib.parse import quote
 
 from fxls.graph_view.pass_view import graph_label
 from fxls.report import (
+    BreakInfo,
     CallInfo,
     FileReport,
     ModuleReport,
@@ -17,7 +18,14 @@ from fxls.report import (
     PassReport,
     TraceStatus,
 )
-from fxls.server.report_lookup import innermost_at, module_at, pass_at, pass_nodes_at
+from fxls.server.report_lookup import (
+    breaks_on_line,
+    export_nodes_at,
+    innermost_at,
+    module_at,
+    pass_at,
+    pass_nodes_at,
+)
 
 _OP_LABEL = {
     "placeholder": "placeholder (a forward input)",
@@ -234,11 +242,62 @@ def pass_markdown(report: PassReport) -> str:
     return f"{text}\n\n" + "\n".join(rows)
 
 
+#: the multiplication sign between sizes (``s0`` times ``768``)
+_TIMES = "\u00d7"
+
+
+def sizes_text(node: NodeInfo) -> str | None:
+    """A node's sizes (symbolic ones as their symbols: ``s0`` times ``768``) and dtype."""
+    if node.shape is None:
+        return None
+    sizes = _TIMES.join(str(size) for size in node.shape) or "scalar"
+    return f"`{sizes}` {node.dtype or ''}".rstrip()
+
+
+#: ATen nodes of one expression listed in a hover (a block's line run by every instance)
+_ATEN_SHOWN = 8
+
+
+def export_markdown(hits: list[tuple[ModuleReport, NodeInfo]]) -> str:
+    """The ATen nodes an expression produced in each module's exported program."""
+    blocks = []
+    by_module: dict[str, list[tuple[ModuleReport, NodeInfo]]] = {}
+    for module, node in hits:
+        by_module.setdefault(module.name, []).append((module, node))
+    for group in by_module.values():
+        module = group[0][0]
+        graph = module.target_graphs.export if module.target_graphs is not None else None
+        which = "draft_export's program" if graph is not None and graph.drafted \
+            else "exported program"
+        count = f"{len(group)} ATen node{'s' if len(group) != 1 else ''}"
+        lines = [f"**export** · {count} in the {which} of `{module.name}`", ""]
+        for _, node in group[:_ATEN_SHOWN]:
+            sizes = sizes_text(node)
+            lines.append(f"- `{node.name} = {node.target}{node.args}`"
+                         + (f" · {sizes}" if sizes else ""))
+        if len(group) > _ATEN_SHOWN:
+            lines.append(f"- and {len(group) - _ATEN_SHOWN} more")
+        blocks.append("\n".join(lines))
+    return "\n\n---\n\n".join(blocks)
+
+
+def breaks_markdown(hits: list[tuple[ModuleReport, int, BreakInfo]]) -> str:
+    """Each graph break dynamo made on a line: between which subgraphs, and why."""
+    lines = []
+    for module, index, graph_break in hits:
+        total = len(module.target_graphs.compile) if module.target_graphs is not None else 0
+        lines.append(f"**graph break** · compile · `{module.name}`: subgraph {index + 1} of "
+                     f"{total} ends here, dynamo resumes in subgraph {index + 2}: "
+                     f"{graph_break.reason}")
+    return "\n\n".join(lines)
+
+
 def hover_text(report: FileReport, path: str, line: int, col: int, uri: str) -> str | None:
     """Markdown for (line, col): the nodes its expression made in the models' graphs (or,
-    for a call of a submodule traced through, what that call produced) and the nodes a pass
-    line made or changed in the graphs the pass ran on; else the module or pass whose name
-    is there."""
+    for a call of a submodule traced through, what that call produced), the nodes a pass
+    line made or changed in the graphs the pass ran on, the ATen nodes it made in the
+    exported programs and the graph breaks dynamo made on its line; else the module or pass
+    whose name is there."""
     blocks = []
     hits, calls = innermost_at(report, path, line, col)
     if hits:
@@ -248,6 +307,12 @@ def hover_text(report: FileReport, path: str, line: int, col: int, uri: str) -> 
     pass_hits = pass_nodes_at(report, path, line, col)
     if pass_hits:
         blocks.append(pass_nodes_markdown(pass_hits))
+    exported = export_nodes_at(report, path, line, col)
+    if exported:
+        blocks.append(export_markdown(exported))
+    breaks = breaks_on_line(report, path, line)
+    if breaks:
+        blocks.append(breaks_markdown(breaks))
     if blocks:
         return "\n\n---\n\n".join(blocks)
     module = module_at(report, line, col)

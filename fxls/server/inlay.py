@@ -1,4 +1,5 @@
-"""Inlay hints: the tensor shape an assignment in ``forward`` produces."""
+"""Inlay hints: the tensor shape an assignment in ``forward`` produces (symbolic tracing's,
+else the exported program's, whose symbolic sizes are their symbols)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,9 @@ def _assignments(text: str) -> list[ast.Assign | ast.AnnAssign | ast.AugAssign]:
     ]
 
 
+_Shape = list[int | str]
+#: a node's span, its shape and the rank of its module in the report
+_Found = tuple[Span, _Shape, int]
 #: distinct shapes shown on one line (a block used at several resolutions)
 _SHAPES_SHOWN = 3
 
@@ -32,7 +36,7 @@ def shape_hints(report: FileReport, path: str, text: str) -> list[tuple[int, int
     at several shapes (a block at four resolutions) shows each distinct one.
     """
     resolved = os.path.realpath(path)
-    results: list[tuple[Span, list[int], int]] = []
+    results: list[_Found] = []
     for rank, module in enumerate(report.modules):
         nodes = {n.name: n for n in module.nodes}
         for node in module.nodes:
@@ -43,10 +47,12 @@ def shape_hints(report: FileReport, path: str, text: str) -> list[tuple[int, int
             outputs = [nodes[n] for n in call.outputs if n in nodes]
             if len(outputs) == 1 and outputs[0].shape is not None:
                 results.append((call.span, outputs[0].shape, rank))
-    by_line: dict[int, list[tuple[Span, list[int], int]]] = {}
+    by_line: dict[int, list[_Found]] = {}
     for span, shape, rank in results:
         if os.path.realpath(span.file) == resolved:
             by_line.setdefault(span.line, []).append((span, shape, rank))
+    for line, found in _exported_shapes(report, resolved).items():
+        by_line.setdefault(line, found)  # where symbolic tracing gave no shape
     # a line traced both in its own class (on guessed inputs) and inside a bigger model
     # shows the bigger model's shapes: they are the ones the program runs at
     size = [m.node_count for m in report.modules]
@@ -68,7 +74,7 @@ def shape_hints(report: FileReport, path: str, text: str) -> list[tuple[int, int
         biggest = max(size[rank] for _, _, rank in found)
         inside = [(span, shape) for span, shape, rank in found if size[rank] == biggest]
         outermost = max(_extent(span) for span, _ in inside)
-        shapes: list[list[int]] = []
+        shapes: list[_Shape] = []
         for span, shape in inside:
             if _extent(span) == outermost and shape not in shapes:
                 shapes.append(shape)
@@ -78,6 +84,18 @@ def shape_hints(report: FileReport, path: str, text: str) -> list[tuple[int, int
         hints[(target.end_lineno or target.lineno, target.end_col_offset)] = (
             f": {' | '.join(labels)}")
     return [(line, col, label) for (line, col), label in sorted(hints.items())]
+
+
+def _exported_shapes(report: FileReport, resolved: str) -> dict[int, list[_Found]]:
+    """The shapes of the nodes of each module's exported program, by line of the file."""
+    by_line: dict[int, list[_Found]] = {}
+    for rank, module in enumerate(report.modules):
+        graph = module.target_graphs.export if module.target_graphs is not None else None
+        for node in graph.nodes if graph is not None else ():
+            if node.span is not None and node.shape is not None and \
+                    os.path.realpath(node.span.file) == resolved:
+                by_line.setdefault(node.span.line, []).append((node.span, node.shape, rank))
+    return by_line
 
 
 def _extent(span: Span) -> tuple[int, int]:

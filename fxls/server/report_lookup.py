@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from typing import TypeVar
 
 from fxls.report import (
+    BreakInfo,
     CallInfo,
     FileReport,
     ModuleReport,
@@ -87,6 +88,30 @@ def innermost_at(
     if _extent(call_span) < _extent(node_span):
         return [], calls
     return nodes, []
+
+
+def export_nodes_at(
+    report: FileReport, path: str, line: int, col: int
+) -> list[tuple[ModuleReport, NodeInfo]]:
+    """The nodes of the modules' exported programs that the innermost expression at
+    (line, col) of ``path`` produced."""
+    return _innermost(((node.span, (module, node)) for module in report.modules
+                       if module.target_graphs is not None
+                       and module.target_graphs.export is not None
+                       for node in module.target_graphs.export.nodes), path, line, col)
+
+
+def breaks_on_line(report: FileReport, path: str,
+                   line: int) -> list[tuple[ModuleReport, int, BreakInfo]]:
+    """The graph breaks dynamo made on ``line`` of ``path``: the module, the index of the
+    subgraph the break ended, the break."""
+    target = os.path.realpath(path)
+    return [(module, index, graph.break_after) for module in report.modules
+            if module.target_graphs is not None
+            for index, graph in enumerate(module.target_graphs.compile)
+            if graph.break_after is not None and graph.break_after.span is not None
+            and graph.break_after.span.line <= line <= graph.break_after.span.end_line
+            and os.path.realpath(graph.break_after.span.file) == target]
 
 
 def module_at(report: FileReport, line: int, col: int) -> ModuleReport | None:

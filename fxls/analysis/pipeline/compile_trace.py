@@ -9,12 +9,14 @@ on it), otherwise a warning: the model compiles, in pieces.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from fxcore.source import SourceSpan
-from fxls.analysis.diagnostics import diagnostic
+from fxls.analysis.diagnostics import diagnostic, to_span
 from fxls.analysis.pipeline.file_context import SourceFile
 from fxls.analysis.pipeline.library_entry import user_callers
+from fxls.analysis.pipeline.target_graphs import target_graph
 from fxls.analysis.pipeline.target_inputs import TargetRun
 from fxls.analysis.pipeline.torch_words import first_sentence
 from fxls.analysis.pipeline.user_frames import (
@@ -25,7 +27,7 @@ from fxls.analysis.pipeline.user_frames import (
     spans_of_summaries,
 )
 from fxls.codes import Severity
-from fxls.report import Diagnostic
+from fxls.report import BreakInfo, Diagnostic, TargetGraph
 
 COMPILED = "compiled"
 #: dynamo's name for a jump (``if``, ``while``, ``and``) on a tensor's value
@@ -77,24 +79,48 @@ def _registered(gb_type: str) -> tuple[str | None, str | None]:
         return None, None
 
 
-def compile_module(run: TargetRun, file: SourceFile,
-                   fullgraph: bool) -> tuple[str, list[Diagnostic]]:
-    """The module's compile status and its graph breaks as diagnostics."""
+@dataclass(frozen=True)
+class CompileOutcome:
+    """The module's compile status, its graph breaks as diagnostics, and the subgraphs
+    dynamo compiled, each with the break that ended it."""
+
+    status: str
+    found: list[Diagnostic]
+    graphs: list[TargetGraph] = field(default_factory=list)
+
+
+def compile_module(run: TargetRun, file: SourceFile, fullgraph: bool) -> CompileOutcome:
     import torch._dynamo
     try:
         explained = torch._dynamo.explain(run.instance)(*run.inputs, **run.kwargs)
     except Exception as error:
-        return "failed", [_raised_diagnostic(error, run, file)]
-    breaks = _distinct([(GraphBreak.parse(reason.reason),
-                         spans_of_summaries(reason.user_stack or [], file))
-                        for reason in explained.break_reasons])
+        return CompileOutcome("failed", [_raised_diagnostic(error, run, file)])
+    breaks = [(GraphBreak.parse(reason.reason), spans_of_summaries(reason.user_stack or [], file))
+              for reason in explained.break_reasons]
+    breaks = _with_user_callers(breaks, run, file) if breaks else breaks
+    graphs = _subgraphs(explained.graphs, [
+        (graph_break, locate(spans, file, run.span)) for graph_break, spans in breaks], file)
+    breaks = _distinct(breaks)
     if not breaks:
-        return COMPILED, []
-    breaks = _with_user_callers(breaks, run, file)
+        return CompileOutcome(COMPILED, [], graphs)
     located = [(graph_break, locate(spans, file, run.span)) for graph_break, spans in breaks]
     found = [_break_diagnostic(at_place, run, file, fullgraph)
              for at_place in _by_place(located)]
-    return f"{len(breaks)} graph break{'s' if len(breaks) != 1 else ''}", found
+    return CompileOutcome(f"{len(breaks)} graph break{'s' if len(breaks) != 1 else ''}",
+                          found, graphs)
+
+
+def _subgraphs(graphs: list[Any], located: list[_Located],
+               file: SourceFile) -> list[TargetGraph]:
+    """Each subgraph's rows; dynamo's i-th break ended its i-th graph. None when reading
+    them fails (the breaks must still be reported)."""
+    try:
+        return [target_graph(gm, file, break_after=BreakInfo(
+                    to_span(located[index][1].span), located[index][0].words(),
+                    located[index][0].gb_id) if index < len(located) else None)
+                for index, gm in enumerate(graphs)]
+    except Exception:
+        return []
 
 
 def _raised_diagnostic(error: Exception, run: TargetRun, file: SourceFile) -> Diagnostic:
@@ -180,4 +206,4 @@ def _break_diagnostic(at_place: list[_Located], run: TargetRun, file: SourceFile
     return item
 
 
-__all__ = ["COMPILED", "GraphBreak", "compile_module"]
+__all__ = ["COMPILED", "CompileOutcome", "GraphBreak", "compile_module"]

@@ -21,6 +21,7 @@ import torch
 from fxcore.source import SourceSpan
 from fxls.analysis.diagnostics import diagnostic
 from fxls.analysis.pipeline.file_context import SourceFile
+from fxls.analysis.pipeline.target_graphs import target_graph
 from fxls.analysis.pipeline.target_inputs import TargetRun
 from fxls.analysis.pipeline.torch_words import first_sentence
 from fxls.analysis.pipeline.user_frames import (
@@ -32,7 +33,7 @@ from fxls.analysis.pipeline.user_frames import (
     spans_of_exception,
     spans_of_structured,
 )
-from fxls.report import Diagnostic
+from fxls.report import Diagnostic, TargetGraph
 
 EXPORTED = "exported"
 
@@ -48,19 +49,42 @@ class ExportFailure:
     in_outputs: bool = False
 
 
+@dataclass(frozen=True)
+class ExportOutcome:
+    """The module's export status, its failures as diagnostics, and the graph export made
+    (draft_export's where export failed and it made one)."""
+
+    status: str
+    found: list[Diagnostic]
+    graph: TargetGraph | None = None
+
+
 def export_module(run: TargetRun, file: SourceFile, strict: bool,
-                  dynamic_shapes: Any = None) -> tuple[str, list[Diagnostic]]:
-    """The module's export status and its failures as diagnostics."""
+                  dynamic_shapes: Any = None) -> ExportOutcome:
     try:
-        torch.export.export(run.instance, run.inputs, run.kwargs or None,
-                            dynamic_shapes=dynamic_shapes, strict=strict)
-        return EXPORTED, []
+        program = torch.export.export(run.instance, run.inputs, run.kwargs or None,
+                                      dynamic_shapes=dynamic_shapes, strict=strict)
+        return ExportOutcome(EXPORTED, [], _graph_of(program, file))
     except Exception as error:  # the user's code or torch failed: that is the finding
         failures = [_failure_of(error)]
+    drafted = None
     if not strict:
-        failures += _drafted(run, file, dynamic_shapes)  # the first has exact columns
+        more, drafted = _drafted(run, file, dynamic_shapes)  # the first has exact columns
+        failures += more
     found = _unique(_placed([_worded(failure, run, file) for failure in failures], run))
-    return _failed(len(found)), _one_per_range(found, run)
+    return ExportOutcome(_failed(len(found)), _one_per_range(found, run),
+                         _graph_of(drafted, file, drafted=True))
+
+
+def _graph_of(program: Any, file: SourceFile, drafted: bool = False) -> TargetGraph | None:
+    """The rows of the program's graph; none when reading them fails (torch's graph is odd
+    in a way fxls did not foresee: the export's own findings must still be reported)."""
+    if program is None:
+        return None
+    try:
+        return target_graph(program.graph_module, file, drafted=drafted)
+    except Exception:
+        return None
 
 
 def _failed(count: int) -> str:
@@ -130,15 +154,17 @@ _DRAFT_CODES = {"DATA_DEPENDENT_ERROR": "FX201", "GUARD_ADDED": "FX205",
                 "MISSING_FAKE_KERNEL": "FX203", "MISMATCHED_FAKE_KERNEL": "FX203"}
 
 
-def _drafted(run: TargetRun, file: SourceFile, dynamic_shapes: Any) -> list[ExportFailure]:
-    """Every failure ``draft_export`` met; none when it crashed itself."""
+def _drafted(run: TargetRun, file: SourceFile,
+             dynamic_shapes: Any) -> tuple[list[ExportFailure], Any]:
+    """Every failure ``draft_export`` met and the program it made; none when it crashed
+    itself."""
     from torch._logging.structured import INTERN_TABLE
     from torch.export import draft_export
     try:
         program = draft_export(run.instance, run.inputs, run.kwargs or None,
                                dynamic_shapes=dynamic_shapes)
     except Exception as error:  # one more failure (the same as export's: dropped as such)
-        return [_failure_of(error)]
+        return [_failure_of(error)], None
     file_names = {number: name for name, number in INTERN_TABLE.items()}
     failures = []
     for failure in getattr(getattr(program, "_report", None), "failures", ()):
@@ -151,7 +177,7 @@ def _drafted(run: TargetRun, file: SourceFile, dynamic_shapes: Any) -> list[Expo
                 else f"no fake kernel for `{data.get('op', '?')}`")
         spans = spans_of_structured(stack, file_names, file)
         failures.append(ExportFailure(code, what, tuple(spans)))
-    return failures
+    return failures, program
 
 
 @dataclass(frozen=True)

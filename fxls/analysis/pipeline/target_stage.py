@@ -15,8 +15,9 @@ import ast
 import inspect
 from typing import Any
 
-from fxls.analysis.pipeline.compile_trace import compile_module
-from fxls.analysis.pipeline.export_trace import export_module
+from fxls.analysis.pipeline.compile_trace import CompileOutcome, compile_module
+from fxls.analysis.pipeline.eager_outputs import eager_outputs
+from fxls.analysis.pipeline.export_trace import ExportOutcome, export_module
 from fxls.analysis.pipeline.file_context import SourceFile
 from fxls.analysis.pipeline.findings import Findings
 from fxls.analysis.pipeline.symbolic_trace import TracedModule
@@ -25,7 +26,7 @@ from fxls.analysis.pipeline.tier_budget import TierBudget
 from fxls.analysis.pragmas import ClassPragmas
 from fxls.analysis.target_choice import TargetChoice, parse_targets
 from fxls.codes import Target
-from fxls.report import FileReport, ModuleReport
+from fxls.report import FileReport, ModuleReport, TargetGraphs
 
 PENDING = "pending"
 
@@ -72,24 +73,41 @@ def run_torch_tiers(traced: list[TracedModule], report: FileReport, file: Source
                 module_report.targets[name] = run if isinstance(run, str) else budget.reason
                 continue
             budget.start()
-            status, found = _run_target(Target(name), run, file)
+            if module_report.eager_outputs is None:  # what a fix must keep (quick fixes)
+                module_report.eager_outputs = eager_outputs(run)
+            outcome = _run_target(Target(name), run, file)
             budget.stop()
-            module_report.targets[name] = status
-            findings.add(module_report, found)
+            module_report.targets[name] = outcome.status
+            findings.add(module_report, outcome.found)
+            _keep_graphs(module_report, outcome)
 
 
-def _run_target(target: Target, run: TargetRun, file: SourceFile) -> tuple[str, list[Any]]:
+def _run_target(target: Target, run: TargetRun,
+                file: SourceFile) -> ExportOutcome | CompileOutcome:
     tracers = file.settings.tracers
     if target is Target.COMPILE:
         return compile_module(run, file, tracers.fullgraph)
     if isinstance(run.for_export, str):
-        return run.for_export, []
+        return ExportOutcome(run.for_export, [])
     run = run.for_export or run
     try:
         dynamic_shapes = _dynamic_shapes(run, file)
     except (ValueError, SyntaxError, TypeError, AttributeError) as error:
-        return f"not run: the declared dynamic shapes cannot be used ({error})", []
+        return ExportOutcome(
+            f"not run: the declared dynamic shapes cannot be used ({error})", [])
     return export_module(run, file, tracers.export_strict, dynamic_shapes)
+
+
+def _keep_graphs(module_report: ModuleReport, outcome: ExportOutcome | CompileOutcome) -> None:
+    """The graph export made, or the subgraphs dynamo compiled, for hover and the graph page."""
+    made = outcome.graph if isinstance(outcome, ExportOutcome) else outcome.graphs
+    if not made:
+        return
+    graphs = module_report.target_graphs = module_report.target_graphs or TargetGraphs()
+    if isinstance(made, list):
+        graphs.compile = made
+    else:
+        graphs.export = made
 
 
 def _not_run(module_report: ModuleReport) -> str:
