@@ -20,6 +20,7 @@ from fxls.analysis.diagnostics import diagnostic, to_span
 from fxls.analysis.passes.checks import Where, lint_graph, unused_nodes
 from fxls.analysis.passes.discovery import PassSpec, find_passes
 from fxls.analysis.passes.edits import EditKind, EditLog
+from fxls.analysis.passes.export_passes import mark_export_passes
 from fxls.analysis.passes.import_rewrites import rewrites_at_import
 from fxls.analysis.passes.runner import (
     PassResults,
@@ -99,9 +100,10 @@ class PassAnalysis:
         if not isinstance(tree, ast.Module):
             return []
         try:
-            return find_passes(tree, namespace, self.filename)
+            found = find_passes(tree, namespace, self.filename)
         except Exception:
-            return []
+            found = []
+        return mark_export_passes(found, tree, namespace, self.filename)
 
     def run(self, specs: list[PassSpec], subjects: list[Subject], graphs_from: str
             ) -> PassResults:

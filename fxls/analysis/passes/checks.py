@@ -56,10 +56,17 @@ def _related(node: Any, where: Where, span: SourceSpan) -> list[RelatedInfo]:
     return related
 
 
+#: the label of a model's torch.export graph ends so (``Net (export)``)
+EXPORT_SUFFIX = " (export)"
+
+
 def in_graph(label: str, preposition: str = "in") -> str:
-    """``in the graph of `Net``` for a named graph; ``in a graph built at import``."""
+    """``in the graph of `Net``` for a named graph; ``in a graph built at import``; ``in
+    the export graph of `Net``` for its torch.export graph."""
     if label.startswith("a graph "):
         return f"{preposition} {label}"
+    if label.endswith(EXPORT_SUFFIX):
+        return f"{preposition} the export graph of `{label.removesuffix(EXPORT_SUFFIX)}`"
     return f"{preposition} the graph of `{label}`"
 
 

@@ -27,6 +27,7 @@ from fxcore.source import SourceSpan
 from fxls.analysis.passes.class_passes import Definitions, constructible, graph_method
 from fxls.analysis.passes.parameters import (
     TRACE_CALLS,
+    ExportUse,
     Flavour,
     PassKind,
     annotated_kind,
@@ -66,6 +67,9 @@ class PassSpec:
     missing: tuple[str, ...] = ()
     #: a class pass's constructor arguments (``Fuser(threshold=0.5)`` in the file)
     construct: Callable[[], Arguments] | None = None
+    #: a pass the file uses on torch.export's graphs (``export_passes``): it runs on
+    #: those, not on fxcore's
+    export: ExportUse | None = None
 
 
 def find_passes(tree: ast.Module, namespace: dict[str, Any], filename: str) -> list[PassSpec]:
@@ -90,7 +94,7 @@ def find_passes(tree: ast.Module, namespace: dict[str, Any], filename: str) -> l
     return found
 
 
-def _name_span(filename: str, node: ast.FunctionDef | ast.ClassDef | ast.expr) -> SourceSpan:
+def name_span(filename: str, node: ast.FunctionDef | ast.ClassDef | ast.expr) -> SourceSpan:
     if isinstance(node, ast.FunctionDef | ast.ClassDef):
         keyword = "def " if isinstance(node, ast.FunctionDef) else "class "
         col = node.col_offset + len(keyword)
@@ -127,7 +131,7 @@ def _function_pass(
         flavour = _namespace_flavour(namespace)
     returns = [node for node in own_nodes(definition)
                if isinstance(node, ast.Return) and node.value is not None]
-    return PassSpec(definition.name, kind, function, _name_span(filename, definition), flavour,
+    return PassSpec(definition.name, kind, function, name_span(filename, definition), flavour,
                     returns, first.arg,
                     _has_options(definition.args) and not options.from_call,
                     options=options.make, missing=options.missing)
@@ -227,7 +231,7 @@ def _class_pass(definition: ast.ClassDef, namespace: dict[str, Any], filename: s
              (PassBase, PassKind.PASS_BASE, Flavour.TORCH_FX))
     for base, kind, flavour in table:
         if issubclass(cls, base):
-            return PassSpec(definition.name, kind, cls, _name_span(filename, definition),
+            return PassSpec(definition.name, kind, cls, name_span(filename, definition),
                             flavour)
     if issubclass(cls, torch.nn.Module) or cls in bases:
         return None
@@ -238,7 +242,7 @@ def _class_pass(definition: ast.ClassDef, namespace: dict[str, Any], filename: s
         cls, definitions, calls.get(definition.name, []), namespace, filename)
     if construct is None and not constructible(cls):
         return None
-    return PassSpec(definition.name, PassKind.CLASS, cls, _name_span(filename, definition),
+    return PassSpec(definition.name, PassKind.CLASS, cls, name_span(filename, definition),
                     method.flavour or _namespace_flavour(namespace), method=method.name,
                     takes=method.takes, options=method.options and method.options.make,
                     missing=construct.missing if construct else (),
@@ -266,7 +270,7 @@ def _pass_managers(tree: ast.Module, namespace: dict[str, Any],
         for target in statement.targets:
             if isinstance(target, ast.Name) and isinstance(namespace.get(target.id), PassManager):
                 found.append(PassSpec(target.id, PassKind.PASS_MANAGER, namespace[target.id],
-                                      _name_span(filename, target)))
+                                      name_span(filename, target)))
     return found
 
 
@@ -286,7 +290,7 @@ def _pass_objects(tree: ast.Module, namespace: dict[str, Any], filename: str,
             if method is None:
                 continue
             found.append(PassSpec(target.id, PassKind.INSTANCE, value,
-                                  _name_span(filename, target),
+                                  name_span(filename, target),
                                   method.flavour or _namespace_flavour(namespace),
                                   method=method.name, takes=method.takes,
                                   options=method.options and method.options.make))

@@ -6,6 +6,7 @@ of class-based passes and of the values for a pass's other arguments."""
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
@@ -20,6 +21,7 @@ class PassKind(StrEnum):
     PASS_MANAGER = "pass_manager"  # pm(gm) -> PassResult
     CLASS = "class"  # Cls()(gm) or Cls().transform(gm): a plain class with a graph method
     INSTANCE = "instance"  # obj(gm): a pass object bound to a global (a composed chain)
+    EXPORTED_PROGRAM = "exported_program"  # f(ep): a pass over a torch.export ExportedProgram
 
 
 class Flavour(StrEnum):
@@ -136,3 +138,24 @@ def use_of_parameter(definition: ast.FunctionDef, parameter: str) -> PassKind | 
             if node.attr in _GRAPH_METHODS:
                 as_graph = True
     return PassKind.GRAPH if as_graph else None
+
+
+class ExportForm(StrEnum):
+    """The form of torch.export's graph a file hands a pass."""
+
+    GRAPH_MODULE = "graph_module"  # ``ep.graph_module``: parameters lifted to inputs
+    #: ``ep.run_decompositions().graph_module``: core ATen operators, lifted, the graph
+    #: Inductor hands its post-grad passes (``linear`` as ``permute`` + ``addmm``)
+    DECOMPOSED = "decomposed"
+    MODULE = "module"  # ``ep.module()``: parameters as attributes, the user's inputs
+    PROGRAM = "program"  # the ``ExportedProgram`` itself
+
+
+@dataclass(frozen=True, slots=True)
+class ExportUse:
+    """How the file uses a pass on export graphs: the form and what the pass is given
+    (a GraphModule, its Graph, or the ExportedProgram), and where (a user reads it)."""
+
+    form: ExportForm
+    takes: PassKind
+    how: str

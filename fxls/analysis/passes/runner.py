@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+import torch.fx
 
 from fxcore.graph_module import GraphModule as CoreGraphModule
 from fxcore.source import SourceSpan, spans_of_traceback
@@ -34,9 +35,13 @@ from fxls.report import Diagnostic, NodeInfo, PassGraphRun, PassReport, RelatedI
 @dataclass(slots=True)
 class Subject:
     label: str
-    graph_module: CoreGraphModule
+    #: fxcore's graph module (torch.fx's for an export graph, with ``fresh_copy``)
+    graph_module: CoreGraphModule | torch.fx.GraphModule
     instance: torch.nn.Module
     example_inputs: Callable[[], tuple[Any, ...] | None]
+    #: a graph already in torch.fx (torch.export's): a fresh copy of it, in the form the
+    #: passes take (an ExportedProgram, its graph module, the module it unlifts)
+    fresh_copy: Callable[[], Any] | None = None
     #: its graph's node table and code, as each pass finds it (made by the first run)
     before: tuple[dict[str, tuple[str, str, str]], str | None] | None = None
     #: the names of its graph's nodes that something uses (made by the first run)
@@ -70,6 +75,8 @@ def run_passes(specs: list[PassSpec], subjects: list[Subject], graphs_from: str,
 def _fresh(subject: Subject, flavour: Flavour) -> Any:
     """The subject's graph module for one pass, with the values of its instance made
     realistic (``module_copies``)."""
+    if subject.fresh_copy is not None:
+        return subject.fresh_copy()
     copied = realistic_copy(subject.graph_module, subject.instance,
                             deep=flavour is Flavour.FXCORE)
     if flavour is Flavour.FXCORE:
@@ -118,8 +125,25 @@ def _run_one(spec: PassSpec, subject: Subject, log: EditLog,
     found.extend(stale_calls(log, calls_mark, subject.label))
     if found:
         run.problem = found[0].message
+    if subject.fresh_copy is not None and not found:
+        result = _module_to_run(result, spec, fresh)
     outcome = Outcome(spec, subject, result, log, where) if not found else None
     return run, found, outcome
+
+
+def _module_to_run(result: Any, spec: PassSpec, fresh: Any) -> Any:
+    """What runs after a pass on an export graph: the module it returned, else the one it
+    changed in place, recompiled when the pass was given only its graph (Inductor
+    recompiles after its passes)."""
+    module = getattr(result, "graph_module", result)
+    if isinstance(module, torch.nn.Module):
+        return module
+    module = getattr(fresh, "graph_module", fresh)
+    given_graph = spec.kind in (PassKind.GRAPH, PassKind.EXPORTED_PROGRAM) or (
+        spec.kind in (PassKind.CLASS, PassKind.INSTANCE) and spec.takes is PassKind.GRAPH)
+    if given_graph and isinstance(module, torch.fx.GraphModule):
+        module.recompile()  # (``ep.module()`` makes its code afresh from the graph too)
+    return module
 
 
 def _checked_result(result: Any, spec: PassSpec, fresh: Any, subject: Subject, log: EditLog,
@@ -167,7 +191,7 @@ def _before(subject: Subject, graph: Any) -> str | None:
 def _call(spec: PassSpec, fresh: Any, instance: Any, inputs: Any) -> Any:
     kind = spec.kind
     args, kwargs = spec.options() if spec.options is not None else ((), {})
-    if kind is PassKind.GRAPH_MODULE:
+    if kind in (PassKind.GRAPH_MODULE, PassKind.EXPORTED_PROGRAM):
         return spec.target(fresh, *args, **kwargs)
     if kind is PassKind.GRAPH:
         return spec.target(fresh.graph, *args, **kwargs)
@@ -190,7 +214,7 @@ def _call(spec: PassSpec, fresh: Any, instance: Any, inputs: Any) -> Any:
 
 
 _EDITS_IN_PLACE = (PassKind.GRAPH_MODULE, PassKind.PASS_BASE, PassKind.PASS_MANAGER,
-                   PassKind.CLASS, PassKind.INSTANCE)
+                   PassKind.CLASS, PassKind.INSTANCE, PassKind.EXPORTED_PROGRAM)
 
 
 def _graph_module_of(result: Any, spec: PassSpec, fresh: Any) -> Any:
@@ -339,6 +363,8 @@ def _target_text(node: Any) -> str:
     target = node.target
     if isinstance(target, str):
         return target
+    if isinstance(target, torch._ops.OpOverload | torch._ops.OpOverloadPacket):
+        return f"torch.ops.{target}"  # as the graph's code calls it
     module = getattr(target, "__module__", None) or ""
     name = getattr(target, "__qualname__", None) or getattr(target, "__name__", None)
     if name is None:

@@ -23,27 +23,51 @@ from fxls.analysis.passes import (
     representative_subjects,
 )
 from fxls.analysis.passes.discovery import PassSpec
+from fxls.analysis.passes.export_graphs import (
+    ExportedModel,
+    export_label,
+    export_model,
+    export_subject,
+)
 from fxls.analysis.passes.file_graphs import file_graph_subjects
 from fxls.analysis.passes.module_copies import file_instance
+from fxls.analysis.passes.parameters import ExportForm
 from fxls.analysis.passes.runner import PassResults
 from fxls.analysis.pipeline.file_context import FileContext
 from fxls.analysis.pipeline.symbolic_trace import TracedModule
+from fxls.analysis.pipeline.target_inputs import TargetRun, target_runs
 from fxls.codes import Severity
 from fxls.report import FileReport, PassGraphRun, PassReport, TraceStatus
 
 
 def run_file_passes(passes: PassAnalysis, specs: list[PassSpec], context: FileContext,
                     traced: list[TracedModule], report: FileReport) -> None:
-    """Run ``specs`` and add what they did and their diagnostics to ``report``."""
+    """Run ``specs`` and add what they did and their diagnostics to ``report``: the passes
+    the file uses on torch.export's graphs on the export graphs of its models, the others
+    on fxcore's."""
+    on_fx = [s for s in specs if s.export is None]
+    on_export = [s for s in specs if s.export is not None]
+    done: dict[int, PassReport] = {}
+    if on_fx:
+        done.update(zip(map(id, on_fx), _on_fx_graphs(passes, on_fx, context, traced, report),
+                        strict=True))
+    if on_export:
+        done.update(zip(map(id, on_export), run_on_export_graphs(
+            passes, on_export, _roots(traced, traced_only=False), report), strict=True))
+    report.passes = [done[id(s)] for s in specs]
+
+
+def _on_fx_graphs(passes: PassAnalysis, specs: list[PassSpec], context: FileContext,
+                  traced: list[TracedModule], report: FileReport) -> list[PassReport]:
     runnable = [s for s in specs if not s.missing]
     subjects, graphs_from = _subjects(context, traced, report, passes, runnable)
     results = passes.run(runnable, subjects, graphs_from)
     stand_ins = subjects if graphs_from == "representative" else _stand_ins_where_no_run(
         passes, runnable, results)
-    report.passes = _with_passes_not_run(specs, results.reports, subjects)
     report.diagnostics.extend(results.diagnostics)
     report.diagnostics.extend(compare_outputs(results.outcomes))
     _raised_on_stand_ins_as_information(report, {s.label for s in stand_ins})
+    return with_passes_not_run(specs, results.reports, [s.label for s in subjects])
 
 
 def _stand_ins_where_no_run(passes: PassAnalysis, specs: list[PassSpec],
@@ -62,8 +86,8 @@ def _stand_ins_where_no_run(passes: PassAnalysis, specs: list[PassSpec],
     return stand_ins
 
 
-def _with_passes_not_run(specs: list[PassSpec], reports: list[PassReport],
-                         subjects: list[Subject]) -> list[PassReport]:
+def with_passes_not_run(specs: list[PassSpec], reports: list[PassReport],
+                        labels: list[str]) -> list[PassReport]:
     """The reports in the passes' order, a pass whose options fxls found no value for
     included, with why it did not run."""
     ran = iter(reports)
@@ -76,7 +100,7 @@ def _with_passes_not_run(specs: list[PassSpec], reports: list[PassReport],
         problem = (f"not run: it wants options besides the graph ({wanted}), and the file "
                    "calls it with none fxls can evaluate")
         found.append(PassReport(spec.name, spec.kind, to_span(spec.span), [
-            PassGraphRun(s.label, problem=problem) for s in subjects]))
+            PassGraphRun(label, problem=problem) for label in labels]))
     return found
 
 
@@ -91,13 +115,9 @@ def _subjects(context: FileContext, traced: list[TracedModule], report: FileRepo
               passes: PassAnalysis, specs: list[PassSpec]) -> tuple[list[Subject], str]:
     """The graphs the passes run on, and what they are; FX004 for ``pass_models`` that
     cannot be used."""
-    roots = [t for t in traced if t.module_report.via is None
-             and t.module_report.status is TraceStatus.TRACED and t.ctx.graph_module]
-    # a class another root already contains (a block of the network) adds nothing
-    inside = {type(m) for t in roots for m in list(t.instance.modules())[1:]}
     subjects = [Subject(t.module_report.name, t.ctx.graph_module,
                         file_instance(context.namespace, t.instance), partial(_inputs_of, t))
-                for t in roots if type(t.instance) not in inside]
+                for t in _roots(traced, traced_only=True)]
     if not subjects:
         subjects = global_subjects(context.namespace, context.leaf_names, context.autowrap)
     if not subjects:
@@ -116,5 +136,51 @@ def _subjects(context: FileContext, traced: list[TracedModule], report: FileRepo
     return subjects, graphs_from
 
 
+def _roots(traced: list[TracedModule], traced_only: bool) -> list[TracedModule]:
+    """The file's models: the classes no other one contains (a block of the network adds
+    nothing); those symbolic tracing traced whole when ``traced_only``."""
+    roots = [t for t in traced if t.module_report.via is None and (not traced_only or (
+        t.module_report.status is TraceStatus.TRACED and t.ctx.graph_module))]
+    inside = {type(m) for t in roots for m in list(t.instance.modules())[1:]}
+    return [t for t in roots if type(t.instance) not in inside]
+
+
 def _inputs_of(traced: TracedModule) -> tuple[Any, ...] | None:
     return traced.ctx.example_inputs
+
+
+def run_on_export_graphs(passes: PassAnalysis, specs: list[PassSpec],
+                         models: list[TracedModule], report: FileReport) -> list[PassReport]:
+    """Each pass on the export graph of each model, in the form the file hands it
+    (``export_graphs``); a model without one is a run with the reason."""
+    runs = target_runs(models, {m.module_report.name for m in models})
+    exported = {name: _exported(name, run) for name, run in runs.items()}
+    subjects_of: dict[ExportForm, dict[str, Subject | str]] = {}
+    ran: dict[int, PassReport] = {}
+    for spec in specs:
+        if spec.missing or spec.export is None:
+            continue
+        form = spec.export.form
+        if form not in subjects_of:
+            subjects_of[form] = {name: export_subject(model, form)
+                                 for name, model in exported.items()}
+        subjects = subjects_of[form]
+        results = passes.run([spec], [s for s in subjects.values() if isinstance(s, Subject)],
+                             "export")
+        report.diagnostics.extend(results.diagnostics)
+        report.diagnostics.extend(compare_outputs(results.outcomes))
+        (ran[id(spec)],) = results.reports
+        ran[id(spec)].runs.extend(PassGraphRun(export_label(name), problem=why)
+                                  for name, why in subjects.items() if isinstance(why, str))
+    labels = [export_label(name) for name in runs]
+    return with_passes_not_run(specs, [ran[id(s)] for s in specs if id(s) in ran], labels)
+
+
+def _exported(name: str, run: TargetRun | str) -> ExportedModel | str:
+    """The model exported on its example inputs (those of a call of tensors only, when the
+    inputs found are more), or why not."""
+    if isinstance(run, TargetRun) and run.for_export is not None:
+        run = run.for_export
+    if isinstance(run, str):
+        return run
+    return export_model(name, run.instance, run.inputs, run.kwargs)
