@@ -10,7 +10,7 @@ from pathlib import Path
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from tests.lsp_client import open_and_wait
+from tests.lsp_client import on_the_module_server, open_and_wait
 
 # ViT's Block in miniature: `ls1` is an nn.Identity (a leaf: one call_module node spanning
 # `self.ls1(...)`), while `norm1` and `attn` are traced through and make no node on this
@@ -103,13 +103,14 @@ async def _hover(client: LanguageClient, path: Path, needle: str, offset: int = 
     return hover.contents.value
 
 
-async def test_hover_on_submodule_calls(client: LanguageClient, tmp_path: Path) -> None:
-    path = tmp_path / "vit.py"
+@on_the_module_server
+async def test_hover_on_submodule_calls(module_client: LanguageClient, own_folder: Path) -> None:
+    path = own_folder / "vit.py"
     path.write_text(MODEL, encoding="utf-8")
-    await open_and_wait(client, path, MODEL)
+    await open_and_wait(module_client, path, MODEL)
 
     # a Sequential of blocks, traced through: the submodule, its nodes, in and out
-    text = await _hover(client, path, "self.blocks(x)", 6)
+    text = await _hover(module_client, path, "self.blocks(x)", 6)
     assert "submodule `blocks`" in text and "torch.nn.modules.container.Sequential" in text
     assert "in `Net`" in text and "- module: `blocks`" in text
     assert "- inputs: `x` `float32[1, 5, 8]`" in text
@@ -117,15 +118,15 @@ async def test_hover_on_submodule_calls(client: LanguageClient, tmp_path: Path) 
     assert "command:fxls.showGraph" in text
 
     # the `ls1` mix-up: on `self.norm1` the hover is norm1's call, six instances in one summary
-    text = await _hover(client, path, "self.norm1(x)", 6)
+    text = await _hover(module_client, path, "self.norm1(x)", 6)
     assert "submodule `norm1`" in text and "ls1" not in text, text
     assert "- instances: 6 (`blocks.0.norm1`, `blocks.1.norm1`, … `blocks.5.norm1`)" in text
     assert "- nodes: 4 per instance" in text
     assert "- shapes: `float32[1, 5, 8]` → `float32[1, 5, 8]` x6" in text
-    text = await _hover(client, path, "self.attn(", 6)
+    text = await _hover(module_client, path, "self.attn(", 6)
     assert "submodule `attn`" in text and "ls1" not in text
     # on `self.ls1` itself: its own node, one summary for the six instances
-    text = await _hover(client, path, "self.ls1(", 6)
+    text = await _hover(module_client, path, "self.ls1(", 6)
     assert text.startswith("**ls1** · `call_module` · in `Block`"), text
     assert "**blocks_0_ls1** · `call_module` · in `Net`" in text
     assert "This expression ran 6 times in `Net`" in text
@@ -134,12 +135,13 @@ async def test_hover_on_submodule_calls(client: LanguageClient, tmp_path: Path) 
     assert text.count("\n---\n") == 1  # Block's own node, then Net's summary
 
 
+@on_the_module_server
 async def test_inlay_hints_on_calls_several_shapes_and_partial_graphs(
-        client: LanguageClient, tmp_path: Path) -> None:
-    path = tmp_path / "vit.py"
+        module_client: LanguageClient, own_folder: Path) -> None:
+    path = own_folder / "vit.py"
     path.write_text(MODEL, encoding="utf-8")
-    await open_and_wait(client, path, MODEL)
-    hints = await client.text_document_inlay_hint_async(types.InlayHintParams(
+    await open_and_wait(module_client, path, MODEL)
+    hints = await module_client.text_document_inlay_hint_async(types.InlayHintParams(
         text_document=types.TextDocumentIdentifier(path.as_uri()),
         range=types.Range(types.Position(0, 0), types.Position(200, 0))))
     labels = {(h.position.line, h.position.character): str(h.label) for h in hints}

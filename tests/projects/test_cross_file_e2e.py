@@ -15,7 +15,7 @@ from pathlib import Path
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from tests.lsp_client import open_and_wait, save_and_wait
+from tests.lsp_client import on_the_module_server, open_and_wait, save_and_wait
 
 LAYERS = """import torch
 from torch import nn
@@ -90,13 +90,14 @@ def _write_files(tmp_path: Path) -> tuple[Path, Path]:
     return layers, net
 
 
+@on_the_module_server
 async def test_a_problem_in_an_imported_file_is_shown_there_and_at_the_reaching_call(
-    client: LanguageClient, tmp_path: Path
+    module_client: LanguageClient, own_folder: Path
 ):
-    layers, net = _write_files(tmp_path)
-    in_net = await open_and_wait(client, net, NET)
+    layers, net = _write_files(own_folder)
+    in_net = await open_and_wait(module_client, net, NET)
 
-    (in_layers,) = _with_code(_shown(client, layers), "FX001")
+    (in_layers,) = _with_code(_shown(module_client, layers), "FX001")
     assert in_layers.range == lsp_range(LAYERS, "x.sum() > 0")
     assert in_layers.severity == types.DiagnosticSeverity.Error
 
@@ -106,46 +107,48 @@ async def test_a_problem_in_an_imported_file_is_shown_there_and_at_the_reaching_
     site = echo.related_information[0].location
     assert (site.uri, site.range) == (layers.as_uri(), lsp_range(LAYERS, "x.sum() > 0"))
 
-    lenses = await client.text_document_code_lens_async(
+    lenses = await module_client.text_document_code_lens_async(
         types.CodeLensParams(types.TextDocumentIdentifier(net.as_uri()))
     )
     assert [lens.command.title.split(" · ")[0] for lens in lenses] == ["fxls: partial"]
 
-    client.text_document_did_close(
+    module_client.text_document_did_close(
         types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(net.as_uri()))
     )
-    await _until(lambda: _shown(client, layers) == [] and _shown(client, net) == [])
+    await _until(lambda: _shown(module_client, layers) == [] and _shown(module_client, net) == [])
 
 
+@on_the_module_server
 async def test_reanalysis_replaces_what_a_document_found_in_other_files(
-    client: LanguageClient, tmp_path: Path
+    module_client: LanguageClient, own_folder: Path
 ):
-    layers, net = _write_files(tmp_path)
-    await open_and_wait(client, net, NET)
-    assert _with_code(_shown(client, layers), "FX001")
+    layers, net = _write_files(own_folder)
+    await open_and_wait(module_client, net, NET)
+    assert _with_code(_shown(module_client, layers), "FX001")
 
-    in_net = await save_and_wait(client, net, NET_WITHOUT_BLOCK, 2)
+    in_net = await save_and_wait(module_client, net, NET_WITHOUT_BLOCK, 2)
     assert _with_code(in_net, "FX001") == []
-    assert _shown(client, layers) == []
+    assert _shown(module_client, layers) == []
 
 
+@on_the_module_server
 async def test_saving_an_imported_file_reanalyses_the_open_documents_that_import_it(
-    client: LanguageClient, tmp_path: Path
+    module_client: LanguageClient, own_folder: Path
 ):
-    layers, net = _write_files(tmp_path)
-    await open_and_wait(client, net, NET)
-    in_layers = await open_and_wait(client, layers, LAYERS)
+    layers, net = _write_files(own_folder)
+    await open_and_wait(module_client, net, NET)
+    in_layers = await open_and_wait(module_client, layers, LAYERS)
     # found by both analyses (Block is a root of layers.py too), shown once
     assert [d.range for d in _with_code(in_layers, "FX001")] == [lsp_range(LAYERS, "x.sum() > 0")]
 
-    await save_and_wait(client, layers, LAYERS_FIXED, 2)
+    await save_and_wait(module_client, layers, LAYERS_FIXED, 2)
     # net.py was not saved: its diagnostics change because layers.py changed, and what its
     # previous analysis found in layers.py goes with them
-    await _until(lambda: _with_code(_shown(client, net), "FX001") == [])
-    await _until(lambda: _with_code(_shown(client, layers), "FX001") == [])
+    await _until(lambda: _with_code(_shown(module_client, net), "FX001") == [])
+    await _until(lambda: _with_code(_shown(module_client, layers), "FX001") == [])
     async with asyncio.timeout(60):  # and its complete report follows (code lens)
         while True:
-            lenses = await client.text_document_code_lens_async(
+            lenses = await module_client.text_document_code_lens_async(
                 types.CodeLensParams(types.TextDocumentIdentifier(net.as_uri()))
             )
             if lenses and lenses[0].command.title.startswith("fxls: traced · "):
@@ -153,8 +156,9 @@ async def test_saving_an_imported_file_reanalyses_the_open_documents_that_import
             await asyncio.sleep(0.05)
 
 
+@on_the_module_server
 async def test_a_package_file_runs_as_its_module_and_its_problems_reach_the_siblings(
-    client: LanguageClient, tmp_path: Path
+    module_client: LanguageClient, own_folder: Path
 ):
     """A file of a src-layout package (relative imports, a registry that refuses a second
     registration, a config dataclass) opened in the editor: its unsaved text runs as
@@ -162,20 +166,20 @@ async def test_a_package_file_runs_as_its_module_and_its_problems_reach_the_sibl
     package) is published there."""
     import shutil
 
-    project = tmp_path / "minizoo"
+    project = own_folder / "minizoo"
     shutil.copytree(Path(__file__).parents[1] / "data" / "minizoo", project)
     vitish = project / "src/minizoo/models/vitish.py"
     blocks = project / "src/minizoo/layers/blocks.py"
     text = vitish.read_text(encoding="utf-8") + "\n# unsaved edit\n"
-    in_vitish = await open_and_wait(client, vitish, text)
+    in_vitish = await open_and_wait(module_client, vitish, text)
     assert not [d for d in in_vitish if d.code in ("FX100", "FX102")], in_vitish
 
     blocks_text = blocks.read_text(encoding="utf-8")
-    (in_blocks,) = _with_code(_shown(client, blocks), "FX001")
+    (in_blocks,) = _with_code(_shown(module_client, blocks), "FX001")
     assert in_blocks.range == lsp_range(blocks_text, "h.mean() > 0")
     assert in_blocks.message.startswith("`h.mean() > 0` depends on a traced value")
 
-    hover = await client.text_document_hover_async(types.HoverParams(
+    hover = await module_client.text_document_hover_async(types.HoverParams(
         types.TextDocumentIdentifier(vitish.as_uri()),
         lsp_range(text, "TinyViT(nn.Module)").start))
     assert hover is not None
