@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fxls.project.source_text import source_text
+from fxls.report import Span
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +30,12 @@ class Fix:
     leaf_class: str | None = None
     #: what verification checks beyond "the diagnostic is gone and nothing new appeared"
     expect_same_outputs: bool = True
+    #: the torch tier (``"export"``, ``"compile"``) whose re-run on the edited text verifies
+    #: the fix; None: the symbolic-trace tier alone
+    tier: str | None = None
+    #: the span of the diagnostic it fixes: a fix verified by a torch tier must remove the
+    #: diagnostic there (``fxls.fixes.verify_targets``)
+    at: Span | None = None
 
 
 def apply_edits(text: str, edits: list[TextEdit]) -> str:

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import dataclasses
 
-from fxls.fixes import buffers, conversions, passes, pragmas, statements
+from fxls.fixes import (
+    assumptions,
+    branches,
+    buffers,
+    conversions,
+    graph_breaks,
+    passes,
+    pragmas,
+    statements,
+)
 from fxls.fixes.base import Fix
 from fxls.fixes.source_map import Located, locate
 from fxls.report import Diagnostic
@@ -40,6 +49,11 @@ def fixes_for(source: str, diagnostic: Diagnostic) -> list[Fix]:
         if code == "FX003":
             fixes += conversions.keep_symbolic(located)
         fixes += _structural_fixes(located, diagnostic)
+    elif code == "FX201":  # verified by exporting the edited text (``Fix.tier``)
+        fixes += assumptions.assume(located, diagnostic)
+        fixes += branches.rewrite_branch(located, diagnostic, "export")
+    elif code == "FX301":  # verified by dynamo's run on the edited text
+        fixes += graph_breaks.fix_break(located, diagnostic)
     return fixes
 
 

@@ -6,6 +6,9 @@ A fix is offered only if, after applying it and re-tracing in the worker:
 - no module's trace status got worse (traced > partial > failed > skipped), none vanished,
 - and, when both versions could run the module on example inputs, the graph outputs agree
   (the analysis reports FX014 when graph and eager disagree; a fix must not add one).
+
+A fix of an export or compile problem is judged by that tier's re-run instead
+(``fxls.fixes.verify_targets``).
 """
 
 from __future__ import annotations
@@ -14,11 +17,14 @@ from collections import Counter
 
 from fxls.codes import Severity
 from fxls.fixes.base import Fix
+from fxls.fixes.verify_targets import target_fix_holds
 from fxls.report import FileReport, TraceStatus
 
 
 def fix_holds(before: FileReport, after: FileReport, fix: Fix) -> tuple[bool, str]:
     """(accepted, reason) for ``fix`` given the reports before and after applying it."""
+    if fix.tier is not None:
+        return target_fix_holds(before, after, fix)
     if any(d.code in ("FX100", "FX102") for d in after.diagnostics):
         return False, "the fixed file no longer runs"
     count_before = Counter(d.code for d in before.diagnostics)

@@ -43,8 +43,9 @@ MAX_VERIFIED_PER_REPORT = 24
 #: re-traces of fixes run at once (the worker keeps two idle children ready)
 VERIFY_CONCURRENCY = 2
 
-#: ``analyze(text, lane)``: the report of ``text``; ``lane`` tells concurrent runs apart
-Analyze = Callable[[str, int], Awaitable[FileReport | None]]
+#: ``analyze(text, lane)``: the report of ``text``; ``lane`` tells concurrent runs apart;
+#: ``analyze(text, lane, tier)`` re-runs the torch tier (``Fix.tier``) too
+Analyze = Callable[..., Awaitable[FileReport | None]]
 
 
 @dataclass(slots=True)
@@ -135,8 +136,11 @@ class FixCache:
             candidate = self._next()
             if candidate is None:
                 return
+            edited, tier = apply_edits(text, candidate.fix.edits), candidate.fix.tier
             try:
-                after = await analyze(apply_edits(text, candidate.fix.edits), lane)
+                # a fix of an export or compile problem is verified by that tier's re-run
+                after = await (analyze(edited, lane) if tier is None
+                               else analyze(edited, lane, tier))
             except Exception:
                 log.exception("verifying a fix failed")
                 after = None

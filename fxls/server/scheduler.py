@@ -22,6 +22,7 @@ from pygls.uris import to_fs_path
 from fxls.analysis_runs.outcome import failure_report
 from fxls.analysis_runs.request import AnalysisRequest
 from fxls.codes import Target
+from fxls.fixes.verify_targets import verification_targets
 from fxls.project.settings import Settings, load_settings
 from fxls.report import FileReport
 from fxls.server.analysed_texts import AnalysedTexts
@@ -260,13 +261,18 @@ class AnalysisScheduler:
         # proposed now, so that a request from this moment on waits for their verification
         snapshot.fixes.reset(snapshot.text, snapshot.report)
 
-        # a fix is of a symbolic-trace problem: its variants are checked by that tier alone
-        # (torch's export/compile tiers would cost seconds per candidate)
-        tracing_only = replace(request.settings, tracers=replace(
-            request.settings.tracers, targets=(Target.SYMBOLIC_TRACE.value,)))
+        # a fix of a symbolic-trace problem: its variants are checked by that tier alone
+        # (torch's export/compile tiers would cost seconds per candidate); a fix of an
+        # export or compile problem by its tier too (``Fix.tier``)
+        def settings_for(tier: str | None) -> Settings:
+            targets = ((Target.SYMBOLIC_TRACE.value,) if tier is None
+                       else verification_targets(snapshot.report, tier))
+            return replace(request.settings, tracers=replace(
+                request.settings.tracers, targets=targets))
 
-        async def analyze_variant(variant: str, lane: int) -> FileReport | None:
-            variant_request = AnalysisRequest(request.path, variant, tracing_only)
+        async def analyze_variant(variant: str, lane: int,
+                                  tier: str | None = None) -> FileReport | None:
+            variant_request = AnalysisRequest(request.path, variant, settings_for(tier))
             service = await self._interpreters.for_path(request.path)
             return await service.analyze(f"verify:{document.uri}:{lane}", variant_request)
 
