@@ -153,6 +153,21 @@ def compiled(model):
 def exported(x):
     return relu_to_clamp(torch.export.export(Net(), (x,)).graph_module)
 ''',
+    # a module of passes, with no model: they run on the representative graphs, exported
+    "pass_library.py": """import torch
+import torch._inductor.config as inductor_config
+
+aten = torch.ops.aten
+
+
+def fuse_addmm_relu(graph: torch.fx.Graph) -> None:
+    for node in graph.nodes:
+        if node.target is aten.relu.default and node.args[0].target is aten.addmm.default:
+            graph.erase_node(node.args[0])
+
+
+inductor_config.post_grad_custom_post_pass = fuse_addmm_relu
+""",
 }
 
 #: how torch's reference runs each pass: the graph it gets and what it is handed
@@ -257,6 +272,8 @@ def test_a_foreign_node_in_a_pass_over_the_exported_program(results, torch_says)
 def test_a_pass_that_changes_the_outputs(results, torch_says):
     text = CASES["buggy.py"]
     assert ranges(results["buggy.py"], "FX017") == [lsp_range(text, "relu_to_gelu")]
+    (item,) = _of(results["buggy.py"], "relu_to_gelu")
+    assert "changes the outputs of the export graph of `Net`" in item["message"]
     assert torch_says["relu_to_gelu"]["outputs_differ"]
 
 
@@ -295,6 +312,21 @@ def test_the_before_and_after_view_of_an_export_graph(results, folder):
     text = CASES["clean.py"]
     start = lsp_range(text, "gm.graph.call_function(aten.clamp_min.default")[0]
     assert added["span"]["line"] == start + 1
+
+
+def test_a_module_of_passes_runs_them_on_the_representative_graphs_exported(results):
+    """What a pass raises on a stand-in graph is information, as for FX passes."""
+    text = CASES["pass_library.py"]
+    assert ranges(results["pass_library.py"], "FX004") == [
+        lsp_range(text, "graph.erase_node(node.args[0])")]
+    (item,) = results["pass_library.py"]["diagnostics"]
+    assert item["severity"] == "information"
+    assert "on the export graph of `MLP (representative)`" in item["message"]
+    (report,) = results["pass_library.py"]["passes"]
+    assert report["graphs_from"] == "representative"
+    assert [run["graph"] for run in report["runs"]] == [
+        f"{name} (representative) (export)"
+        for name in ("MLP", "ConvBnReLU", "AttentionBlock", "ResidualBlock")]
 
 
 def _uses(source: str) -> dict[str, tuple[ExportForm, PassKind]]:

@@ -12,7 +12,7 @@ import torch
 
 from fxcore.source import SourceSpan
 from fxls.analysis.diagnostics import diagnostic, to_span
-from fxls.analysis.passes.checks import Where, in_graph
+from fxls.analysis.passes.checks import EXPORT_SUFFIX, Where, in_graph
 from fxls.analysis.passes.discovery import PassSpec
 from fxls.analysis.passes.edits import EditKind, EditLog
 from fxls.analysis.passes.module_copies import realistic_copy
@@ -69,11 +69,18 @@ def compared(outcome: Outcome, expected: list[Any], module: Any, inputs: tuple[A
         return []
     spec, label = outcome.spec, outcome.subject.label
     item = diagnostic(
-        "FX017", f"`{spec.name}` changes the outputs of `{label}` on its example inputs: "
+        "FX017", f"`{spec.name}` changes the outputs of {_named(label)} on its example inputs: "
         f"the largest absolute difference is {difference:.3g}", spec.span, spec.name,
         graph=label, difference=difference)
     item.data["pass"] = spec.name
     return [item]
+
+
+def _named(label: str) -> str:
+    """`` `Net` ``, or ``the export graph of `Net` ``."""
+    if label.endswith(EXPORT_SUFFIX):
+        return f"the export graph of `{label.removesuffix(EXPORT_SUFFIX)}`"
+    return f"`{label}`"
 
 
 def run_outputs(module: Any, inputs: tuple[Any, ...]) -> tuple[list[Any] | None,

@@ -13,6 +13,8 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
+import torch
+
 from fxls.analysis.diagnostics import diagnostic, to_span
 from fxls.analysis.passes import (
     PassAnalysis,
@@ -32,6 +34,7 @@ from fxls.analysis.passes.export_graphs import (
 from fxls.analysis.passes.file_graphs import file_graph_subjects
 from fxls.analysis.passes.module_copies import file_instance
 from fxls.analysis.passes.parameters import ExportForm
+from fxls.analysis.passes.representative import GRAPHS
 from fxls.analysis.passes.runner import PassResults
 from fxls.analysis.pipeline.file_context import FileContext
 from fxls.analysis.pipeline.symbolic_trace import TracedModule
@@ -152,9 +155,13 @@ def _inputs_of(traced: TracedModule) -> tuple[Any, ...] | None:
 def run_on_export_graphs(passes: PassAnalysis, specs: list[PassSpec],
                          models: list[TracedModule], report: FileReport) -> list[PassReport]:
     """Each pass on the export graph of each model, in the form the file hands it
-    (``export_graphs``); a model without one is a run with the reason."""
-    runs = target_runs(models, {m.module_report.name for m in models})
+    (``export_graphs``); a model without one is a run with the reason. A file without a
+    model (a module of passes) has them run on the representative graphs, exported."""
+    runs = target_runs(models, {m.module_report.name for m in models}) if models else {}
     exported = {name: _exported(name, run) for name, run in runs.items()}
+    graphs_from = "export"
+    if not exported:
+        exported, graphs_from = _representative_exports(), "representative"
     subjects_of: dict[ExportForm, dict[str, Subject | str]] = {}
     ran: dict[int, PassReport] = {}
     for spec in specs:
@@ -166,14 +173,25 @@ def run_on_export_graphs(passes: PassAnalysis, specs: list[PassSpec],
                                  for name, model in exported.items()}
         subjects = subjects_of[form]
         results = passes.run([spec], [s for s in subjects.values() if isinstance(s, Subject)],
-                             "export")
+                             graphs_from)
         report.diagnostics.extend(results.diagnostics)
         report.diagnostics.extend(compare_outputs(results.outcomes))
         (ran[id(spec)],) = results.reports
         ran[id(spec)].runs.extend(PassGraphRun(export_label(name), problem=why)
                                   for name, why in subjects.items() if isinstance(why, str))
-    labels = [export_label(name) for name in runs]
+    labels = [export_label(name) for name in exported]
+    if graphs_from == "representative":
+        _raised_on_stand_ins_as_information(report, set(labels))
     return with_passes_not_run(specs, [ran[id(s)] for s in specs if id(s) in ran], labels)
+
+
+def _representative_exports() -> dict[str, ExportedModel | str]:
+    exported: dict[str, ExportedModel | str] = {}
+    for name, (cls, make_inputs) in GRAPHS.items():
+        torch.manual_seed(0)
+        label = f"{name} (representative)"
+        exported[label] = export_model(label, cls().eval(), make_inputs(), {})
+    return exported
 
 
 def _exported(name: str, run: TargetRun | str) -> ExportedModel | str:
