@@ -9,7 +9,9 @@ import os
 import resource
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -43,73 +45,120 @@ def _good_files(folder: Path) -> None:
     (folder / "z_good.py").write_text(GOOD, encoding="utf-8")
 
 
-def test_a_fifo_is_skipped(tmp_path: Path):
-    _good_files(tmp_path)
-    os.mkfifo(tmp_path / "b.py")
-    done, found = _check(tmp_path, ".")
-    assert done.returncode == 1
-    assert found == {"./a_good.py": GATE, "./z_good.py": GATE}
-    assert done.stderr.splitlines() == ["fxls: ./b.py: skipped: a FIFO, not a regular file"]
+#: each scenario's folder, made by its maker: all of them checked by the module's one
+#: `fxls check` (``checked``), each test reads its folder's part
+def _fifo(folder: Path) -> None:
+    os.mkfifo(folder / "b.py")
 
 
-@pytest.mark.parametrize("device", ["/dev/zero", "/dev/urandom"])
-def test_a_link_to_a_device_is_skipped(tmp_path: Path, device: str):
-    _good_files(tmp_path)
-    (tmp_path / "c.py").symlink_to(device)
-    done, found = _check(tmp_path, ".")
-    assert done.returncode == 1
-    assert found == {"./a_good.py": GATE, "./z_good.py": GATE}
-    assert done.stderr.splitlines() == [
-        f"fxls: ./c.py: skipped: a character device ({device}), not a regular file"]
+def _device(device: str) -> Callable[[Path], None]:
+    return lambda folder: (folder / "c.py").symlink_to(device)
 
 
-def test_a_symbolic_link_loop_is_skipped(tmp_path: Path):
-    _good_files(tmp_path)
-    (tmp_path / "l1.py").symlink_to("l2.py")
-    (tmp_path / "l2.py").symlink_to("l1.py")
-    (tmp_path / "m.py").symlink_to("missing.py")
-    done, found = _check(tmp_path, ".")
-    assert done.returncode == 1
-    assert found == {"./a_good.py": GATE, "./z_good.py": GATE}
-    assert done.stderr.splitlines() == [
-        "fxls: ./l1.py: skipped: a symbolic link loop",
-        "fxls: ./l2.py: skipped: a symbolic link loop",
-        "fxls: ./m.py: skipped: a broken symbolic link (to missing.py)",
+def _loops(folder: Path) -> None:
+    (folder / "l1.py").symlink_to("l2.py")
+    (folder / "l2.py").symlink_to("l1.py")
+    (folder / "m.py").symlink_to("missing.py")
+
+
+def _big(folder: Path) -> None:
+    (folder / "big.py").write_bytes(b"x = 1\n" + b"#" * (9 << 20) + b"\n")
+
+
+def _named(folder: Path) -> None:
+    os.mkfifo(folder / "b.py")
+    (folder / "c.py").symlink_to("/dev/zero")
+    (folder / "l1.py").symlink_to("l2.py")
+    (folder / "l2.py").symlink_to("l1.py")
+
+
+WALKED = {"fifo": _fifo, "zero": _device("/dev/zero"), "urandom": _device("/dev/urandom"),
+          "loops": _loops, "big": _big}
+#: the odd files of ``named/`` named on the command line, and one good file
+NAMED = ["named/b.py", "named/c.py", "named/l1.py", "named/a_good.py"]
+
+
+class Checked(NamedTuple):
+    root: Path
+    done: subprocess.CompletedProcess[str]
+    found: dict[str, list[tuple[str, int, int]]]
+
+    def found_in(self, folder: str) -> dict[str, list[tuple[str, int, int]]]:
+        return {path: found for path, found in self.found.items()
+                if path.startswith(f"{folder}/")}
+
+    def said_of(self, folder: str) -> list[str]:
+        """The lines on stderr about the files of ``folder``, in their order."""
+        return [line for line in self.done.stderr.splitlines()
+                if line.startswith(f"fxls: {folder}/")]
+
+
+@pytest.fixture(scope="module")
+def checked(tmp_path_factory: pytest.TempPathFactory) -> Checked:
+    root = tmp_path_factory.mktemp("odd_files")
+    for name, make in {**WALKED, "named": _named}.items():
+        (root / name).mkdir()
+        _good_files(root / name)
+        make(root / name)
+    done, found = _check(root, *WALKED, *NAMED)
+    said = Checked(root, done, found)
+    # every line on stderr is about one scenario's files
+    assert sum(len(said.said_of(name)) for name in [*WALKED, "named"]) == len(
+        done.stderr.splitlines()), done.stderr
+    return said
+
+
+def test_a_fifo_is_skipped(checked: Checked):
+    assert checked.done.returncode == 1
+    assert checked.found_in("fifo") == {"fifo/a_good.py": GATE, "fifo/z_good.py": GATE}
+    assert checked.said_of("fifo") == ["fxls: fifo/b.py: skipped: a FIFO, not a regular file"]
+
+
+@pytest.mark.parametrize(("folder", "device"), [("zero", "/dev/zero"),
+                                                ("urandom", "/dev/urandom")])
+def test_a_link_to_a_device_is_skipped(checked: Checked, folder: str, device: str):
+    assert checked.done.returncode == 1
+    assert checked.found_in(folder) == {f"{folder}/a_good.py": GATE,
+                                        f"{folder}/z_good.py": GATE}
+    assert checked.said_of(folder) == [
+        f"fxls: {folder}/c.py: skipped: a character device ({device}), not a regular file"]
+
+
+def test_a_symbolic_link_loop_is_skipped(checked: Checked):
+    assert checked.done.returncode == 1
+    assert checked.found_in("loops") == {"loops/a_good.py": GATE, "loops/z_good.py": GATE}
+    assert checked.said_of("loops") == [
+        "fxls: loops/l1.py: skipped: a symbolic link loop",
+        "fxls: loops/l2.py: skipped: a symbolic link loop",
+        "fxls: loops/m.py: skipped: a broken symbolic link (to missing.py)",
     ]
 
 
-def test_a_file_over_the_size_limit_is_one_fx100(tmp_path: Path):
-    _good_files(tmp_path)
-    (tmp_path / "big.py").write_bytes(b"x = 1\n" + b"#" * (9 << 20) + b"\n")
-    done, found = _check(tmp_path, ".")
-    assert done.returncode == 1
-    assert found == {"./a_good.py": GATE, "./big.py": [("FX100", 0, 0)], "./z_good.py": GATE}
-    (entry,) = [f for f in json.loads(done.stdout)["files"] if f["path"] == "./big.py"]
+def test_a_file_over_the_size_limit_is_one_fx100(checked: Checked):
+    assert checked.done.returncode == 1
+    assert checked.found_in("big") == {"big/a_good.py": GATE, "big/big.py": [("FX100", 0, 0)],
+                                       "big/z_good.py": GATE}
+    (entry,) = [f for f in json.loads(checked.done.stdout)["files"]
+                if f["path"] == "big/big.py"]
     assert entry["diagnostics"][0]["message"] == (
         "the file is 9.0 MB, over the 8 MB fxls reads: it was not checked")
 
 
-def test_odd_files_named_on_the_command_line(tmp_path: Path):
+def test_odd_files_named_on_the_command_line(checked: Checked):
     """Each named odd file is one line on stderr, not a usage error: the others are
     checked and the exit code is theirs."""
-    _good_files(tmp_path)
-    os.mkfifo(tmp_path / "b.py")
-    (tmp_path / "c.py").symlink_to("/dev/zero")
-    (tmp_path / "l1.py").symlink_to("l2.py")
-    (tmp_path / "l2.py").symlink_to("l1.py")
-    done, found = _check(tmp_path, "b.py", "c.py", "l1.py", "a_good.py")
-    assert done.returncode == 1
-    assert found == {"a_good.py": GATE}
-    assert done.stderr.splitlines() == [
-        "fxls: b.py: skipped: a FIFO, not a regular file",
-        "fxls: c.py: skipped: a character device (/dev/zero), not a regular file",
-        "fxls: l1.py: skipped: a symbolic link loop",
+    assert checked.done.returncode == 1
+    assert checked.found_in("named") == {"named/a_good.py": GATE}
+    assert checked.said_of("named") == [
+        "fxls: named/b.py: skipped: a FIFO, not a regular file",
+        "fxls: named/c.py: skipped: a character device (/dev/zero), not a regular file",
+        "fxls: named/l1.py: skipped: a symbolic link loop",
     ]
-    only_odd = subprocess.run([sys.executable, "-m", "fxls", "check", "b.py"], cwd=tmp_path,
-                              capture_output=True, text=True, timeout=60)
+    only_odd = subprocess.run([sys.executable, "-m", "fxls", "check", "named/b.py"],
+                              cwd=checked.root, capture_output=True, text=True, timeout=60)
     assert (only_odd.returncode, only_odd.stdout) == (0, "")
     missing = subprocess.run([sys.executable, "-m", "fxls", "check", "nothing.py"],
-                             cwd=tmp_path, capture_output=True, text=True, timeout=60)
+                             cwd=checked.root, capture_output=True, text=True, timeout=60)
     assert missing.returncode == 2 and "no such file or folder: nothing.py" in missing.stderr
 
 
