@@ -81,6 +81,11 @@ class RawServer:
         with self._condition:
             return [m for m in self.messages if m.get("method") == method and "id" not in m]
 
+    def forget_messages(self) -> None:
+        """Drop the messages read so far: the next test on a shared server sees its own."""
+        with self._condition:
+            self.messages.clear()
+
     def initialize(self, root: Path, options: dict[str, Any] | None = None) -> None:
         self.send(frame(request("init", "initialize", {
             "processId": None, "rootUri": root.as_uri(), "capabilities": {},

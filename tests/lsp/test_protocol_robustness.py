@@ -1,6 +1,7 @@
 """The server outlives any byte stream: bad frames are skipped, every request is answered.
 
-Each test drives a real ``fxls serve`` over raw stdio bytes (tests/lsp/raw_lsp.py).
+The tests drive a real ``fxls serve`` over raw stdio bytes (tests/lsp/raw_lsp.py): one server
+takes every bad stream in turn, and a fresh one is started where the start itself is tested.
 """
 
 from __future__ import annotations
@@ -27,10 +28,22 @@ def raw(tmp_path: Path) -> Iterator[RawServer]:
     server.close()
 
 
+@pytest.fixture(scope="module")
+def initialized(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RawServer]:
+    """One initialized server for the module's tests that each end with a request answered
+    normally (the stream in step again): each is the next stream it outlives."""
+    root = tmp_path_factory.mktemp("raw")
+    server = RawServer(root / "server.log", cwd=root)
+    server.initialize(root)
+    yield server
+    server.close()
+
+
 @pytest.fixture
-def ready(raw: RawServer, tmp_path: Path) -> RawServer:
-    raw.initialize(tmp_path)
-    return raw
+def ready(initialized: RawServer) -> RawServer:
+    """The module's initialized server, the earlier tests' messages forgotten."""
+    initialized.forget_messages()
+    return initialized
 
 
 def _answered_normally(server: RawServer, msg_id: object) -> None:
