@@ -168,6 +168,24 @@ def fuse_addmm_relu(graph: torch.fx.Graph) -> None:
 
 inductor_config.post_grad_custom_post_pass = fuse_addmm_relu
 """,
+    # a script: the model and its ExportedProgram at module level, the pass run at import
+    "script.py": """import torch
+from torch import nn
+
+aten = torch.ops.aten
+
+
+def relu_to_sigmoid(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    for node in gm.graph.nodes:
+        if node.target is aten.relu.default:
+            node.target = aten.sigmoid.default
+    return gm
+
+
+model = nn.Sequential(nn.Linear(8, 8), nn.BatchNorm1d(8), nn.ReLU()).eval()
+ep = torch.export.export(model, (torch.randn(2, 8),))
+prepared = relu_to_sigmoid(torch.export.export(model, (torch.randn(2, 8),)).module())
+""",
 }
 
 #: how torch's reference runs each pass: the graph it gets and what it is handed
@@ -327,6 +345,18 @@ def test_a_module_of_passes_runs_them_on_the_representative_graphs_exported(resu
     assert [run["graph"] for run in report["runs"]] == [
         f"{name} (representative) (export)"
         for name in ("MLP", "ConvBnReLU", "AttentionBlock", "ResidualBlock")]
+
+
+def test_a_script_s_own_exported_program_and_its_export_at_import(results):
+    """The pass runs on the ExportedProgram the file keeps; the nodes torch.export and
+    `ep.module()` make while the file is imported are torch's, not a pass's (no FX010 for
+    the unlifted BatchNorm's `num_batches_tracked`)."""
+    text = CASES["script.py"]
+    assert sorted(ranges(results["script.py"], "FX007")) == [
+        lsp_range(text, "node.target = aten.sigmoid.default"), lsp_range(text, "return gm")]
+    assert [d["code"] for d in results["script.py"]["diagnostics"]] == ["FX007", "FX007"]
+    (report,) = results["script.py"]["passes"]
+    assert [run["graph"] for run in report["runs"]] == ["ep (export)"]
 
 
 def _uses(source: str) -> dict[str, tuple[ExportForm, PassKind]]:

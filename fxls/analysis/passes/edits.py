@@ -179,6 +179,8 @@ class EditLog:
         depth = 0
         while frame is not None and depth < _MAX_DEPTH:
             code = frame.f_code
+            if span is None and _in_torch_tracer(code.co_filename):
+                return None  # torch.export / make_fx building its graph: no pass's edit
             if self.is_pass_file(code.co_filename):
                 if span is None:
                     span = span_of_frame(frame)
@@ -257,6 +259,17 @@ class EditLog:
                     delattr(owner, name)
                 else:
                     setattr(owner, name, original)
+
+
+#: torch's tracers that build graphs of their own (export, make_fx, dynamo, AOT) and the
+#: unlifting of ``ep.module()``: a node they make is theirs even when a user frame (the
+#: model's ``forward``, the module-level export call) is above them on the stack
+_TORCH_TRACERS = ("/torch/export/", "/torch/_export/", "/torch/_dynamo/", "/torch/_functorch/",
+                  "/torch/fx/experimental/proxy_tensor.py")
+
+
+def _in_torch_tracer(filename: str) -> bool:
+    return any(part in filename.replace("\\", "/") for part in _TORCH_TRACERS)
 
 
 def _key(span: SourceSpan) -> tuple[int, int, int, int]:

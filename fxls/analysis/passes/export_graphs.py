@@ -21,6 +21,7 @@ from typing import Any
 import torch
 
 from fxls.analysis.passes.checks import EXPORT_SUFFIX
+from fxls.analysis.passes.edits import EditLog
 from fxls.analysis.passes.module_copies import copy_modules, give_realistic_values
 from fxls.analysis.passes.parameters import ExportForm
 from fxls.analysis.passes.runner import Subject
@@ -30,7 +31,8 @@ from fxls.analysis.passes.runner import Subject
 class ExportedModel:
     name: str
     program: Any  # torch.export.ExportedProgram
-    args: tuple[Any, ...]
+    #: its example inputs (None: a program the file made whose inputs it did not keep)
+    args: tuple[Any, ...] | None
     kwargs: dict[str, Any] = field(default_factory=dict)
 
     #: ``program.run_decompositions()``, made when a pass wants it
@@ -54,13 +56,28 @@ def export_model(name: str, instance: torch.nn.Module, args: tuple[Any, ...],
                  kwargs: dict[str, Any]) -> ExportedModel | str:
     """The model exported, or why it was not (a reason the user reads)."""
     try:
-        realistic = give_realistic_values(copy_modules(instance))
+        realistic = give_realistic_values(copy_modules(instance)).eval()
         program = torch.export.export(realistic, args, kwargs or None)
     except Exception as error:  # the model's own problem: the export tier reports it
         what = str(error).strip().splitlines()[0] if str(error).strip() else ""
         return (f"not run: `{name}` does not export ({type(error).__name__}"
                 f"{': ' + what[:200] if what else ''})")
     return ExportedModel(name, program, args, kwargs)
+
+
+def global_programs(namespace: dict[str, Any], log: EditLog) -> dict[str, ExportedModel]:
+    """The ExportedPrograms the file keeps in its globals (``ep = torch.export.export(model,
+    ...)`` at module level) that no pass edited at import, with the inputs they keep."""
+    found: dict[str, ExportedModel] = {}
+    seen: set[int] = set()
+    for name, value in list(namespace.items()):
+        if not isinstance(value, torch.export.ExportedProgram) or name.startswith("_") or (
+                id(value) in seen or log.graph_state(value.graph) is not None):
+            continue
+        seen.add(id(value))
+        args, kwargs = value.example_inputs or (None, {})
+        found[name] = ExportedModel(name, value, args, kwargs)
+    return found
 
 
 def export_subject(model: ExportedModel | str, form: ExportForm) -> Subject | str:
@@ -75,10 +92,10 @@ def export_subject(model: ExportedModel | str, form: ExportForm) -> Subject | st
     lifted = program.graph_module
     if form is ExportForm.MODULE:
         unlifted = program.module()
-        inputs = None if model.kwargs else model.args
+        inputs = None if model.kwargs or model.args is None else model.args
         return Subject(model.label, unlifted, unlifted, lambda: inputs,
                        lambda: copy.deepcopy(unlifted))
-    flat = _lifted_inputs(program, model.args, model.kwargs)
+    flat = None if model.args is None else _lifted_inputs(program, model.args, model.kwargs)
     fresh = ((lambda: copy.deepcopy(program)) if form is ExportForm.PROGRAM
              else (lambda: copy.deepcopy(lifted)))
     return Subject(model.label, lifted, lifted, lambda: flat, fresh)

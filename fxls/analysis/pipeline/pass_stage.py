@@ -14,6 +14,7 @@ from functools import partial
 from typing import Any
 
 import torch
+import torch.fx
 
 from fxls.analysis.diagnostics import diagnostic, to_span
 from fxls.analysis.passes import (
@@ -30,6 +31,7 @@ from fxls.analysis.passes.export_graphs import (
     export_label,
     export_model,
     export_subject,
+    global_programs,
 )
 from fxls.analysis.passes.file_graphs import file_graph_subjects
 from fxls.analysis.passes.module_copies import file_instance
@@ -37,6 +39,7 @@ from fxls.analysis.passes.parameters import ExportForm
 from fxls.analysis.passes.representative import GRAPHS
 from fxls.analysis.passes.runner import PassResults
 from fxls.analysis.pipeline.file_context import FileContext
+from fxls.analysis.pipeline.first_layer_inputs import first_layer_inputs
 from fxls.analysis.pipeline.symbolic_trace import TracedModule
 from fxls.analysis.pipeline.target_inputs import TargetRun, target_runs
 from fxls.codes import Severity
@@ -56,7 +59,8 @@ def run_file_passes(passes: PassAnalysis, specs: list[PassSpec], context: FileCo
                         strict=True))
     if on_export:
         done.update(zip(map(id, on_export), run_on_export_graphs(
-            passes, on_export, _roots(traced, traced_only=False), report), strict=True))
+            passes, on_export, context, _roots(traced, traced_only=False), report),
+            strict=True))
     report.passes = [done[id(s)] for s in specs]
 
 
@@ -152,13 +156,17 @@ def _inputs_of(traced: TracedModule) -> tuple[Any, ...] | None:
     return traced.ctx.example_inputs
 
 
-def run_on_export_graphs(passes: PassAnalysis, specs: list[PassSpec],
+def run_on_export_graphs(passes: PassAnalysis, specs: list[PassSpec], context: FileContext,
                          models: list[TracedModule], report: FileReport) -> list[PassReport]:
     """Each pass on the export graph of each model, in the form the file hands it
     (``export_graphs``); a model without one is a run with the reason. A file without a
-    model (a module of passes) has them run on the representative graphs, exported."""
+    model class runs them on the ExportedPrograms it keeps, else on the models it builds
+    at module level, else (a module of passes) on the representative graphs, exported."""
     runs = target_runs(models, {m.module_report.name for m in models}) if models else {}
-    exported = {name: _exported(name, run) for name, run in runs.items()}
+    exported: dict[str, ExportedModel | str] = {
+        name: _exported(name, run) for name, run in runs.items()}
+    exported = exported or {**global_programs(context.namespace, passes.log)}
+    exported = exported or _global_models(context.namespace)
     graphs_from = "export"
     if not exported:
         exported, graphs_from = _representative_exports(), "representative"
@@ -183,6 +191,22 @@ def run_on_export_graphs(passes: PassAnalysis, specs: list[PassSpec],
     if graphs_from == "representative":
         _raised_on_stand_ins_as_information(report, set(labels))
     return with_passes_not_run(specs, [ran[id(s)] for s in specs if id(s) in ran], labels)
+
+
+def _global_models(namespace: dict[str, Any]) -> dict[str, ExportedModel | str]:
+    """The models the file builds at module level (``model = resnet18()``), exported on
+    what their first layer takes."""
+    found: dict[str, ExportedModel | str] = {}
+    seen: set[int] = set()
+    for name, value in list(namespace.items()):
+        if not isinstance(value, torch.nn.Module) or isinstance(value, torch.fx.GraphModule) or (
+                name.startswith("_") or id(value) in seen):
+            continue
+        seen.add(id(value))
+        inputs = first_layer_inputs(value)
+        found[name] = (export_model(name, value, inputs, {}) if inputs is not None
+                       else "not run: fxls found no example inputs for it")
+    return found
 
 
 def _representative_exports() -> dict[str, ExportedModel | str]:
