@@ -85,6 +85,10 @@ def build_parser() -> argparse.ArgumentParser:
     graph.add_argument("target", help="FILE::Class or FILE::pass (a class wins a tie)")
     graph.add_argument("--format", choices=["code", "table", "dot", "json", "html"],
                        default="code")
+    graph.add_argument(
+        "--target", dest="graph_target", choices=["export", "compile"],
+        help="the graph that tracer made instead of the FX graph: export's ATen program "
+        "(draft_export's where export fails), or dynamo's subgraphs and their breaks")
     graph.add_argument("--timeout", type=float)
     graph.add_argument("--python")
     _add_policy_flags(graph)
@@ -263,7 +267,10 @@ def run_graph(args: argparse.Namespace) -> int:
     reason = skip_reason(path)
     if reason is not None:
         raise UsageError(f"cannot read {path}: {reason}")
-    (request,) = _read_requests([path], _overrides(args))
+    overrides = _overrides(args)
+    if args.graph_target:  # that tier runs for the class, whatever the project targets
+        overrides["targets"] = [args.graph_target]
+    (request,) = _read_requests([path], overrides)
     sys.stderr.write(problem_lines(request.settings.problems))
     if isinstance(request, _Unread):
         raise UsageError(f"cannot read {path}: {request.message}")
@@ -286,10 +293,25 @@ def run_graph(args: argparse.Namespace) -> int:
         passes = ", ".join(p.name for p in report.passes) or "none"
         raise UsageError(f"no module or pass {class_name} in {path}{reason}; modules: "
                          f"{names}; passes: {passes}")
+    if args.graph_target:
+        return _write_target_graph(module, report, args.format, args.graph_target)
     if not module.nodes:
         sys.stderr.write(_no_graph_message(module, report))
         return EXIT_ERRORS
     sys.stdout.write(render_module(module, args.format, report))
+    return EXIT_OK
+
+
+def _write_target_graph(module: ModuleReport, report: FileReport, fmt: str,
+                        target: str) -> int:
+    from fxls.graph_view.target_graph import render_target
+
+    rendered = render_target(module, fmt, report, target)
+    if rendered is None:
+        status = module.targets.get(target, "not run")
+        sys.stderr.write(f"{module.name}: {target} {status}, no graph to show\n")
+        return EXIT_ERRORS
+    sys.stdout.write(rendered)
     return EXIT_OK
 
 

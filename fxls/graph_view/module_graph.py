@@ -248,7 +248,10 @@ def _page_document(document: dict[str, Any]) -> dict[str, Any]:
         return {**document, "runs": runs}
     nodes = [{k: v for k, v in node.items() if k not in _NOT_ON_PAGE}
              for node in document["nodes"]]
-    return {**document, "nodes": nodes, "groups": None}
+    # a target's graph (export, compile) keeps its groups: the classes of modules that made
+    # no node of their own (``backbone.encoder``) are only there
+    return {**document, "nodes": nodes,
+            "groups": document["groups"] if document.get("target") else None}
 
 
 def graph_page(document: dict[str, Any]) -> str:
@@ -261,7 +264,8 @@ def graph_page(document: dict[str, Any]) -> str:
     policy = (f"default-src 'none'; script-src 'sha256-{digest}'; "
               "style-src 'unsafe-inline'; img-src data:")
     data = json_for_script(_page_document(document))
-    what = "FX pass, before and after" if document.get("kind") == "pass" else "FX graph"
+    what = "FX pass, before and after" if document.get("kind") == "pass" else \
+        document.get("title") or "FX graph"
     title = html.escape(f"{document['name']}: {what}")
     return "\n".join([
         "<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
