@@ -10,7 +10,7 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from tests.lsp_client import editor_session, serve_config
+from tests.lsp_client import editor_session, on_the_module_server, serve_config
 from tests.lsp_client import open_and_wait as open_and_wait_forever
 
 MODEL = """import torch
@@ -50,16 +50,18 @@ def _open(client: LanguageClient, path: Path, text: str, version: int = 1) -> No
         types.TextDocumentItem(path.as_uri(), "python", version, text)))
 
 
+@on_the_module_server
 async def test_requests_during_the_first_analysis_wait_for_its_report(
-    client: LanguageClient, tmp_path: Path
+    module_client: LanguageClient, own_folder: Path
 ):
-    path = tmp_path / "gate.py"
-    _open(client, path, SLOW_CLEAN)
+    path = own_folder / "gate.py"
+    _open(module_client, path, SLOW_CLEAN)
     document = types.TextDocumentIdentifier(path.as_uri())
     hover, lenses, hints = await asyncio.gather(
-        client.text_document_hover_async(types.HoverParams(document, types.Position(11, 14))),
-        client.text_document_code_lens_async(types.CodeLensParams(document)),
-        client.text_document_inlay_hint_async(types.InlayHintParams(
+        module_client.text_document_hover_async(
+            types.HoverParams(document, types.Position(11, 14))),
+        module_client.text_document_code_lens_async(types.CodeLensParams(document)),
+        module_client.text_document_inlay_hint_async(types.InlayHintParams(
             document, types.Range(types.Position(0, 0), types.Position(14, 0)))),
     )
     assert hover is not None and "Linear" in hover.contents.value
@@ -67,49 +69,52 @@ async def test_requests_during_the_first_analysis_wait_for_its_report(
     assert [hint.position.line for hint in hints] == [11, 12]
 
 
+@on_the_module_server
 async def test_hover_after_a_save_answers_from_the_new_report(
-    client: LanguageClient, tmp_path: Path
+    module_client: LanguageClient, own_folder: Path
 ):
-    path = tmp_path / "gate.py"
+    path = own_folder / "gate.py"
     path.write_text(MODEL, encoding="utf-8")
-    await open_and_wait(client, path, MODEL)
+    await open_and_wait(module_client, path, MODEL)
     moved = SLOW.replace("        h = self.fc(x)\n", "        y = 1\n        h = self.fc(x)\n")
     path.write_text(moved, encoding="utf-8")
-    client.text_document_did_change(types.DidChangeTextDocumentParams(
+    module_client.text_document_did_change(types.DidChangeTextDocumentParams(
         types.VersionedTextDocumentIdentifier(version=2, uri=path.as_uri()),
         [types.TextDocumentContentChangeWholeDocument(moved)]))
-    client.text_document_did_save(
+    module_client.text_document_did_save(
         types.DidSaveTextDocumentParams(types.TextDocumentIdentifier(path.as_uri())))
-    hover = await client.text_document_hover_async(types.HoverParams(
+    hover = await module_client.text_document_hover_async(types.HoverParams(
         types.TextDocumentIdentifier(path.as_uri()), types.Position(12, 14)))
     assert hover is not None and "Linear" in hover.contents.value
 
 
+@on_the_module_server
 async def test_close_during_an_analysis_publishes_nothing_for_the_closed_document(
-    client: LanguageClient, tmp_path: Path
+    module_client: LanguageClient, own_folder: Path
 ):
-    path = tmp_path / "gate.py"
-    _open(client, path, SLOW)
+    path = own_folder / "gate.py"
+    _open(module_client, path, SLOW)
     await asyncio.sleep(0.5)
-    client.text_document_did_close(
+    module_client.text_document_did_close(
         types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(path.as_uri())))
-    other = tmp_path / "other.py"
-    await open_and_wait(client, other, SLOW)  # the worker has long finished the first job
+    other = own_folder / "other.py"
+    await open_and_wait(module_client, other, SLOW)  # the worker has long finished the first job
     await asyncio.sleep(1.0)
-    assert list(client.diagnostics.get(path.as_uri(), [])) == []
+    assert list(module_client.diagnostics.get(path.as_uri(), [])) == []
 
 
+@on_the_module_server
 async def test_save_of_a_never_opened_document_analyses_nothing(
-    client: LanguageClient, tmp_path: Path
+    module_client: LanguageClient, own_folder: Path
 ):
-    marker = tmp_path / "ran.txt"
-    path = tmp_path / "never_opened.py"
+    marker = own_folder / "ran.txt"
+    path = own_folder / "never_opened.py"
     path.write_text(f"open({str(marker)!r}, 'w').write('ran')\n" + MODEL, encoding="utf-8")
-    client.text_document_did_save(
+    module_client.text_document_did_save(
         types.DidSaveTextDocumentParams(types.TextDocumentIdentifier(path.as_uri())))
-    await open_and_wait(client, tmp_path / "gate.py", MODEL)
+    await open_and_wait(module_client, own_folder / "gate.py", MODEL)
     assert not marker.exists()
-    assert path.as_uri() not in client.diagnostics
+    assert path.as_uri() not in module_client.diagnostics
 
 
 async def test_bad_settings_are_said_once_and_the_default_is_used(
