@@ -9,6 +9,7 @@ classes."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -216,3 +217,19 @@ async def test_an_assignment_without_a_traced_shape_gets_the_exported_one(
     assert [(hint.position, hint.label) for hint in hints or []] == [
         (types.Position(line, ROWS[line].index("pairs") + 5),
          f": [{', '.join(str(size) for size in reshaped.meta['val'].shape)}]")]
+
+
+@on_the_module_server
+async def test_the_graph_command_gives_the_export_graph_of_the_same_module(
+        targeted_client: LanguageClient, case: Path, exported_net: Any) -> None:
+    """``fxls.showGraph [uri, "Net", "json", "export"]``: what the editor's graph view shows
+    when switched from the FX graph to the exported program; torch's nodes, by name."""
+    answer = await targeted_client.workspace_execute_command_async(types.ExecuteCommandParams(
+        "fxls.showGraph", [case.as_uri(), "Net", "json", "export"]))
+    document = json.loads(answer["text"])
+    assert (answer["target"], document["target"]) == ("export", "export")
+    assert [node["name"] for node in document["nodes"]] == [
+        node.name for node in exported_net.graph_module.graph.nodes]
+    fx = await targeted_client.workspace_execute_command_async(types.ExecuteCommandParams(
+        "fxls.showGraph", [case.as_uri(), "Net", "json"]))
+    assert "target" not in fx and "target" not in json.loads(fx["text"])

@@ -1,5 +1,6 @@
-"""``fxls.showGraph [uri, name, format?]``: a module's traced graph, or a pass's before/after
-view, rendered from the document's report."""
+"""``fxls.showGraph [uri, name, format?, target?]``: a module's traced graph (or the graph
+``export``/``compile`` made of it), or a pass's before/after view, rendered from the
+document's report."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Any
 
 from fxls.graph_view.module_graph import RENDERERS, render_module
 from fxls.graph_view.pass_view import PASS_FORMAT, find_pass, pass_view
+from fxls.graph_view.target_graph import TITLES, render_target
 from fxls.output.pass_graph import graphs_of
 from fxls.output.pass_page import pass_document, render_pass_page
 from fxls.report import FileReport, PassReport
@@ -16,7 +18,8 @@ SHOW_GRAPH = "fxls.showGraph"
 
 
 def show_graph(ls: FxlsServer, *args: Any) -> dict[str, Any]:
-    """``[uri, name, format?]`` -> ``{"name", "status", "format", "text"}``.
+    """``[uri, name, format?, target?]`` -> ``{"name", "status", "format", "text"}``;
+    with a ``target`` (``export``, ``compile``) the graph that tier made of the module.
 
     ``name`` is a module's class name, or a pass's name: a pass (or the format ``pass``)
     gives its before/after view (``pass_view.pass_view``: ``text`` is a diff per graph,
@@ -42,6 +45,16 @@ def show_graph(ls: FxlsServer, *args: Any) -> dict[str, Any]:
             raise ValueError(f"no {'pass' if fmt == PASS_FORMAT else 'module or pass'} "
                              f"{name} in {uri}")
         return _pass_answer(found, report, fmt)
+    target = str(args[3]) if len(args) > 3 and args[3] else None
+    if target is not None:  # the graph export or compile made of it, in place of the FX graph
+        if target not in TITLES:
+            raise ValueError(f"unknown target {target!r}; one of {', '.join(TITLES)}")
+        text = render_target(module, fmt, report, target)
+        if text is None:
+            raise ValueError(f"{module.name}: {target} "
+                             f"{module.targets.get(target, 'not targeted')}, no graph to show")
+        return {"name": module.name, "status": module.status, "format": fmt,
+                "target": target, "text": text}
     return {
         "name": module.name,
         "status": module.status,
