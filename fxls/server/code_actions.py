@@ -76,6 +76,9 @@ class FixCache:
     fix_all: list[TextEdit] | None = None
     #: the whole verification (every candidate and the combination) is over
     finished: bool = True
+    #: the combination of the safe fixes was verified (before the fixes of export and
+    #: compile problems, each seconds of torch: ``source.fixAll`` does not wait for them)
+    fix_all_decided: bool = True
     #: candidates asked for by a waiting request: verified before the others
     wanted: set[int] = field(default_factory=set)
     #: candidates a lane has taken (being re-traced or decided)
@@ -93,6 +96,7 @@ class FixCache:
             Candidate(d, f) for d in report.diagnostics for f in fixes_for(text, d)
         ][:MAX_VERIFIED_PER_REPORT]
         self.fix_all, self.finished, self.wanted, self._taken = None, False, set(), set()
+        self.fix_all_decided = False
         self._asked = asyncio.Event()
         self._notify()
 
@@ -108,7 +112,9 @@ class FixCache:
         self, text: str, report: FileReport, analyze: Analyze, quiet_s: float = 0.0
     ) -> None:
         """Re-trace each candidate (wanted ones first, two at a time), then the safe ones
-        together. Call :meth:`reset` with the same text and report first. Background work:
+        together, then the fixes verified by a torch tier (``Fix.tier``: seconds each; a
+        request that wants one has it verified at once). Call :meth:`reset` with the same
+        text and report first. Background work:
         it starts after ``quiet_s`` seconds (a newer analysis of the document cancels it
         meanwhile: saves in a row do not wait for the jobs of the texts before them), or as
         soon as a request wants a fix."""
@@ -117,23 +123,27 @@ class FixCache:
             if quiet_s > 0 and self.candidates:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._asked.wait(), quiet_s)
-            lanes = [self._lane(lane, text, report, analyze, current)
-                     for lane in range(VERIFY_CONCURRENCY)]
-            await asyncio.gather(*lanes)
-            if self.round == current:
-                await self._verify_fix_all(text, report, analyze, current)
+            for torch_tiers in (False, True):
+                lanes = [self._lane(lane, text, report, analyze, current, torch_tiers)
+                         for lane in range(VERIFY_CONCURRENCY)]
+                await asyncio.gather(*lanes)
+                if self.round == current and not torch_tiers:
+                    await self._verify_fix_all(text, report, analyze, current)
+                    self.fix_all_decided = True
+                    self._notify()
         finally:
             if self.round == current:
-                self.finished = True
+                self.finished = self.fix_all_decided = True
                 for candidate in self.candidates:
                     candidate.decided = True  # not verified (cancelled, failed): not offered
                 self._notify()
 
     async def _lane(
-        self, lane: int, text: str, report: FileReport, analyze: Analyze, current: int
+        self, lane: int, text: str, report: FileReport, analyze: Analyze, current: int,
+        torch_tiers: bool,
     ) -> None:
         while self.round == current:
-            candidate = self._next()
+            candidate = self._next(torch_tiers)
             if candidate is None:
                 return
             edited, tier = apply_edits(text, candidate.fix.edits), candidate.fix.tier
@@ -152,11 +162,13 @@ class FixCache:
             candidate.decided = True
             self._notify()
 
-    def _next(self) -> Candidate | None:
-        """The next candidate to verify: a wanted one if any, else the first one left.
-        It is taken (``decided`` stays False until its re-trace is in)."""
+    def _next(self, torch_tiers: bool) -> Candidate | None:
+        """The next candidate to verify: a wanted one if any, else the first one left (of
+        those a torch tier verifies only when ``torch_tiers``). It is taken (``decided``
+        stays False until its re-trace is in)."""
         waiting = [i for i in sorted(self.wanted) if self._open(i)]
-        pending = waiting or [i for i in range(len(self.candidates)) if self._open(i)]
+        pending = waiting or [i for i, candidate in enumerate(self.candidates)
+                              if self._open(i) and (torch_tiers or candidate.fix.tier is None)]
         if not pending:
             return None
         index = pending[0]

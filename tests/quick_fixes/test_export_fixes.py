@@ -25,6 +25,7 @@ from fxls.project.setting_groups import ProjectLayout, TracerTargets
 from fxls.project.settings import Settings
 from fxls.project.source_text import SourceText
 from fxls.report import Diagnostic, FileReport, Span
+from fxls.server.code_actions import FixCache
 from tests.torch_answers import torch_answer
 
 HERE = Path(__file__).parent
@@ -326,3 +327,27 @@ def test_a_span_is_followed_through_the_edits_of_its_fix() -> None:
     assert moved_lines(span, [TextEdit(12, 0, 12, 0, "x\n")]) == range(10, 11)
     rewritten = TextEdit(10, 0, 11, 0, "    if not c:\n        print(x)\n")
     assert moved_lines(span, [rewritten]) == range(10, 13)
+
+
+async def test_fix_all_is_decided_before_the_fixes_a_torch_tier_verifies(monkeypatch) -> None:
+    """The server's background verification takes the cheap fixes first: `source.fixAll`
+    (safe fixes only) never waits for seconds of export per torch-tier candidate."""
+    def one_fix_per_line(text: str, diagnostic: Diagnostic) -> list[Fix]:
+        line = diagnostic.span.line
+        return [Fix(f"fix {line}", "FX013", [TextEdit(line, 0, line, 5, "")],
+                    tier="export" if line == 1 else None)]
+
+    monkeypatch.setattr("fxls.server.code_actions.fixes_for", one_fix_per_line)
+    cache = FixCache()
+    seen: list[tuple[int, str | None, bool]] = []
+
+    async def analyze(variant: str, lane: int, tier: str | None = None) -> None:
+        seen.append((variant.split("\n").index(""), tier, cache.fix_all_decided))
+
+    text = "line1\nline2\n"
+    report = FileReport("/m.py", diagnostics=[
+        Diagnostic("FX013", "warning", "m", Span("/m.py", line, line, 0, 5)) for line in (1, 2)])
+    cache.reset(text, report)
+    await cache.verify_all(text, report, analyze)
+    assert seen == [(1, None, False), (0, "export", True)]
+    assert cache.finished and cache.fix_all_decided

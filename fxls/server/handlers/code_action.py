@@ -61,7 +61,7 @@ async def _verified(
     ls: FxlsServer, cache: FixCache, params: types.CodeActionParams, converter: RangeConverter
 ) -> None:
     """Wait until the fixes ``params`` asks for are verified (a ``source.fixAll`` request:
-    all of them, and their combination), at most the trace timeout and some slack. A
+    the safe ones and their combination), at most the trace timeout and some slack. A
     verification that starts over (a newer analysis of the same text) is waited for too."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + ls.session.config.trace_timeout + REQUEST_WAIT_SLACK_S
@@ -75,7 +75,7 @@ async def _verified(
         def ready(current: int = current, indices: list[int] = indices) -> bool:
             if cache.round != current:
                 return True
-            return cache.finished if fix_all else cache.decided(indices)
+            return cache.fix_all_decided if fix_all else cache.decided(indices)
 
         await cache.wait(ready, max(0.0, deadline - loop.time()))
         if cache.round == current or loop.time() >= deadline:
