@@ -123,7 +123,14 @@ def passes_on_exports(x):
     add_abs(prepared)
     relu_to_gelu(prepared)
 ''',
-    "clean.py": HEADER + '''def relu_to_clamp(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    "clean.py": HEADER + '''from torch._inductor.pattern_matcher import (
+    PatternMatcherPass,
+    fwd_only,
+    register_replacement,
+)
+
+
+def relu_to_clamp(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     for node in gm.graph.nodes:
         if node.target is aten.relu.default:
             with gm.graph.inserting_after(node):
@@ -143,6 +150,30 @@ class FoldDoubleNegation(CustomGraphPass):
 
     def uuid(self):
         return "fold-double-negation"
+
+
+def pattern(bias, x, weight):
+    return aten.relu.default(aten.addmm.default(bias, x, weight))
+
+
+def replacement(bias, x, weight):
+    return aten.clamp_min.default(aten.addmm.default(bias, x, weight), 0.0)
+
+
+class FuseAddmmRelu(CustomGraphPass):
+    def __init__(self):
+        self.patterns = PatternMatcherPass()
+        inputs = [torch.empty(8), torch.empty(2, 8), torch.empty(8, 8)]
+        register_replacement(pattern, replacement, inputs, fwd_only, self.patterns)
+
+    def __call__(self, graph: torch.fx.Graph) -> None:
+        self.patterns.apply(graph)
+
+    def uuid(self):
+        return "fuse-addmm-relu"
+
+
+inductor_config.post_grad_custom_post_pass = FuseAddmmRelu()
 
 
 def compiled(model):
@@ -196,7 +227,8 @@ TORCH_RUNS: dict[str, dict[str, list[str]]] = {
                  "rebuild": ["program", "program"], "drop_relu": ["inductor", "graph"],
                  "ScaleAddmm": ["decomposed", "graph"]},
     "clean.py": {"relu_to_clamp": ["graph_module", "module"],
-                 "FoldDoubleNegation": ["decomposed", "graph"]},
+                 "FoldDoubleNegation": ["decomposed", "graph"],
+                 "FuseAddmmRelu": ["decomposed", "graph"]},
 }
 
 
@@ -300,6 +332,10 @@ def test_correct_passes_report_nothing(results, torch_says):
     assert _run(results["clean.py"], "relu_to_clamp") == {
         "graph": "Net (export)", "added": 1, "removed": 1, "rewired": 1, "problem": None}
     assert _run(results["clean.py"], "FoldDoubleNegation")["problem"] is None
+    # Inductor's pattern matcher, as vLLM's fusion passes use it, matched `relu(addmm(...))`
+    # on the core-ATen graph Inductor's hooks are given
+    assert _run(results["clean.py"], "FuseAddmmRelu") == {
+        "graph": "Net (export)", "added": 2, "removed": 2, "rewired": 1, "problem": None}
     for name in TORCH_RUNS["clean.py"]:
         assert torch_says[name] == {"raised": None, "lint": None, "dead": False,
                                     "stale": False, "outputs_differ": False}
