@@ -104,6 +104,9 @@ def _cond(located: Located, stmt: ast.If) -> list[Fix]:
     branches = _branches(located, stmt, function)
     if function is None or branches is None or not alone_on_lines(located, stmt):
         return []
+    if not all(_starts_its_line(located, block[0]) for block in (branches.then,
+                                                                  branches.otherwise)):
+        return []  # `if c: y = a` on one line: the branch has no lines of its own to move
     returns = _ends_with_return(branches.then) and _ends_with_return(branches.otherwise)
     if _leaves(branches.then, allow_return=returns) or _leaves(
             branches.otherwise, allow_return=returns):
@@ -131,6 +134,10 @@ def _branches(located: Located, stmt: ast.If, function: Function | None) -> _Bra
     if not _ends_with_return(rest) or any(spans_string_lines(node) for node in rest):
         return None
     return _Branches(stmt.body, rest, True, rest[-1].end_lineno or rest[-1].lineno)
+
+
+def _starts_its_line(located: Located, stmt: ast.stmt) -> bool:
+    return not located.text.line(stmt.lineno).encode("utf-8")[:stmt.col_offset].strip()
 
 
 def _ends_with_return(block: list[ast.stmt]) -> bool:
