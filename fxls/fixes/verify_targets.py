@@ -121,8 +121,11 @@ def _same(before: list[float] | None, after: list[float] | None) -> bool:
 
 
 def verification_targets(before: FileReport, tier: str) -> tuple[str, ...]:
-    """The targets to re-analyse a fix's edited text for: its tier, and symbolic tracing
-    when the file targets it (a fix must not break it); the other torch tier's seconds are
-    spared."""
-    kept = [name for name in before.targets if name in (Target.SYMBOLIC_TRACE.value, tier)]
-    return tuple(kept) if tier in kept else (*kept, tier)
+    """The targets to re-analyse a fix's edited text for: the file's, without the other
+    torch tier when the file targets this one (its seconds are spared; a class's
+    ``# fxls: targets`` pragma still decides for that class). When only a class's pragma
+    targets the tier, the file's targets as they were: the other classes must not gain it."""
+    if tier not in before.targets:
+        return tuple(before.targets)
+    torch_tiers = (Target.EXPORT.value, Target.COMPILE.value)
+    return tuple(name for name in before.targets if name == tier or name not in torch_tiers)

@@ -351,3 +351,12 @@ async def test_fix_all_is_decided_before_the_fixes_a_torch_tier_verifies(monkeyp
     await cache.verify_all(text, report, analyze)
     assert seen == [(1, None, False), (0, "export", True)]
     assert cache.finished and cache.fix_all_decided
+
+
+def test_a_fix_is_verified_for_the_files_targets_without_the_other_torch_tier() -> None:
+    both = FileReport("/m.py", targets=["symbolic_trace", "export", "compile"])
+    assert verification_targets(both, "export") == ("symbolic_trace", "export")
+    assert verification_targets(both, "compile") == ("symbolic_trace", "compile")
+    # only a class's `# fxls: targets export` asks for export: the other classes must not
+    pragma_only = FileReport("/m.py", targets=["symbolic_trace"])
+    assert verification_targets(pragma_only, "export") == ("symbolic_trace",)
