@@ -126,23 +126,21 @@ def _run_one(spec: PassSpec, subject: Subject, log: EditLog,
     if found:
         run.problem = found[0].message
     if subject.fresh_copy is not None and not found:
-        result = _module_to_run(result, spec, fresh)
+        result = _module_to_run(result, fresh)
     outcome = Outcome(spec, subject, result, log, where) if not found else None
     return run, found, outcome
 
 
-def _module_to_run(result: Any, spec: PassSpec, fresh: Any) -> Any:
+def _module_to_run(result: Any, fresh: Any) -> Any:
     """What runs after a pass on an export graph: the module it returned, else the one it
-    changed in place, recompiled when the pass was given only its graph (Inductor
-    recompiles after its passes)."""
+    changed in place, recompiled: what runs next makes its code from the graph (Inductor
+    after its passes, ``ep.module()``)."""
     module = getattr(result, "graph_module", result)
     if isinstance(module, torch.nn.Module):
         return module
     module = getattr(fresh, "graph_module", fresh)
-    given_graph = spec.kind in (PassKind.GRAPH, PassKind.EXPORTED_PROGRAM) or (
-        spec.kind in (PassKind.CLASS, PassKind.INSTANCE) and spec.takes is PassKind.GRAPH)
-    if given_graph and isinstance(module, torch.fx.GraphModule):
-        module.recompile()  # (``ep.module()`` makes its code afresh from the graph too)
+    if isinstance(module, torch.fx.GraphModule):
+        module.recompile()
     return module
 
 
