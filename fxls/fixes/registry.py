@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 
 from fxls.fixes import (
@@ -50,11 +51,19 @@ def fixes_for(source: str, diagnostic: Diagnostic) -> list[Fix]:
             fixes += conversions.keep_symbolic(located)
         fixes += _structural_fixes(located, diagnostic)
     elif code == "FX201":  # verified by exporting the edited text (``Fix.tier``)
+        located = _at_condition(located)
         fixes += assumptions.assume(located, diagnostic)
         fixes += branches.rewrite_branch(located, diagnostic, "export")
     elif code == "FX301":  # verified by dynamo's run on the edited text
-        fixes += graph_breaks.fix_break(located, diagnostic)
+        fixes += graph_breaks.fix_break(_at_condition(located), diagnostic)
     return fixes
+
+
+def _at_condition(located: Located) -> Located:
+    """torch places a jump of ``a if c else b`` at the whole expression: its condition."""
+    if isinstance(located.expr, ast.IfExp):
+        return dataclasses.replace(located, expr=located.expr.test)
+    return located
 
 
 def _pass_fixes(located: Located, diagnostic: Diagnostic, pass_name: str) -> list[Fix]:

@@ -360,3 +360,17 @@ def test_a_fix_is_verified_for_the_files_targets_without_the_other_torch_tier() 
     # only a class's `# fxls: targets export` asks for export: the other classes must not
     pragma_only = FileReport("/m.py", targets=["symbolic_trace"])
     assert verification_targets(pragma_only, "export") == ("symbolic_trace",)
+
+
+def test_a_conditional_expression_torch_places_whole_is_fixed_at_its_condition() -> None:
+    """export places the jump of `a if n else b` at the whole expression."""
+    source = HEAD + ("class Net(nn.Module):\n    def forward(self, x):\n"
+                     "        n = (x > 0).sum().item()\n"
+                     "        y = x[:2] * 2 if n else x[:2]\n        return y\n")
+    line, col, end_line, end_col = _span_of(source, "x[:2] * 2 if n else x[:2]")
+    diagnostic = Diagnostic("FX201", "error", "m", Span("m.py", line, end_line, col, end_col),
+                            "Net")
+    fixed = [apply_edits(source, fix.edits) for fix in fixes_for(source, diagnostic)]
+    check = "        n = (x > 0).sum().item()\n        torch._check(n != 0)\n"
+    assert [check in text for text in fixed] == [True, False]
+    assert "torch._check(n == 0)" in fixed[1]
