@@ -6,7 +6,8 @@ the fix's torch tier (``Fix.tier``) re-run; the fix holds when:
 - no error code of the tiers that ran occurs more often (dynamo's deliberate break at the
   call of a function the fix disabled is a warning, unless ``fullgraph`` makes it an error),
 - no class the tier had run is left without a run (it raises on its inputs now), and none
-  that symbolic tracing targets traces worse,
+  that symbolic tracing targets traces worse; in a file too big for the job's time, a class
+  other than the fixed one that the tier had no time for is not judged,
 - every class's eager outputs on its example inputs are the same as before: a
   ``torch._check`` that is false there raises, a ``torch.where`` over a branch with a side
   effect computes something else.
@@ -36,7 +37,7 @@ def target_fix_holds(before: FileReport, after: FileReport, fix: Fix) -> tuple[b
     new = _new_problem(before_seen, after_seen)
     if new is not None:
         return False, new
-    worse = _worse_module(before.modules, after.modules, fix.tier)
+    worse = _worse_module(before.modules, after.modules, fix.tier, _fixed_module(before, fix))
     if worse is not None:
         return False, worse
     return True, f"verified by the {fix.tier} tier on the edited text"
@@ -85,13 +86,21 @@ def _new_problem(before: list[Diagnostic], after: list[Diagnostic]) -> str | Non
     return None
 
 
+def _fixed_module(before: FileReport, fix: Fix) -> str | None:
+    """The class whose diagnostic ``fix`` fixes."""
+    return next((d.module for d in before.diagnostics if d.code == fix.code
+                 and fix.at is not None and d.span.key() == fix.at.key()), None)
+
+
 def _worse_module(before: list[ModuleReport], after: list[ModuleReport],
-                  tier: str | None) -> str | None:
+                  tier: str | None, fixed_module: str | None) -> str | None:
     by_name = {module.name: module for module in after}
     for module in before:
         fixed = by_name.get(module.name)
         if fixed is None:
             return f"{module.name} is gone"
+        if module.name != fixed_module and _out_of_time(fixed, tier):
+            continue  # the job's time ran out before it (a big file): nothing to judge by
         if _targets_symbolic_trace(module) and fixed.status.rank < module.status.rank:
             return f"{module.name} now traces {fixed.status}"
         status, now = module.targets.get(tier or ""), fixed.targets.get(tier or "")
@@ -103,6 +112,11 @@ def _worse_module(before: list[ModuleReport], after: list[ModuleReport],
         if not _same(module.eager_outputs, fixed.eager_outputs):
             return f"{module.name} computes different outputs after the fix"
     return None
+
+
+def _out_of_time(module: ModuleReport, tier: str | None) -> bool:
+    # the tier budget's reason (``analysis.pipeline.tier_budget.out_of_time``)
+    return module.targets.get(tier or "", "").startswith("not run: out of time")
 
 
 def _targets_symbolic_trace(module: ModuleReport) -> bool:

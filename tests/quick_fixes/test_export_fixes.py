@@ -20,11 +20,11 @@ from fxls.analysis_runs.runs import analyze_many
 from fxls.fixes import Fix, apply_edits, fixes_for
 from fxls.fixes.base import TextEdit
 from fxls.fixes.verify import fix_holds
-from fxls.fixes.verify_targets import moved_lines, verification_targets
+from fxls.fixes.verify_targets import moved_lines, target_fix_holds, verification_targets
 from fxls.project.setting_groups import ProjectLayout, TracerTargets
 from fxls.project.settings import Settings
 from fxls.project.source_text import SourceText
-from fxls.report import Diagnostic, FileReport, Span
+from fxls.report import Diagnostic, FileReport, ModuleReport, Span
 from fxls.server.code_actions import FixCache
 from tests.torch_answers import torch_answer
 
@@ -374,3 +374,26 @@ def test_a_conditional_expression_torch_places_whole_is_fixed_at_its_condition()
     check = "        n = (x > 0).sum().item()\n        torch._check(n != 0)\n"
     assert [check in text for text in fixed] == [True, False]
     assert "torch._check(n == 0)" in fixed[1]
+
+
+def test_a_class_the_job_had_no_time_for_is_not_judged_unless_it_is_the_fixed_one() -> None:
+    at = Span("/m.py", 9, 9, 11, 16)
+    fix = Fix("check", "FX201", [TextEdit(9, 0, 9, 0, "        torch._check(n > 2)\n")],
+              tier="export", at=at)
+    out_of_time = "not run: out of time (the job's timeout is 30 s)"
+
+    def report(fixed: str, other: str, *found: Diagnostic) -> FileReport:
+        modules = [ModuleReport("Net", "partial", targets={"export": fixed},
+                                eager_outputs=[1.0] if fixed != out_of_time else None),
+                   ModuleReport("Big", "traced", targets={"export": other},
+                                eager_outputs=[2.0] if other != out_of_time else None)]
+        return FileReport("/m.py", modules, list(found), targets=["export"])
+
+    before = report("failed: 1 problem", "exported",
+                    Diagnostic("FX201", "error", "m", at, "Net"))
+    assert target_fix_holds(before, report("exported", out_of_time), fix) == (
+        True, "verified by the export tier on the edited text")
+    assert target_fix_holds(before, report(out_of_time, "exported"), fix)[0] is False
+    moved = Span("/m.py", 10, 10, 11, 16)  # the same guard, a line down after the check
+    assert target_fix_holds(before, report("failed: 1 problem", "exported", Diagnostic(
+        "FX201", "error", "m", moved, "Net")), fix) == (False, "FX201 is still reported there")
