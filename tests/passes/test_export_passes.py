@@ -44,6 +44,17 @@ class Net(nn.Module):
 
 """
 
+RELU_TO_CLAMP = '''def relu_to_clamp(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    for node in gm.graph.nodes:
+        if node.target is aten.relu.default:
+            with gm.graph.inserting_after(node):
+                clamped = gm.graph.call_function(aten.clamp_min.default, (node.args[0], 0.0))
+            node.replace_all_uses_with(clamped)
+            gm.graph.erase_node(node)
+    gm.recompile()
+    return gm
+'''
+
 CASES: dict[str, str] = {
     "buggy.py": HEADER + '''def negate_after_relu(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     for node in gm.graph.nodes:
@@ -130,16 +141,7 @@ def passes_on_exports(x):
 )
 
 
-def relu_to_clamp(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
-    for node in gm.graph.nodes:
-        if node.target is aten.relu.default:
-            with gm.graph.inserting_after(node):
-                clamped = gm.graph.call_function(aten.clamp_min.default, (node.args[0], 0.0))
-            node.replace_all_uses_with(clamped)
-            gm.graph.erase_node(node)
-    gm.recompile()
-    return gm
-
+''' + RELU_TO_CLAMP + '''
 
 class FoldDoubleNegation(CustomGraphPass):
     def __call__(self, graph: torch.fx.Graph) -> None:
@@ -350,10 +352,32 @@ def test_each_bug_is_one_pass_s_own(results):
                      ("relu_to_gelu", "FX017")}
 
 
-def test_the_before_and_after_view_of_an_export_graph(results, folder):
-    done = subprocess.run([sys.executable, "-m", "fxls", "graph", "clean.py::relu_to_clamp",
+def test_the_before_and_after_view_of_an_export_graph(tmp_path):
+    """`fxls graph FILE::pass` (on a file of that pass alone: the view analyses the file)."""
+    text = """import torch
+from torch import nn
+
+aten = torch.ops.aten
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+
+    def forward(self, x):
+        return torch.relu(self.lin(x)) + x
+
+
+""" + RELU_TO_CLAMP + """
+
+def exported(x):
+    return relu_to_clamp(torch.export.export(Net(), (x,)).graph_module)
+"""
+    (tmp_path / "view.py").write_text(text, encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "fxls", "graph", "view.py::relu_to_clamp",
                            "--format", "json"], capture_output=True, text=True, timeout=240,
-                          cwd=folder)
+                          cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     document = json.loads(done.stdout)
     assert document["graphs_from"] == "export"
@@ -363,7 +387,6 @@ def test_the_before_and_after_view_of_an_export_graph(results, folder):
     assert "torch.ops.aten.clamp_min.default(linear, 0.0)" in run["after"]
     (added,) = [n for n in run["nodes"] if n["name"] in run["added"]]
     assert added["target"] == "torch.ops.aten.clamp_min.default"
-    text = CASES["clean.py"]
     start = lsp_range(text, "gm.graph.call_function(aten.clamp_min.default")[0]
     assert added["span"]["line"] == start + 1
 
