@@ -4,8 +4,12 @@ FX020 (real worker, real job)."""
 from __future__ import annotations
 
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
+
+import pytest
+import pytest_asyncio
 
 from fxls.analysis_runs.request import ANALYZE_TARGET, WARM_IMPORTS, WARM_UP, AnalysisRequest
 from fxls.project.setting_groups import ProjectLayout
@@ -43,19 +47,29 @@ class Swish(nn.Module):
 '''
 
 
-async def _analyse(path: Path, source: str) -> tuple[Any, list[dict[str, Any]]]:
-    """One real job in a fresh warm worker: its result and the partial reports before it."""
+#: the module's tests that run their job in its one worker (and its event loop)
+in_the_module_worker = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def worker() -> AsyncIterator[WorkerClient]:
+    """One warm worker for the module's jobs (each job runs in a fork of its own): a worker
+    costs about 2 CPU-seconds, its ``import torch``."""
+    client = WorkerClient(sys.executable, warm_imports=WARM_IMPORTS, warm_up=WARM_UP)
+    await client.start()
+    yield client
+    await client.close()
+
+
+async def _analyse(worker: WorkerClient, path: Path, source: str
+                   ) -> tuple[Any, list[dict[str, Any]]]:
+    """One real job in the warm worker: its result and the partial reports before it."""
     path.write_text(source, encoding="utf-8")
     request = AnalysisRequest(str(path), source,
                               Settings(project=ProjectLayout(root=str(path.parent))))
     early: list[dict[str, Any]] = []
-    client = WorkerClient(sys.executable, warm_imports=WARM_IMPORTS, warm_up=WARM_UP)
-    await client.start()
-    try:
-        result = await client.run(ANALYZE_TARGET, request.params(), timeout=60,
-                                  on_partial=early.append)
-    finally:
-        await client.close()
+    result = await worker.run(ANALYZE_TARGET, request.params(), timeout=60,
+                              on_partial=early.append)
     return result, early
 
 
@@ -70,8 +84,10 @@ def _decoded(path: Path, source: str, early: list[dict[str, Any]],
     return [checked.report for checked in partials], final.report
 
 
-async def test_diagnostics_arrive_before_the_complete_report(tmp_path: Path) -> None:
-    result, early = await _analyse(tmp_path / "model.py", SOURCE)
+@in_the_module_worker
+async def test_diagnostics_arrive_before_the_complete_report(worker: WorkerClient,
+                                                             tmp_path: Path) -> None:
+    result, early = await _analyse(worker, tmp_path / "model.py", SOURCE)
     assert result.status == "ok", result
     assert len(early) == 1
     (first,), final = _decoded(tmp_path / "model.py", SOURCE, early, result.value)
@@ -115,13 +131,14 @@ def test_warm_up_stops_after_tracing_when_a_job_is_waiting(monkeypatch) -> None:
     assert [d.code for d in traced[0].diagnostics] == ["FX001"]
 
 
+@in_the_module_worker
 async def test_a_file_with_passes_sends_the_models_report_before_its_passes(
-        tmp_path: Path) -> None:
+        worker: WorkerClient, tmp_path: Path) -> None:
     """Three stages: tracing's diagnostics, the models' complete report (shapes, FX014)
     before the file's FX passes run, then the passes' own diagnostics."""
     from tests.passes.samples import PASSES
 
-    result, early = await _analyse(tmp_path / "passes.py", PASSES)
+    result, early = await _analyse(worker, tmp_path / "passes.py", PASSES)
     assert result.status == "ok", result
     assert len(early) == 2
     (tracing, models), final = _decoded(tmp_path / "passes.py", PASSES, early, result.value)
@@ -156,11 +173,12 @@ class Model(nn.Module):
 '''
 
 
+@in_the_module_worker
 async def test_an_initialiser_that_raises_leaves_tracing_diagnostics_in_the_first_frame(
-        tmp_path: Path) -> None:
+        worker: WorkerClient, tmp_path: Path) -> None:
     """Tracing builds models without their initialisers; the complete report builds them
     for real and reports the failure as a construction failure."""
-    result, early = await _analyse(tmp_path / "model.py", RAISING_INITIALISER)
+    result, early = await _analyse(worker, tmp_path / "model.py", RAISING_INITIALISER)
     assert result.status == "ok", result
     (first, *_), final = _decoded(tmp_path / "model.py", RAISING_INITIALISER, early,
                                   result.value)
