@@ -86,9 +86,14 @@ def export_subject(model: ExportedModel | str, form: ExportForm) -> Subject | st
     if isinstance(model, str):
         return model
     try:
-        program = model.in_core_aten() if form is ExportForm.DECOMPOSED else model.program
-    except Exception as error:  # torch's decompositions refused the graph
-        return f"not run: `run_decompositions()` failed ({type(error).__name__})"
+        return _subject(model, form)
+    except Exception as error:  # torch refused to decompose or unlift the graph
+        what = "run_decompositions()" if form is ExportForm.DECOMPOSED else "module()"
+        return f"not run: `{what}` failed on its export ({type(error).__name__})"
+
+
+def _subject(model: ExportedModel, form: ExportForm) -> Subject:
+    program = model.in_core_aten() if form is ExportForm.DECOMPOSED else model.program
     lifted = program.graph_module
     if form is ExportForm.MODULE:
         unlifted = program.module()
