@@ -273,7 +273,8 @@ def export_markdown(hits: list[tuple[ModuleReport, NodeInfo]]) -> str:
         lines = [f"**export** · {count} in the {which} of `{module.name}`", ""]
         for _, node in group[:_ATEN_SHOWN]:
             sizes = sizes_text(node)
-            lines.append(f"- `{node.name} = {node.target}{node.args}`"
+            arguments = node.args[:-2] + ")" if node.args.endswith(",)") else node.args
+            lines.append(f"- `{node.name} = {node.target}{arguments}`"
                          + (f" · {sizes}" if sizes else ""))
         if len(group) > _ATEN_SHOWN:
             lines.append(f"- and {len(group) - _ATEN_SHOWN} more")
