@@ -121,6 +121,15 @@ class ScaleAddmm(CustomGraphPass):
         return "scale-addmm"
 
 
+class TakesAGraphModule(CustomGraphPass):
+    def __call__(self, gm: torch.fx.GraphModule) -> None:
+        gm.graph.eliminate_dead_code()
+        gm.recompile()
+
+    def uuid(self):
+        return "takes-a-graph-module"
+
+
 inductor_config.post_grad_custom_pre_pass = drop_relu
 inductor_config.post_grad_custom_post_pass = ScaleAddmm()
 
@@ -133,6 +142,8 @@ def passes_on_exports(x):
     prepared = ep.module()
     add_abs(prepared)
     relu_to_gelu(prepared)
+    with inductor_config.patch(post_grad_custom_post_pass=TakesAGraphModule()):
+        return torch.compile(Net())(x)
 ''',
     "clean.py": HEADER + '''from torch._inductor.pattern_matcher import (
     PatternMatcherPass,
@@ -227,7 +238,8 @@ TORCH_RUNS: dict[str, dict[str, list[str]]] = {
                  "relu_to_sigmoid": ["graph_module", "module"],
                  "add_abs": ["module", "module"], "relu_to_gelu": ["module", "module"],
                  "rebuild": ["program", "program"], "drop_relu": ["inductor", "graph"],
-                 "ScaleAddmm": ["decomposed", "graph"]},
+                 "ScaleAddmm": ["decomposed", "graph"],
+                 "TakesAGraphModule": ["inductor", "graph"]},
     "clean.py": {"relu_to_clamp": ["graph_module", "module"],
                  "FoldDoubleNegation": ["decomposed", "graph"],
                  "FuseAddmmRelu": ["decomposed", "graph"]},
@@ -281,10 +293,23 @@ def test_use_before_define_in_a_pass_over_ep_graph_module(results, torch_says):
 
 def test_erase_with_users_in_a_pass_registered_with_inductor(results, torch_says):
     text = CASES["buggy.py"]
-    assert ranges(results["buggy.py"], "FX004") == [lsp_range(text, "graph.erase_node(node)")]
+    assert lsp_range(text, "graph.erase_node(node)") in ranges(results["buggy.py"], "FX004")
     assert "still had 1 users" in _of(results["buggy.py"], "drop_relu")[0]["message"]
     # Inductor itself, compiling the model with the pass, stops there
     assert "still had 1 users" in torch_says["drop_relu"]["raised"]
+
+
+def test_a_pass_registered_with_inductor_is_handed_a_graph(results, torch_says):
+    """Inductor calls its hooks with the Graph, whatever the pass's annotation says."""
+    text = CASES["buggy.py"]
+    (item,) = _of(results["buggy.py"], "TakesAGraphModule")
+    assert item["code"] == "FX004"
+    line, col, _, _ = lsp_range(text, "gm.graph.eliminate_dead_code()")
+    # at the attribute the Graph lacks
+    assert (line, col, line, col + len("gm.graph")) in ranges(results["buggy.py"], "FX004")
+    assert "AttributeError: 'Graph' object has no attribute 'graph'" in item["message"]
+    assert "AttributeError: 'Graph' object has no attribute 'graph'" in torch_says[
+        "TakesAGraphModule"]["raised"]
 
 
 def test_a_dead_node_made_by_a_pass_over_ep_module(results, torch_says):
@@ -347,6 +372,7 @@ def test_each_bug_is_one_pass_s_own(results):
     """Every diagnostic is one of a pass run on the export graph, none on fxcore's."""
     found = {(d["pass"], d["code"]) for d in results["buggy.py"]["diagnostics"]}
     assert found == {("negate_after_relu", "FX005"), ("drop_relu", "FX004"),
+                     ("TakesAGraphModule", "FX004"),
                      ("add_abs", "FX010"), ("ScaleAddmm", "FX010"),
                      ("relu_to_sigmoid", "FX007"), ("rebuild", "FX006"),
                      ("relu_to_gelu", "FX017")}

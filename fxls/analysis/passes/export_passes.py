@@ -50,6 +50,8 @@ def mark_export_passes(found: list[PassSpec], tree: ast.Module, namespace: dict[
         spec.export = use
         if spec.kind in _RETYPED:
             spec.kind = use.takes
+        elif spec.kind in (PassKind.CLASS, PassKind.INSTANCE) and use.takes in _RETYPED:
+            spec.takes = use.takes  # what the file hands it (Inductor: a Graph)
     return found
 
 
