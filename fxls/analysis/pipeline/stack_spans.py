@@ -11,6 +11,7 @@ entered from it), else the line's statement stands for it.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -101,11 +102,17 @@ class NodePlaces:
     file: SourceFile
     _lines: dict[int, list[ast.AST]] | None = None
     _calls: dict[tuple[int, str], dict[str, int]] = field(default_factory=dict)
+    _frames: dict[str, list[Frame]] = field(default_factory=dict)
 
     def span(self, meta: dict[str, Any]) -> Span | None:
         """The analysed file's expression that made a node with this ``meta``; None when no
         frame of its stack is in the file."""
-        frames = frames_of(meta.get("stack_trace"))
+        stack_trace = meta.get("stack_trace")
+        frames = self._frames.get(stack_trace) if isinstance(stack_trace, str) else None
+        if frames is None:  # nodes of one line share their stack: read it once
+            frames = frames_of(stack_trace)
+            if isinstance(stack_trace, str):
+                self._frames[stack_trace] = frames
         mine = [i for i, frame in enumerate(frames) if frame.file == self.file.filename]
         if not mine:
             return None
@@ -129,14 +136,13 @@ class NodePlaces:
         row = text.line(frame.line)
         indent = len(row) - len(row.lstrip())
         start, end = (indent + col for col in frame.cols)
+        col = text.char_to_byte_col(frame.line, start)
         if end >= len(row):  # carets to the line's end: the expression may go on
-            longer = [node for node in self._expressions(frame.line)
-                      if node.col_offset == text.char_to_byte_col(frame.line, start)]
+            longer = [node for node in self._expressions(frame.line) if node.col_offset == col]
             if longer:
                 return _expression_span(self.file.filename, max(
                     longer, key=lambda node: (node.end_lineno or 0, node.end_col_offset or 0)))
-        return Span(self.file.filename, frame.line, frame.line,
-                    text.char_to_byte_col(frame.line, start),
+        return Span(self.file.filename, frame.line, frame.line, col,
                     text.char_to_byte_col(frame.line, end))
 
     def _called(self, frame: Frame, callee: Frame, meta: dict[str, Any]) -> ast.AST | None:
@@ -184,6 +190,7 @@ _DYNAMO_ROOT = re.compile(r"^L\['self'\]\.?")
 _DYNAMO_STEP = re.compile(r"\._modules\['([^']+)'\]|\[(\d+)\]|\['([^']+)'\]")
 
 
+@functools.lru_cache(maxsize=4096)  # a model's few hundred paths, met on every node
 def qualified_path(path: str) -> str:
     """``L['self'].blocks[0].fc1`` -> ``blocks.0.fc1`` (export's paths are already so)."""
     path = _DYNAMO_ROOT.sub("", path)

@@ -18,10 +18,11 @@ from fxls.report import NodeInfo, TargetGraph
 def target_graph(gm: torch.fx.GraphModule, file: SourceFile, **extra: Any) -> TargetGraph:
     """The rows of ``gm``'s nodes, its code and its submodules' classes."""
     places = NodePlaces(file)
-    nodes = [_row(node, places) for node in gm.graph.nodes]
-    module_types: dict[str, str] = {}
+    nodes, module_types = [], {}
     for node in gm.graph.nodes:
-        for path, cls in _module_stack(node):
+        stack = _module_stack(node)
+        nodes.append(_row(node, places, stack))
+        for path, cls in stack:
             module_types.setdefault(path, cls)
     try:
         code = gm.code
@@ -31,7 +32,7 @@ def target_graph(gm: torch.fx.GraphModule, file: SourceFile, **extra: Any) -> Ta
                        **extra)
 
 
-def _row(node: torch.fx.Node, places: NodePlaces) -> NodeInfo:
+def _row(node: torch.fx.Node, places: NodePlaces, stack: list[tuple[str, str]]) -> NodeInfo:
     row = NodeInfo(node.name, node.op, _target_text(node), _format(node.args),
                    _format(node.kwargs), [user.name for user in node.users])
     if node.op not in ("placeholder", "get_attr", "output"):
@@ -40,7 +41,6 @@ def _row(node: torch.fx.Node, places: NodePlaces) -> NodeInfo:
     if isinstance(value, torch.Tensor):
         row.shape = [size if isinstance(size, int) else str(size) for size in value.shape]
         row.dtype = str(value.dtype).replace("torch.", "")
-    stack = _module_stack(node)
     if stack:
         row.module_path, row.module_type = stack[-1]
     return row
