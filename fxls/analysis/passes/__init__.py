@@ -103,7 +103,7 @@ class PassAnalysis:
             found = find_passes(tree, namespace, self.filename)
         except Exception:
             found = []
-        return mark_export_passes(found, tree, namespace, self.filename)
+        return mark_export_passes(found, tree, self.source, namespace, self.filename)
 
     def run(self, specs: list[PassSpec], subjects: list[Subject], graphs_from: str
             ) -> PassResults:

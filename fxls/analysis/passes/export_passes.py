@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -33,13 +34,17 @@ INDUCTOR_HOOKS = frozenset({"post_grad_custom_pre_pass", "post_grad_custom_post_
 _EXPORT_CALLS = frozenset({"export", "draft_export", "export_for_training",
                            "run_decompositions"})
 _RETYPED = (PassKind.GRAPH_MODULE, PassKind.GRAPH)
+#: what a file that uses a pass on export graphs must say somewhere
+_MENTIONS = re.compile(r"(?:export|export_for_training|run_decompositions)\s*\(")
 
 
-def mark_export_passes(found: list[PassSpec], tree: ast.Module, namespace: dict[str, Any],
-                       filename: str) -> list[PassSpec]:
+def mark_export_passes(found: list[PassSpec], tree: ast.Module, source: str,
+                       namespace: dict[str, Any], filename: str) -> list[PassSpec]:
     """``found`` with the passes the file uses on export graphs marked (``spec.export``),
     given what the file hands them, and those discovery did not know (a function taking
     an ``ExportedProgram``) added."""
+    if not _mentions_export(source):  # most files: no walk of their tree
+        return found
     by_name = {spec.name: spec for spec in found}
     for name, use in export_uses(tree).items():
         spec = by_name.get(name) or _function_pass(name, use, tree, namespace, filename)
@@ -55,12 +60,22 @@ def mark_export_passes(found: list[PassSpec], tree: ast.Module, namespace: dict[
     return found
 
 
+def _mentions_export(source: str) -> bool:
+    """The text names an Inductor hook or calls an export function somewhere."""
+    if "post_grad_custom_" in source:
+        return True
+    return ("export" in source or "run_decompositions" in source) and bool(
+        _MENTIONS.search(source))
+
+
 def export_uses(tree: ast.Module) -> dict[str, ExportUse]:
     """The file's names (a function, a pass class, a pass object) it uses on export graphs,
     each with the first use found."""
-    names = _ExportNames(tree)
+    nodes = [node for node in ast.walk(tree) if isinstance(node, ast.Assign | ast.Dict
+                                                           | ast.Call)]
+    names = _ExportNames(nodes)
     found: dict[str, ExportUse] = {}
-    for node in ast.walk(tree):
+    for node in nodes:
         for name, use in _uses_in(node, names):
             found.setdefault(name, use)
     return found
@@ -104,11 +119,11 @@ class _ExportNames:
     """Names the file binds to an ExportedProgram, its graph module, or the module
     ``ep.module()`` unlifts; and the form an expression of them gives a pass."""
 
-    def __init__(self, tree: ast.Module) -> None:
+    def __init__(self, nodes: list[ast.AST]) -> None:
         self.programs: set[str] = set()
         self.graph_modules: set[str] = set()
         self.modules: set[str] = set()
-        assignments = [node for node in ast.walk(tree) if isinstance(node, ast.Assign)
+        assignments = [node for node in nodes if isinstance(node, ast.Assign)
                        and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)]
         for _ in range(3):  # ``ep = export(...)`` may come after its use in the walk's order
             for node in assignments:
