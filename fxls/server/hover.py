@@ -267,17 +267,20 @@ def export_markdown(hits: list[tuple[ModuleReport, NodeInfo]]) -> str:
     for group in by_module.values():
         module = group[0][0]
         graph = module.target_graphs.export if module.target_graphs is not None else None
-        which = "draft_export's program" if graph is not None and graph.drafted \
-            else "exported program"
+        which = "draft_export's program (export failed)" if graph is not None and \
+            graph.drafted else "the exported program"
         count = f"{len(group)} ATen node{'s' if len(group) != 1 else ''}"
-        lines = [f"**export** · {count} in the {which} of `{module.name}`", ""]
+        lines = [f"**export** · {count} in {which} of `{module.name}`", ""]
         for _, node in group[:_ATEN_SHOWN]:
             sizes = sizes_text(node)
             arguments = node.args[:-2] + ")" if node.args.endswith(",)") else node.args
             lines.append(f"- `{node.name} = {node.target}{arguments}`"
                          + (f" · {sizes}" if sizes else ""))
         if len(group) > _ATEN_SHOWN:
-            lines.append(f"- and {len(group) - _ATEN_SHOWN} more")
+            rest = Counter(node.target for _, node in group[_ATEN_SHOWN:])
+            ops = ", ".join(f"`{target}` x{count}" for target, count in rest.most_common(4))
+            lines.append(f"- and {len(group) - _ATEN_SHOWN} more: {ops}"
+                         + (", …" if len(rest) > 4 else ""))
         blocks.append("\n".join(lines))
     return "\n\n---\n\n".join(blocks)
 
