@@ -19,6 +19,7 @@ from fxls.analysis.pipeline.file_context import FileContext
 from fxls.analysis.pipeline.findings import Findings
 from fxls.analysis.pipeline.input_capture import capturing_inputs, inputs_wanted
 from fxls.analysis.pipeline.node_tables import fill_node_tables
+from fxls.analysis.pipeline.partial_shapes import observe_partial_graph
 from fxls.analysis.pipeline.symbolic_trace import TracedModule
 from fxls.analysis.real_weights import State
 from fxls.analysis.user_rules import find_user_rewrites
@@ -62,11 +63,9 @@ def observe_class(traced: TracedModule, context: FileContext,
     backward: dict[str, str] = {}
     if ctx.example_inputs is not None and not ctx.trace.issues:
         backward = _run_graph_and_module(traced, context, harvested, found)
-    elif ctx.example_inputs is not None:
-        # a partial graph: shapes up to the first node that cannot run, while the user fixes
-        # what tracing reported (nothing else is learnt from a graph known to be wrong)
-        observe(gm, ctx.example_inputs, training=file.settings.tracing.trace_mode == "train",
-                record_backward=False)
+    elif ctx.trace.issues:
+        # nothing else is learnt from a graph known to be wrong
+        observe_partial_graph(traced, training=file.settings.tracing.trace_mode == "train")
     fill_node_tables(traced.module_report, gm, backward)
     return found
 

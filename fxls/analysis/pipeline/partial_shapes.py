@@ -1,0 +1,61 @@
+"""Shapes of a partial graph, while the user fixes what tracing reported.
+
+A graph with trace problems still runs up to its first node that cannot (a stand-in branch
+taken, an opaque submodule): every node before it gets its shape, which is what inlay hints,
+hover and the node table show. Inputs are the module's own (an ``args`` pragma), else
+inferred from the graph's first layers as for a complete graph (with the leading optional
+parameters a Hugging Face ``forward`` has), else from the model's first layer when the trace
+stopped before its input reached one (if the model runs on that guess). Images are at the
+size the model says it expects when it says one: a partial run cannot tell a wrong size from
+a wrong graph, so there is no second try. Inferred inputs serve these shapes only: the
+module's example inputs stay unknown, as the export/compile tiers and the passes expect of a
+partial trace.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fxls.analysis.inputs import infer_inputs, spatial_size
+from fxls.analysis.observe import observe, run_eager
+from fxls.analysis.pipeline.first_layer_inputs import first_layer_inputs
+from fxls.analysis.pipeline.symbolic_trace import TracedModule
+from fxls.analysis.real_weights import State
+
+
+def observe_partial_graph(traced: TracedModule, *, training: bool) -> None:
+    """Give the nodes of ``traced``'s partial graph that run on its inputs their shapes."""
+    gm = traced.ctx.graph_module
+    inputs = _inputs_for_shapes(traced, training)
+    if gm is not None and inputs is not None:
+        observe(gm, inputs, training=training, record_backward=False)
+
+
+def _inputs_for_shapes(traced: TracedModule, training: bool) -> tuple[Any, ...] | None:
+    """The module's own example inputs, else ones inferred for this run (None: a module
+    without values to run on: built on the meta device, or its real weights missing)."""
+    if traced.ctx.example_inputs is not None:
+        return traced.ctx.example_inputs
+    gm, instance = traced.ctx.graph_module, traced.instance
+    if gm is None or not traced.inputs_inferred or _without_values(traced):
+        return None
+    size = spatial_size(instance)
+    for leading_optional in (False, True):
+        try:
+            found = infer_inputs(gm, size, leading_optional=leading_optional)
+        except Exception:  # a first layer fxls cannot build an input for
+            found = None
+        if found is not None:
+            return found
+    # the trace stopped before its input reached a layer: a guess from the model's first
+    # layer, kept only if the model runs on it (a head's list of feature maps is no images)
+    guess = first_layer_inputs(instance)
+    if guess is None or not run_eager(instance, guess, training)[0]:
+        return None
+    return guess
+
+
+def _without_values(traced: TracedModule) -> bool:
+    if traced.weights is not None and traced.weights.state is not State.REAL:
+        return True
+    return any(t.is_meta for t in (*traced.instance.parameters(), *traced.instance.buffers()))
