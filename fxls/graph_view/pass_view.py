@@ -18,7 +18,7 @@ PASS_FORMAT = "pass"
 #: the suffix the analysis puts on the label of a representative graph
 _REPRESENTATIVE = " (representative)"
 #: where a problem message says which graph or pass it is about (the lens says it already)
-_WHERE = re.compile(r"\s*\((?:in the graph of|raised by the pass) [^()]*\)\s*$")
+_WHERE = re.compile(r"\s*\((?:in the (?:export )?graph of|raised by the pass) [^()]*\)\s*$")
 #: how many graphs a lens names before "+N more"
 _LENS_GRAPHS = 4
 _PROBLEM_CHARS = 60

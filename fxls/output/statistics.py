@@ -25,7 +25,7 @@ STATUS_LABELS = {
 _FILE_FAILURES = ("FX100", "FX102")
 #: where a pass problem says which graph it is about (the text says it already)
 _WHERE = re.compile(
-    r"\s*\((?:in the graph of|raised by the pass) (?:[^()]|\([^()]*\))*\)\s*$")
+    r"\s*\((?:in the (?:export )?graph of|raised by the pass) (?:[^()]|\([^()]*\))*\)\s*$")
 
 
 @dataclass(slots=True)
