@@ -104,6 +104,15 @@ def rebuild(ep):
     return ep
 
 
+def negate_output(ep):
+    for node in ep.graph.nodes:
+        if node.op == "output":
+            with ep.graph.inserting_before(node):
+                neg = ep.graph.call_function(aten.neg.default, (node.args[0][0],))
+            node.args = ((neg,),)
+    return ep
+
+
 def drop_relu(graph: torch.fx.Graph) -> None:
     for node in graph.nodes:
         if node.target is aten.relu.default:
@@ -140,6 +149,7 @@ def passes_on_exports(x):
     negate_after_relu(ep.graph_module)
     relu_to_sigmoid(ep.graph_module)
     rebuild(ep)
+    negate_output(ep)
     prepared = ep.module()
     add_abs(prepared)
     relu_to_gelu(prepared)
@@ -207,7 +217,8 @@ TORCH_RUNS: dict[str, dict[str, list[str]]] = {
     "buggy.py": {"negate_after_relu": ["graph_module", "module"],
                  "relu_to_sigmoid": ["graph_module", "module"],
                  "add_abs": ["module", "module"], "relu_to_gelu": ["module", "module"],
-                 "rebuild": ["program", "program"], "drop_relu": ["inductor", "graph"],
+                 "rebuild": ["program", "program"], "negate_output": ["program", "program"],
+                 "drop_relu": ["inductor", "graph"],
                  "ScaleAddmm": ["decomposed", "graph"],
                  "TakesAGraphModule": ["inductor", "graph"]},
     "clean.py": {"relu_to_clamp": ["graph_module", "module"],
@@ -318,7 +329,10 @@ def test_a_foreign_node_in_a_pass_over_the_exported_program(results, torch_says)
 
 def test_a_pass_that_changes_the_outputs(results, torch_says):
     text = CASES["buggy.py"]
-    assert ranges(results["buggy.py"], "FX017") == [lsp_range(text, "relu_to_gelu")]
+    assert ranges(results["buggy.py"], "FX017") == [
+        lsp_range(text, "relu_to_gelu"), lsp_range(text, "negate_output")]
+    # the ExportedProgram it returns runs its graph (`ep.module()` makes the code afresh)
+    assert torch_says["negate_output"]["outputs_differ"]
     (item,) = _of(results["buggy.py"], "relu_to_gelu")
     assert "changes the outputs of the export graph of `Net`" in item["message"]
     assert torch_says["relu_to_gelu"]["outputs_differ"]
@@ -341,6 +355,7 @@ def test_each_bug_is_one_pass_s_own(results):
                      ("TakesAGraphModule", "FX004"),
                      ("add_abs", "FX010"), ("ScaleAddmm", "FX010"),
                      ("relu_to_sigmoid", "FX007"), ("rebuild", "FX006"),
+                     ("negate_output", "FX017"),
                      ("relu_to_gelu", "FX017")}
 
 

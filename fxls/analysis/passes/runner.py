@@ -136,9 +136,10 @@ def _module_to_run(result: Any, fresh: Any) -> Any:
     changed in place, recompiled: what runs next makes its code from the graph (Inductor
     after its passes, ``ep.module()``)."""
     module = getattr(result, "graph_module", result)
-    if isinstance(module, torch.nn.Module):
+    if isinstance(module, torch.nn.Module) and not hasattr(result, "graph_signature"):
         return module
-    module = getattr(fresh, "graph_module", fresh)
+    owner = result if hasattr(result, "graph_signature") else fresh  # an ExportedProgram's
+    module = getattr(owner, "graph_module", owner)
     if isinstance(module, torch.fx.GraphModule):
         module.recompile()
     return module
