@@ -16,7 +16,9 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
+from fxls.analysis.passes.export_graphs import export_model
 from fxls.analysis.passes.export_passes import export_uses
 from fxls.analysis.passes.parameters import ExportForm, PassKind
 from fxls.graph_view.pass_view import short_problem
@@ -430,6 +432,15 @@ def test_the_lens_and_statistics_drop_the_graph_the_problem_names(results):
     cut from the problem they show, as `(in the graph of ...)` is."""
     (item,) = _of(results["buggy.py"], "add_abs")
     assert short_problem(item["message"]) == "the pass adds `abs_default` but nothing uses it"
+
+
+def test_a_model_that_does_not_export_is_a_run_with_the_reason():
+    class DataDependent(torch.nn.Module):
+        def forward(self, x):
+            return x * 2 if x.sum() > 0 else -x
+
+    why = export_model("DataDependent", DataDependent(), (torch.ones(2, 8),), {})
+    assert isinstance(why, str) and why.startswith("not run: `DataDependent` does not export (")
 
 
 def _uses(source: str) -> dict[str, tuple[ExportForm, PassKind]]:
