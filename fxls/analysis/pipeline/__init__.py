@@ -6,6 +6,7 @@ Runs inside a worker job (it executes the user's file), as stages over the file'
 1. ``importing``: run the file as its module; what every trace of it uses.
 2. ``building``: an instance of every nn.Module class.
 3. ``symbolic_trace``: trace each instance (recovering trace, trace-time calls recorded),
+   and each model the file builds at module level (``global_models``),
    its problems and the rules over its graph; graphs bound to module globals and edited
    at import are linted. Its diagnostics are the first result sent.
 4. ``weights`` then ``observing``: real weights where the build for tracing skipped them;
@@ -27,6 +28,7 @@ from fxls.analysis.passes import PassAnalysis
 from fxls.analysis.pipeline.building import build_instances
 from fxls.analysis.pipeline.file_context import SourceFile
 from fxls.analysis.pipeline.findings import Findings, finished, finished_so_far
+from fxls.analysis.pipeline.global_models import trace_global_models
 from fxls.analysis.pipeline.importing import file_context, run_file
 from fxls.analysis.pipeline.node_tables import graph_report, module_graphs
 from fxls.analysis.pipeline.observing import observe_traced, rewrite_candidates
@@ -71,6 +73,8 @@ def analyze_source(
             outcomes, problems = build_instances(context)
             report.diagnostics.extend(problems)
         traced = trace_classes(context, outcomes, report, findings)
+        class_names = {m.name for m in report.modules}
+        traced += trace_global_models(context, report, findings)
         targets = choose_targets(file.settings.tracers.targets, file.filename, source,
                                  file.root)
         mark_targets(report, file, targets)
@@ -100,6 +104,7 @@ def analyze_source(
             clock.lap("models")
             on_diagnostics(finished_so_far(report, file))
         with clock.timed("passes"):
-            run_file_passes(passes, specs, context, traced, report)
+            run_file_passes(passes, specs, context,
+                            [t for t in traced if t.module_report.name in class_names], report)
     clock.lap("total")
     return finished(report, file)

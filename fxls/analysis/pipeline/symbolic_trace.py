@@ -87,10 +87,14 @@ def trace_classes(context: FileContext, outcomes: dict[type, Outcome], report: F
     return traced
 
 
-def trace_class(cls: type, context: FileContext, outcome: Outcome | None) -> ClassResult:
-    """Trace and check one class's instance; the traced state for the second phase."""
-    file, name = context.file, cls.__name__
-    span = class_span(cls, file.filename, file.source, context.definitions)
+def trace_class(cls: type, context: FileContext, outcome: Outcome | None,
+                root: tuple[str, SourceSpan] | None = None) -> ClassResult:
+    """Trace and check one class's instance; the traced state for the second phase.
+    ``root``: a model the file builds at module level, reported by its global's name and
+    span (``global_models``)."""
+    file = context.file
+    name, span = root or (cls.__name__, class_span(cls, file.filename, file.source,
+                                                    context.definitions))
     module_report = ModuleReport(name, TraceStatus.SKIPPED, 0, to_span(span))
     pragmas = file.pragmas.classes.get(name, ClassPragmas())
     skipped = _not_traced_because(cls, context, outcome, pragmas)
