@@ -43,14 +43,15 @@ def _view(module: ModuleReport, graph: TargetGraph) -> ModuleReport:
 def _joined(subgraphs: list[TargetGraph]) -> TargetGraph:
     """Dynamo's subgraphs as one graph: subgraph ``i`` is the group ``subgraph_i``, its
     nodes named ``name@i``; each break is an edge from the output of the subgraph it ended
-    to the first node of the next."""
+    to the first node of the next, that output at the break's line."""
     nodes: list[NodeInfo] = []
     code = []
     for number, graph in enumerate(subgraphs, 1):
         group = f"subgraph_{number}"
         own = [_renamed(node, number, group) for node in graph.nodes]
-        if graph.break_after is not None and own and number < len(subgraphs):
-            following = subgraphs[number].nodes
+        if graph.break_after is not None and own:
+            own[-1].span = graph.break_after.span  # a click on its end leads to the break
+            following = subgraphs[number].nodes if number < len(subgraphs) else []
             if following:
                 own[-1].users.append(f"{following[0].name}@{number + 1}")
         nodes.extend(own)

@@ -167,7 +167,7 @@ def test_compile_shows_each_subgraph_and_the_break_that_ended_it(tmp_path: Path)
     marked = [(problem["span"]["line"], problem["nodes"]) for problem in document["problems"]]
     assert marked == [(line, [f"output@{number}"])
                       for number, line in enumerate(break_lines, 1)]
-    outputs = {node["name"]: node["users"] for node in document["nodes"]
-               if node["op"] == "output"}
-    assert all(outputs[f"output@{number}"][-1].endswith(f"@{number + 1}")
+    outputs = {node["name"]: node for node in document["nodes"] if node["op"] == "output"}
+    assert all(outputs[f"output@{number}"]["users"][-1].endswith(f"@{number + 1}")
+               and outputs[f"output@{number}"]["line"] == break_lines[number - 1]
                for number in range(1, count))
