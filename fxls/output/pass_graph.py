@@ -23,14 +23,23 @@ from fxls.graph_view.module_graph import (
 from fxls.graph_view.pass_view import graph_label, pass_text, run_diff, run_summary
 from fxls.output.pass_nodes import (
     ADDED,
+    EXPORT_SUFFIX,
     REMOVED,
     REWIRED,
     MarkedNode,
     after_graph,
+    graph_before,
     removed_nodes,
 )
 from fxls.output.pass_page import render_pass_page
-from fxls.report import Diagnostic, FileReport, ModuleReport, PassGraphRun, PassReport
+from fxls.report import (
+    Diagnostic,
+    FileReport,
+    ModuleReport,
+    PassGraphRun,
+    PassReport,
+    TraceStatus,
+)
 
 _DOT_MARK = {
     ADDED: 'style="filled,bold", fillcolor="#c8f7c5", color="#1a7f37"',
@@ -41,8 +50,17 @@ _DOT_MARK = {
 
 def graphs_of(report: FileReport) -> dict[str, ModuleReport]:
     """The graphs passes ran on, by label: the file's traced classes and module-level
-    graphs."""
-    return {m.name: m for m in [*report.graphs, *report.modules] if m.nodes}
+    graphs, and the programs the export tier made of its classes (``Net (export)``: rows
+    with their submodules and the file's expressions)."""
+    found = {m.name: m for m in [*report.graphs, *report.modules] if m.nodes}
+    for module in report.modules:
+        exported = module.target_graphs.export if module.target_graphs is not None else None
+        if exported is not None and exported.nodes and not exported.drafted:
+            label = f"{module.name}{EXPORT_SUFFIX}"
+            found[label] = ModuleReport(label, TraceStatus.TRACED, len(exported.nodes),
+                                        module.span, exported.nodes, exported.code,
+                                        module_types=dict(exported.module_types))
+    return found
 
 
 def _runs(report: PassReport, graphs: dict[str, ModuleReport]
@@ -50,7 +68,7 @@ def _runs(report: PassReport, graphs: dict[str, ModuleReport]
     """Each run with its after graph followed by its removed nodes."""
     out = []
     for run in report.runs:
-        before = graphs.get(graph_label(run))
+        before = graph_before(run, graphs)
         out.append((run, after_graph(run, before) + removed_nodes(run, before)))
     return out
 

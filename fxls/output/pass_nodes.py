@@ -15,9 +15,13 @@ import re
 import textwrap
 from dataclasses import dataclass, field, replace
 
+from fxls.graph_view.pass_view import graph_label
 from fxls.report import ModuleReport, NodeInfo, NodeOp, PassGraphRun
 
 ADDED, REWIRED, REMOVED, KEPT = "+", "~", "-", " "
+#: the suffix the analysis puts on the label of a model's export graph (the analysis'
+#: ``passes.checks.EXPORT_SUFFIX``: this side imports no torch)
+EXPORT_SUFFIX = " (export)"
 
 
 @dataclass(slots=True)
@@ -83,6 +87,19 @@ def _inputs(node: NodeInfo, known: dict[str, NodeInfo]) -> list[str]:
             if name in known]
 
 
+def graph_before(run: PassGraphRun, graphs: dict[str, ModuleReport]) -> ModuleReport | None:
+    """The report's graph a run started from (its label's), when it is the graph the run's
+    code shows: an export graph's rows are those of ``ep.graph_module``, not of the
+    core-ATen graph or the ``ep.module()`` a pass may have run on (then the graph is read
+    from the code)."""
+    found = graphs.get(graph_label(run))
+    order = code_nodes(run.before or "")
+    if found is None or order is None:
+        return found
+    known = {node.name for node in found.nodes}
+    return found if all(name in known for name, _ in order) else None
+
+
 def code_nodes(code: str) -> list[tuple[str, str]] | None:
     """``(node name, its expression)`` in the order the generated ``forward`` defines them:
     the parameters (placeholders), each assignment, ``output`` for the return. None when
@@ -143,4 +160,6 @@ def guessed_node(name: str, expression: str, names: set[str]) -> NodeInfo:
     elif op == "call_method":
         target = target.split(".", 1)[1]
         args = f"({expression.split('.', 1)[0]}, {args[1:]}".replace(", )", ")")
+    elif target.startswith("torch.ops."):  # an ATen operator, named as torch prints it
+        target = target.removeprefix("torch.ops.")
     return NodeInfo(name, op, target, args, "{}", [])

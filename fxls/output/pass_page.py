@@ -25,6 +25,7 @@ from fxls.output.pass_nodes import (
     REWIRED,
     after_graph,
     code_nodes,
+    graph_before,
     guessed_node,
     names_in,
 )
@@ -216,7 +217,7 @@ def pass_document(report: PassReport, graphs: dict[str, ModuleReport],
     pass raised). ``diagnostics`` are the file's: those of this pass go on its nodes."""
     found = pass_diagnostics(report, diagnostics)
     only = len(report.runs) == 1
-    runs = [run_documents(run, graphs.get(graph_label(run)), found, only)
+    runs = [run_documents(run, graph_before(run, graphs), found, only)
             for run in report.runs]
     placed = {id(d) for d in found for run in report.runs if _is_about(d, run, only)}
     return {

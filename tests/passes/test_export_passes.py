@@ -18,10 +18,12 @@ from pathlib import Path
 import pytest
 import torch
 
+from fxls.analysis.passes import checks
 from fxls.analysis.passes.export_graphs import export_model
 from fxls.analysis.passes.export_passes import export_uses
 from fxls.analysis.passes.parameters import ExportForm, PassKind
 from fxls.graph_view.pass_view import short_problem
+from fxls.output import pass_nodes
 from tests.diagnostics.test_codes import lsp_range, ranges
 from tests.passes.test_passes import check_cases
 from tests.torch_answers import torch_answer
@@ -362,7 +364,9 @@ def test_each_bug_is_one_pass_s_own(results):
 
 
 def test_the_before_and_after_view_of_an_export_graph(tmp_path):
-    """`fxls graph FILE::pass` (on a file of that pass alone: the view analyses the file)."""
+    """`fxls graph FILE::pass` (on a file of that pass alone: the view analyses the file).
+    The file targets export (it calls it): the graph before the pass is the export tier's,
+    each node with its submodule and the model's expression that made it."""
     text = """import torch
 from torch import nn
 
@@ -394,10 +398,18 @@ def exported(x):
     assert run["graph"] == "Net (export)"
     assert "relu = torch.ops.aten.relu.default(linear)" in run["before"]
     assert "torch.ops.aten.clamp_min.default(linear, 0.0)" in run["after"]
-    (added,) = [n for n in run["nodes"] if n["name"] in run["added"]]
-    assert added["target"] == "torch.ops.aten.clamp_min.default"
+    nodes = {n["name"]: n for n in run["nodes"]}
+    (added,) = [nodes[name] for name in run["added"]]
+    assert added["target"] == "aten.clamp_min.default" and added["mark"] == "+"
     start = lsp_range(text, "gm.graph.call_function(aten.clamp_min.default")[0]
     assert added["span"]["line"] == start + 1
+    linear, relu = nodes["linear"], nodes["relu"]
+    assert (linear["target"], linear["module_path"]) == ("aten.linear.default", "lin")
+    assert (relu["mark"], relu["target"]) == ("-", "aten.relu.default")
+    for node, expression in ((linear, "self.lin(x)"), (relu, "torch.relu(self.lin(x))")):
+        line, col, end_line, end_col = lsp_range(text, expression)
+        assert node["span"] == {"file": str(tmp_path / "view.py"), "line": line + 1,
+                                "end_line": end_line + 1, "col": col, "end_col": end_col}
 
 
 def test_a_module_of_passes_runs_them_on_the_representative_graphs_exported(results):
@@ -432,6 +444,11 @@ def test_the_lens_and_statistics_drop_the_graph_the_problem_names(results):
     cut from the problem they show, as `(in the graph of ...)` is."""
     (item,) = _of(results["buggy.py"], "add_abs")
     assert short_problem(item["message"]) == "the pass adds `abs_default` but nothing uses it"
+
+
+def test_the_views_know_the_export_label_the_analysis_gives():
+    """The views (no torch on their side) spell the suffix themselves."""
+    assert pass_nodes.EXPORT_SUFFIX == checks.EXPORT_SUFFIX
 
 
 def test_a_model_that_does_not_export_is_a_run_with_the_reason():

@@ -363,7 +363,7 @@ def _target_text(node: Any) -> str:
     if isinstance(target, str):
         return target
     if isinstance(target, torch._ops.OpOverload | torch._ops.OpOverloadPacket):
-        return f"torch.ops.{target}"  # as the graph's code calls it
+        return str(target)  # ``aten.relu.default``, as torch prints it
     module = getattr(target, "__module__", None) or ""
     name = getattr(target, "__qualname__", None) or getattr(target, "__name__", None)
     if name is None:
