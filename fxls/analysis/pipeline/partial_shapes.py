@@ -4,12 +4,12 @@ A graph with trace problems still runs up to its first node that cannot (a stand
 taken, an opaque submodule): every node before it gets its shape, which is what inlay hints,
 hover and the node table show. Inputs are the module's own (an ``args`` pragma), else
 inferred from the graph's first layers as for a complete graph (with the leading optional
-parameters a Hugging Face ``forward`` has), else from the model's first layer when the trace
-stopped before its input reached one (if the model runs on that guess). Images are at the
-size the model says it expects when it says one: a partial run cannot tell a wrong size from
-a wrong graph, so there is no second try. Inferred inputs serve these shapes only: the
-module's example inputs stay unknown, as the export/compile tiers and the passes expect of a
-partial trace.
+parameters a Hugging Face ``forward`` has). A graph whose inputs reach no layer gets none: a
+guess from the model's first layer would have to run the whole model eagerly first to be
+trusted, for the shapes of the inputs alone. Images are at the size the model says it
+expects when it says one: a partial run cannot tell a wrong size from a wrong graph, so there
+is no second try. Inferred inputs serve these shapes only: the module's example inputs stay
+unknown, as the export/compile tiers and the passes expect of a partial trace.
 """
 
 from __future__ import annotations
@@ -17,8 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from fxls.analysis.inputs import infer_inputs, spatial_size
-from fxls.analysis.observe import observe, run_eager
-from fxls.analysis.pipeline.first_layer_inputs import first_layer_inputs
+from fxls.analysis.observe import observe
 from fxls.analysis.pipeline.symbolic_trace import TracedModule
 from fxls.analysis.real_weights import State
 
@@ -26,12 +25,12 @@ from fxls.analysis.real_weights import State
 def observe_partial_graph(traced: TracedModule, *, training: bool) -> None:
     """Give the nodes of ``traced``'s partial graph that run on its inputs their shapes."""
     gm = traced.ctx.graph_module
-    inputs = _inputs_for_shapes(traced, training)
+    inputs = _inputs_for_shapes(traced)
     if gm is not None and inputs is not None:
         observe(gm, inputs, training=training, record_backward=False)
 
 
-def _inputs_for_shapes(traced: TracedModule, training: bool) -> tuple[Any, ...] | None:
+def _inputs_for_shapes(traced: TracedModule) -> tuple[Any, ...] | None:
     """The module's own example inputs, else ones inferred for this run (None: a module
     without values to run on: built on the meta device, or its real weights missing)."""
     if traced.ctx.example_inputs is not None:
@@ -47,12 +46,7 @@ def _inputs_for_shapes(traced: TracedModule, training: bool) -> tuple[Any, ...] 
             found = None
         if found is not None:
             return found
-    # the trace stopped before its input reached a layer: a guess from the model's first
-    # layer, kept only if the model runs on it (a head's list of feature maps is no images)
-    guess = first_layer_inputs(instance)
-    if guess is None or not run_eager(instance, guess, training)[0]:
-        return None
-    return guess
+    return None
 
 
 def _without_values(traced: TracedModule) -> bool:
