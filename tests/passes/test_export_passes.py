@@ -471,6 +471,7 @@ gm = ep.graph_module
 compiled = torch.compile(model, options={"post_grad_custom_post_pass": fuse})
 with torch._inductor.config.patch(post_grad_custom_pre_pass=Cleanup()):
     pass
+options["post_grad_custom_pre_pass"] = manager
 on_graph_module(gm)
 on_graph(ep.graph_module.graph)
 on_program(torch.export.export(model, args).run_decompositions())
@@ -480,6 +481,7 @@ onnx_only(torch.onnx.export(model, args))
     assert _uses(source) == {
         "fuse": (ExportForm.DECOMPOSED, PassKind.GRAPH),
         "Cleanup": (ExportForm.DECOMPOSED, PassKind.GRAPH),
+        "manager": (ExportForm.DECOMPOSED, PassKind.GRAPH),
         "on_graph_module": (ExportForm.GRAPH_MODULE, PassKind.GRAPH_MODULE),
         "on_graph": (ExportForm.GRAPH_MODULE, PassKind.GRAPH),
         "on_program": (ExportForm.PROGRAM, PassKind.EXPORTED_PROGRAM),

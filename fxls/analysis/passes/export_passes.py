@@ -84,8 +84,9 @@ def export_uses(tree: ast.Module) -> dict[str, ExportUse]:
 def _uses_in(node: ast.AST, names: _ExportNames) -> Iterator[tuple[str, ExportUse]]:
     if isinstance(node, ast.Assign):
         for target in node.targets:
-            if isinstance(target, ast.Attribute) and target.attr in INDUCTOR_HOOKS:
-                yield from _registered(node.value, target.attr)
+            hook = _hook_assigned(target)
+            if hook is not None:
+                yield from _registered(node.value, hook)
     elif isinstance(node, ast.Dict):
         for key, value in zip(node.keys, node.values, strict=True):
             if isinstance(key, ast.Constant) and key.value in INDUCTOR_HOOKS:
@@ -98,6 +99,16 @@ def _uses_in(node: ast.AST, names: _ExportNames) -> Iterator[tuple[str, ExportUs
         use = names.use_of(node.args[0]) if node.args else None
         if called is not None and use is not None:
             yield called, use
+
+
+def _hook_assigned(target: ast.expr) -> str | None:
+    """``config.post_grad_custom_post_pass = ...`` or ``options["post_grad_..."] = ...``."""
+    if isinstance(target, ast.Attribute) and target.attr in INDUCTOR_HOOKS:
+        return target.attr
+    if isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant) and (
+            target.slice.value in INDUCTOR_HOOKS):
+        return str(target.slice.value)
+    return None
 
 
 def _registered(value: ast.expr, hook: str) -> Iterator[tuple[str, ExportUse]]:
