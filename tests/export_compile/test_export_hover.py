@@ -233,3 +233,32 @@ async def test_the_graph_command_gives_the_export_graph_of_the_same_module(
     fx = await targeted_client.workspace_execute_command_async(types.ExecuteCommandParams(
         "fxls.showGraph", [case.as_uri(), "Net", "json"]))
     assert "target" not in fx and "target" not in json.loads(fx["text"])
+
+
+@on_the_module_server
+async def test_the_compile_graph_is_dynamos_subgraphs_with_each_break_where_it_ended(
+        targeted_client: LanguageClient, case: Path, case_module: ModuleType) -> None:
+    """``fxls.showGraph [uri, "Printing", "json", "compile"]``: each subgraph dynamo made is
+    a group holding torch's nodes in torch's order; each break an FX301 on the output of the
+    subgraph it ended (at the break's line), an edge from it into the next subgraph."""
+    answer = await targeted_client.workspace_execute_command_async(types.ExecuteCommandParams(
+        "fxls.showGraph", [case.as_uri(), "Printing", "json", "compile"]))
+    document = json.loads(answer["text"])
+    explained = torch._dynamo.explain(case_module.Printing())(torch.randn(4, 8))
+    count = explained.graph_count
+    assert [group["path"] for group in document["groups"]] == [
+        f"subgraph_{number}" for number in range(1, count + 1)]
+    for number, graph in enumerate(explained.graphs, 1):
+        ours = [node["target"].rsplit(".", 1)[-1] for node in document["nodes"]
+                if node["name"].endswith(f"@{number}")]
+        assert ours == [node.target if isinstance(node.target, str) else node.target.__name__
+                        for node in graph.graph.nodes]
+    lines = [reason.user_stack[-1].lineno for reason in explained.break_reasons]
+    assert [(problem["code"], problem["span"]["line"], problem["nodes"])
+            for problem in document["problems"]] == [
+        ("FX301", line, [f"output@{number}"]) for number, line in enumerate(lines, 1)]
+    for number, line in enumerate(lines[:count - 1], 1):
+        ended = next(node for node in document["nodes"] if node["name"] == f"output@{number}")
+        resumed = next(node for node in document["nodes"]
+                       if node["name"].endswith(f"@{number + 1}"))
+        assert (ended["users"][-1], ended["line"]) == (resumed["name"], line)
