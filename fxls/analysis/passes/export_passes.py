@@ -83,40 +83,35 @@ def export_uses(tree: ast.Module) -> dict[str, ExportUse]:
 
 def _uses_in(node: ast.AST, names: _ExportNames) -> Iterator[tuple[str, ExportUse]]:
     if isinstance(node, ast.Assign):
-        for target in node.targets:
-            hook = _hook_assigned(target)
-            if hook is not None:
-                yield from _registered(node.value, hook)
+        if any(_sets_a_hook(target) for target in node.targets):
+            yield from _registered(node.value)
     elif isinstance(node, ast.Dict):
         for key, value in zip(node.keys, node.values, strict=True):
             if isinstance(key, ast.Constant) and key.value in INDUCTOR_HOOKS:
-                yield from _registered(value, key.value)
+                yield from _registered(value)
     elif isinstance(node, ast.Call):
         for keyword in node.keywords:
             if keyword.arg in INDUCTOR_HOOKS:
-                yield from _registered(keyword.value, keyword.arg)
+                yield from _registered(keyword.value)
         called = _called_name(node.func)
         use = names.use_of(node.args[0]) if node.args else None
         if called is not None and use is not None:
             yield called, use
 
 
-def _hook_assigned(target: ast.expr) -> str | None:
+def _sets_a_hook(target: ast.expr) -> bool:
     """``config.post_grad_custom_post_pass = ...`` or ``options["post_grad_..."] = ...``."""
-    if isinstance(target, ast.Attribute) and target.attr in INDUCTOR_HOOKS:
-        return target.attr
-    if isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant) and (
-            target.slice.value in INDUCTOR_HOOKS):
-        return str(target.slice.value)
-    return None
+    if isinstance(target, ast.Attribute):
+        return target.attr in INDUCTOR_HOOKS
+    return isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant) and (
+        target.slice.value in INDUCTOR_HOOKS)
 
 
-def _registered(value: ast.expr, hook: str) -> Iterator[tuple[str, ExportUse]]:
+def _registered(value: ast.expr) -> Iterator[tuple[str, ExportUse]]:
     """A function or pass object given to Inductor: it gets the post-grad ``Graph``."""
-    name = _called_name(value.func) if isinstance(value, ast.Call) else _called_name(value)
+    name = _called_name(value)  # ``fuse``, or ``Fuse`` of ``Fuse()``
     if name is not None:
-        yield name, ExportUse(ExportForm.DECOMPOSED, PassKind.GRAPH,
-                              f"Inductor's `{hook}`")
+        yield name, ExportUse(ExportForm.DECOMPOSED, PassKind.GRAPH)
 
 
 def _called_name(func: ast.expr) -> str | None:
@@ -151,16 +146,15 @@ class _ExportNames:
 
     def use_of(self, value: ast.expr) -> ExportUse | None:
         if self._is_program(value):
-            return ExportUse(ExportForm.PROGRAM, PassKind.EXPORTED_PROGRAM,
-                             "an ExportedProgram")
+            return ExportUse(ExportForm.PROGRAM, PassKind.EXPORTED_PROGRAM)
         form = self._module_form(value)
         if form is not None:
-            return ExportUse(form, PassKind.GRAPH_MODULE, _words(form))
+            return ExportUse(form, PassKind.GRAPH_MODULE)
         if isinstance(value, ast.Attribute) and value.attr == "graph":
             form = (ExportForm.GRAPH_MODULE if self._is_program(value.value)
                     else self._module_form(value.value))
             if form is not None:
-                return ExportUse(form, PassKind.GRAPH, f"the graph of {_words(form)}")
+                return ExportUse(form, PassKind.GRAPH)
         return None
 
     def _is_program(self, value: ast.expr) -> bool:
@@ -181,10 +175,6 @@ class _ExportNames:
                 value.func.attr == "module" and self._is_program(value.func.value)):
             return ExportForm.MODULE
         return None
-
-
-def _words(form: ExportForm) -> str:
-    return "`ep.graph_module`" if form is ExportForm.GRAPH_MODULE else "`ep.module()`"
 
 
 def _function_pass(name: str, use: ExportUse, tree: ast.Module, namespace: dict[str, Any],

@@ -153,9 +153,8 @@ class ExportForm(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class ExportUse:
-    """How the file uses a pass on export graphs: the form and what the pass is given
-    (a GraphModule, its Graph, or the ExportedProgram), and where (a user reads it)."""
+    """How the file uses a pass on export graphs: the form of the graph and what the pass
+    is given (a GraphModule, its Graph, or the ExportedProgram)."""
 
     form: ExportForm
     takes: PassKind
-    how: str
