@@ -13,6 +13,9 @@ import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
+from fxls.analysis.pipeline import analyze_source
+from fxls.project.setting_groups import ProjectLayout
+from fxls.project.settings import Settings
 from tests.lsp_client import on_the_module_server, open_and_wait
 
 # `Net` is the plain case: everything runs, the branch as the trace took it (`block` is
@@ -127,3 +130,34 @@ async def test_inlay_hints_and_hover_on_a_partial_graph(
     text = hover.contents.value
     assert "submodule `block`" in text
     assert "- outputs: `relu` `float32[2, 16, 32, 32]`" in text
+
+
+# 960M parameters: more than the build's memory budget, so fxls builds it on the meta device
+BIG = """from torch import nn
+
+
+class Big(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.wide = nn.Linear(8000, 60000)
+        self.head = nn.Linear(60000, 10)
+
+    def forward(self, x):
+        h = self.wide(x)
+        if h.sum() > 0:
+            h = h.relu()
+        return self.head(h)
+"""
+
+
+def test_a_partial_graph_built_on_the_meta_device_has_its_shapes(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    folder = tmp_path_factory.mktemp("meta")
+    path = folder / f"big_{folder.name}.py"  # a module name of its own: analysed in-process
+    path.write_text(BIG, encoding="utf-8")
+    report = analyze_source(str(path), BIG, Settings(project=ProjectLayout(root=str(folder))))
+    (big,) = report.modules
+    assert (big.status.value, big.entry) == ("partial", "on the meta device")
+    assert {n.name: n.shape for n in big.nodes} == {
+        "x": [2, 8000], "wide": [2, 60000], "sum_1": [], "gt": [], "relu": [2, 60000],
+        "head": [2, 10], "output": [2, 10]}

@@ -8,13 +8,17 @@ parameters a Hugging Face ``forward`` has). A graph whose inputs reach no layer 
 guess from the model's first layer would have to run the whole model eagerly first to be
 trusted, for the shapes of the inputs alone. Images are at the size the model says it
 expects when it says one: a partial run cannot tell a wrong size from a wrong graph, so there
-is no second try. Inferred inputs serve these shapes only: the module's example inputs stay
-unknown, as the export/compile tiers and the passes expect of a partial trace.
+is no second try. A model too big to build for real (built on the meta device) runs on meta
+inputs: shapes without values. Inferred inputs serve these shapes only: the module's example
+inputs stay unknown, as the export/compile tiers and the passes expect of a partial trace.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+import torch
+from torch.utils._pytree import tree_map
 
 from fxls.analysis.inputs import infer_inputs, spatial_size
 from fxls.analysis.observe import observe
@@ -31,12 +35,12 @@ def observe_partial_graph(traced: TracedModule, *, training: bool) -> None:
 
 
 def _inputs_for_shapes(traced: TracedModule) -> tuple[Any, ...] | None:
-    """The module's own example inputs, else ones inferred for this run (None: a module
-    without values to run on: built on the meta device, or its real weights missing)."""
+    """The module's own example inputs, else ones inferred for this run, on the meta device
+    for a model built there (None: none found, or the model's real weights missing)."""
     if traced.ctx.example_inputs is not None:
         return traced.ctx.example_inputs
     gm, instance = traced.ctx.graph_module, traced.instance
-    if gm is None or not traced.inputs_inferred or _without_values(traced):
+    if gm is None or not traced.inputs_inferred or _weights_missing(traced):
         return None
     size = spatial_size(instance)
     for leading_optional in (False, True):
@@ -45,11 +49,18 @@ def _inputs_for_shapes(traced: TracedModule) -> tuple[Any, ...] | None:
         except Exception:  # a first layer fxls cannot build an input for
             found = None
         if found is not None:
-            return found
+            return tree_map(_to_meta, found) if _on_meta(instance) else found
     return None
 
 
-def _without_values(traced: TracedModule) -> bool:
-    if traced.weights is not None and traced.weights.state is not State.REAL:
-        return True
-    return any(t.is_meta for t in (*traced.instance.parameters(), *traced.instance.buffers()))
+def _weights_missing(traced: TracedModule) -> bool:
+    return traced.weights is not None and traced.weights.state is not State.REAL
+
+
+def _on_meta(instance: torch.nn.Module) -> bool:
+    """A model too big to build for real: its graph runs on meta tensors, sizes only."""
+    return any(t.is_meta for t in (*instance.parameters(), *instance.buffers()))
+
+
+def _to_meta(value: Any) -> Any:
+    return value.to("meta") if isinstance(value, torch.Tensor) else value
