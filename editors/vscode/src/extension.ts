@@ -20,6 +20,7 @@ import {
 } from "vscode-languageclient/node";
 import { CrashTracker } from "./crashes";
 import { GraphView, PassRun, byteColumnToChar, graphHtml, makeNonce } from "./graphHtml";
+import { GRAPH_LABELS, GraphChoice, GraphSelection, TARGET_GRAPHS } from "./graphSwitch";
 import {
   Interpreter,
   chooseInterpreter,
@@ -66,6 +67,8 @@ interface GraphResult {
   runs?: PassRun[];
   /** a pass's graphs before and after it, for the graph view (`kind: "pass"`) */
   document?: unknown;
+  /** the targets that made a graph of the module (`export`, `compile`) */
+  graphs?: unknown;
 }
 
 /** A node's source range as fxls gives it: 1-based lines, UTF-8 byte columns. */
@@ -81,11 +84,15 @@ interface SourceSpan {
 interface WebviewMessage {
   type?: string;
   span?: SourceSpan;
+  /** `chooseGraph`: the module's graph the switch asks for */
+  graph?: string;
 }
 
 interface GraphPanel {
   panel: vscode.WebviewPanel;
   target: GraphTarget;
+  /** a module's graph shown (FX, export, compile) and those its switch offers */
+  graphs: GraphSelection;
   refreshTimer?: NodeJS.Timeout;
   /** the panel shows a graph or code (not only an error) */
   shown?: boolean;
@@ -515,9 +522,24 @@ class FxlsExtension implements vscode.Disposable {
         className = names.length === 1 ? names[0] : await vscode.window.showQuickPick(names, { placeHolder: "Module to show" });
         if (!className) return;
       }
-      target = { uri, className };
+      const graph = await this.pickGraph(document.uri.toString());
+      if (!graph) return;
+      target = graph === "fx" ? { uri, className } : { uri, className, target: graph };
     }
     await this.openPanel(target);
+  }
+
+  /** Which graph of the module to show: its FX graph, unless the file was analysed for
+   * export or compile too (then the user picks; the panel's switch changes it later). */
+  private async pickGraph(key: string): Promise<GraphChoice | undefined> {
+    const analysed = this.targets.get(key)?.targets ?? [];
+    const choices: GraphChoice[] = ["fx", ...TARGET_GRAPHS.filter((target) => analysed.includes(target))];
+    if (choices.length === 1) return "fx";
+    const picked = await vscode.window.showQuickPick(
+      choices.map((graph) => ({ label: GRAPH_LABELS[graph], graph })),
+      { placeHolder: "Graph to show" },
+    );
+    return picked?.graph;
   }
 
   private panelKey(target: GraphTarget): string {
@@ -540,6 +562,7 @@ class FxlsExtension implements vscode.Disposable {
     const key = this.panelKey(target);
     let entry = this.panels.get(key);
     if (entry) {
+      entry.graphs.shown = target.target ?? "fx";
       entry.panel.reveal(undefined, true);
     } else {
       const panel = vscode.window.createWebviewPanel(
@@ -548,11 +571,13 @@ class FxlsExtension implements vscode.Disposable {
         { viewColumn: vscode.ViewColumn.Beside, preserveFocus: true },
         { enableScripts: true, localResourceRoots: [vscode.Uri.joinPath(this.context.extensionUri, "dist")] },
       );
-      entry = { panel, target };
+      entry = { panel, target, graphs: new GraphSelection(target.target ?? "fx") };
       this.panels.set(key, entry);
       const created = entry;
       panel.webview.onDidReceiveMessage((message: WebviewMessage) => {
         if (message?.type === "reveal" && message.span) void this.revealSource(message.span);
+        // the switch: the same panel draws the module's other graph
+        if (created.graphs.choose(message)) void this.render(created).catch((error) => this.log(`switching the graph: ${error}`));
         if (message?.type === "ready") {
           const editor = vscode.window.activeTextEditor ?? vscode.window.visibleTextEditors[0];
           if (editor) this.postCursor(editor);
@@ -567,7 +592,12 @@ class FxlsExtension implements vscode.Disposable {
   }
 
   private async render(entry: GraphPanel): Promise<void> {
-    const view = await this.fetchGraph(entry.target);
+    let view = await this.fetchGraph(entry);
+    if (view.error && !isTransient(view.error) && entry.graphs.failed()) {
+      // the module no longer has that target's graph (or never had): its FX graph instead
+      void vscode.window.showInformationMessage(`fxls: ${view.error}; showing the FX graph.`);
+      view = await this.fetchGraph(entry);
+    }
     if (!this.panels.has(this.panelKey(entry.target))) return; // closed meanwhile
     const shows = view.graph !== undefined || view.code !== undefined || view.pass !== undefined;
     if (entry.shown && !shows && isTransient(view.error)) {
@@ -585,7 +615,8 @@ class FxlsExtension implements vscode.Disposable {
     });
   }
 
-  private async fetchGraph(target: GraphTarget): Promise<GraphView> {
+  private async fetchGraph(entry: GraphPanel): Promise<GraphView> {
+    const { target, graphs } = entry;
     let file = target.uri;
     try {
       file = vscode.workspace.asRelativePath(vscode.Uri.parse(target.uri));
@@ -603,11 +634,13 @@ class FxlsExtension implements vscode.Disposable {
     try {
       const result = (await client.sendRequest(ExecuteCommandRequest.type, {
         command: SHOW_GRAPH,
-        arguments: [target.uri, target.className, "json"],
+        arguments: graphs.request(target.uri, target.className),
       })) as GraphResult;
       if (result) {
         view.graph = JSON.parse(result.text);
         view.status = result.status;
+        graphs.answered(result);
+        view.switch = graphs.switch;
       }
     } catch (error) {
       view.error = errorText(error);

@@ -2,7 +2,10 @@
 // with the format `json`) as JSON; the graph view script (dist/webview.js, src/graphview)
 // draws it: groups by module path, zoom, search, the selected node's source. An FX pass's
 // before/after view is a graph document too (`kind: "pass"`, drawn by passview.ts); the diff
-// sections below are what a server without it (no `document` in its answer) gets.
+// sections below are what a server without it (no `document` in its answer) gets. A
+// module that export or compile made a graph of gets a switch between its graphs
+// (graphSwitch.ts), carried as JSON beside the document.
+import { GRAPH_LABELS, GraphSwitch } from "./graphSwitch";
 
 /** One graph an FX pass ran on (`fxls.showGraph` with the format `pass`: `runs[i]`). */
 export interface PassRun {
@@ -41,6 +44,8 @@ export interface GraphView {
   error?: string;
   /** an FX pass's before/after view (then `graph` and `code` are unset) */
   pass?: PassView;
+  /** the module's graphs to switch between (FX, export, compile), the shown one first */
+  switch?: GraphSwitch;
 }
 
 export interface GraphPage {
@@ -181,11 +186,15 @@ ${style ? `<style nonce="${nonce}">${style}</style>\n` : ""}</head>`;
 /** A module's graph page: the graph view script draws everything from the document. */
 function graphViewHtml(page: GraphPage): string {
   const { nonce, scriptUri, view } = page;
-  return `${head(page, `FX graph: ${escapeHtml(view.name)}`, "")}
+  const kind = GRAPH_LABELS[view.switch?.shown ?? "fx"];
+  const graphSwitch = view.switch
+    ? `<script nonce="${nonce}" type="application/json" id="fxls-graph-switch">${jsonForScript(view.switch)}</script>\n`
+    : "";
+  return `${head(page, `${escapeHtml(kind)}: ${escapeHtml(view.name)}`, "")}
 <body>
 <div id="fxls-graph"></div>
 <script nonce="${nonce}" type="application/json" id="fxls-graph-data">${jsonForScript(view.graph)}</script>
-<script nonce="${nonce}" src="${escapeHtml(scriptUri)}"></script>
+${graphSwitch}<script nonce="${nonce}" src="${escapeHtml(scriptUri)}"></script>
 </body>
 </html>
 `;

@@ -1,4 +1,5 @@
 // Which nn.Module the user means: the class enclosing the cursor.
+import { TargetGraph, isTargetGraph } from "./graphSwitch";
 
 const CLASS_RE = /^class\s+([A-Za-z_]\w*)/;
 
@@ -30,6 +31,8 @@ export interface GraphTarget {
   className: string;
   /** `pass`: the pass's before/after view instead of a module's graph */
   format?: "pass";
+  /** a module's graph that torch.export or torch.compile made, instead of its FX graph */
+  target?: TargetGraph;
 }
 
 /** `fxls.showGraph`'s format of a pass's before/after view. */
@@ -37,13 +40,15 @@ export const PASS_FORMAT = "pass";
 
 /**
  * Arguments of `fxls.showGraph` as a code lens sends them: `[uri, className, format?]` over
- * a module, `[uri, passName, "pass"]` over an FX pass. Undefined for anything else (e.g. a
- * call from the command palette).
+ * a module, `[uri, passName, "pass"]` over an FX pass; as the server takes them, a module's
+ * `[uri, className, format, target]` asks for the graph `export` or `compile` made of it.
+ * Undefined for anything else (e.g. a call from the command palette).
  */
 export function targetFromArgs(args: readonly unknown[]): GraphTarget | undefined {
-  const [uri, className, format] = args;
+  const [uri, className, format, target] = args;
   if (typeof uri === "string" && uri && typeof className === "string" && className) {
-    return format === PASS_FORMAT ? { uri, className, format: PASS_FORMAT } : { uri, className };
+    if (format === PASS_FORMAT) return { uri, className, format: PASS_FORMAT };
+    return isTargetGraph(target) ? { uri, className, target } : { uri, className };
   }
   return undefined;
 }

@@ -8,7 +8,7 @@ from typing import Any
 
 from fxls.graph_view.module_graph import RENDERERS, render_module
 from fxls.graph_view.pass_view import PASS_FORMAT, find_pass, pass_view
-from fxls.graph_view.target_graph import TITLES, render_target
+from fxls.graph_view.target_graph import TITLES, render_target, target_view
 from fxls.output.pass_graph import graphs_of
 from fxls.output.pass_page import pass_document, render_pass_page
 from fxls.report import FileReport, PassReport
@@ -18,8 +18,10 @@ SHOW_GRAPH = "fxls.showGraph"
 
 
 def show_graph(ls: FxlsServer, *args: Any) -> dict[str, Any]:
-    """``[uri, name, format?, target?]`` -> ``{"name", "status", "format", "text"}``;
+    """``[uri, name, format?, target?]`` -> ``{"name", "status", "format", "text", "graphs"}``;
     with a ``target`` (``export``, ``compile``) the graph that tier made of the module.
+    ``graphs`` names the targets that made a graph of it (the editor's graph view offers a
+    switch to each).
 
     ``name`` is a module's class name, or a pass's name: a pass (or the format ``pass``)
     gives its before/after view (``pass_view.pass_view``: ``text`` is a diff per graph,
@@ -46,6 +48,7 @@ def show_graph(ls: FxlsServer, *args: Any) -> dict[str, Any]:
                              f"{name} in {uri}")
         return _pass_answer(found, report, fmt)
     target = str(args[3]) if len(args) > 3 and args[3] else None
+    graphs = [made for made in TITLES if target_view(module, made) is not None]
     if target is not None:  # the graph export or compile made of it, in place of the FX graph
         if target not in TITLES:
             raise ValueError(f"unknown target {target!r}; one of {', '.join(TITLES)}")
@@ -54,12 +57,13 @@ def show_graph(ls: FxlsServer, *args: Any) -> dict[str, Any]:
             raise ValueError(f"{module.name}: {target} "
                              f"{module.targets.get(target, 'not targeted')}, no graph to show")
         return {"name": module.name, "status": module.status, "format": fmt,
-                "target": target, "text": text}
+                "target": target, "text": text, "graphs": graphs}
     return {
         "name": module.name,
         "status": module.status,
         "format": fmt,
         "text": render_module(module, fmt, report),
+        "graphs": graphs,
     }
 
 

@@ -10,10 +10,15 @@
 // A document of `kind: "pass"` (an FX pass's before/after, fxls/output/pass_page.py) is
 // drawn by a PassView: the graphs before and after the pass in two panes
 // (`window.fxlsPass`).
+//
+// In VS Code, a module that torch.export or torch.compile made a graph of has a switch
+// (`<script type="application/json" id="fxls-graph-switch">`: the graphs and the shown one);
+// a click posts `{type: "chooseGraph", graph}` and the extension sets the page of that graph.
+// Each graph keeps its own open groups, zoom and selection.
 import { GraphDocument, Span } from "./model";
 import { PassState, PassView, isPassDocument } from "./passview";
 import { CSS } from "./style";
-import { GraphView, Host, ViewState } from "./view";
+import { GraphSwitch, GraphView, Host, ViewState } from "./view";
 
 interface VsCodeApi {
   postMessage(message: unknown): void;
@@ -39,6 +44,15 @@ function injectStyle(): void {
   document.head.appendChild(style);
 }
 
+/** The page's switch between the module's graphs, if it has one. */
+function graphSwitch(vscode: VsCodeApi): GraphSwitch | null {
+  const data = document.getElementById("fxls-graph-switch");
+  if (!data) return null;
+  const { shown, choices } = JSON.parse(data.textContent || "{}") as Partial<GraphSwitch>;
+  if (typeof shown !== "string" || !Array.isArray(choices)) return null;
+  return { shown, choices, choose: (graph: string) => vscode.postMessage({ type: "chooseGraph", graph }) };
+}
+
 function main(): void {
   const data = document.getElementById("fxls-graph-data");
   const mount = document.getElementById("fxls-graph");
@@ -53,9 +67,14 @@ function main(): void {
       view?.showLocation(span);
     },
   };
-  // VS Code sets the panel's page again after every trace: keep what was open and where
-  if (vscode) host.saveState = (state: ViewState) => vscode.setState(state);
-  const saved = (vscode?.getState() as ViewState | undefined) ?? null;
+  const graphs = vscode ? graphSwitch(vscode) : null;
+  if (graphs) host.graphs = graphs;
+  // VS Code sets the panel's page again after every trace and switch: keep what was open
+  // and where, per graph
+  const shown = graphs?.shown ?? "fx";
+  const states = (vscode?.getState() as Record<string, ViewState> | undefined) ?? {};
+  if (vscode) host.saveState = (state: ViewState) => vscode.setState({ ...(vscode.getState() as object | undefined), [shown]: state });
+  const saved = states[shown] ?? null;
   try {
     performance.mark("fxls-script");
     const doc = JSON.parse(data.textContent || "{}") as unknown;

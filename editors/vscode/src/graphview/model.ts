@@ -52,6 +52,10 @@ export interface GraphDocument {
   code?: string | null;
   /** every module path with its class where known (submodules traced through included) */
   groups?: { path: string; type?: string | null }[] | null;
+  /** a graph torch made of the module instead of its FX graph: `export`, `compile` */
+  target?: string | null;
+  /** what that graph is ("exported program (ATen)", "dynamo's subgraphs") */
+  title?: string | null;
 }
 
 export interface GNode {

@@ -17,12 +17,18 @@ body { font-family: var(--vscode-font-family, system-ui, sans-serif); font-size:
   color: var(--vscode-button-secondaryForeground, #222); background: var(--vscode-button-secondaryBackground, #eee);
   border: 1px solid var(--vscode-input-border, #ccc); }
 .fx-toolbar button:hover { filter: brightness(0.95); }
+.fx-graph-switch { display: inline-flex; }
+.fx-graph-switch button { border-radius: 0; margin-left: -1px; }
+.fx-graph-switch button:first-child { border-radius: 3px 0 0 3px; margin-left: 0; }
+.fx-graph-switch button:last-child { border-radius: 0 3px 3px 0; }
+.fx-graph-switch button.on { background: var(--vscode-button-background, #0b62c4); color: var(--vscode-button-foreground, #fff); cursor: default; }
 .fx-spacer { flex: 1; }
 .fx-muted, .note { color: var(--vscode-descriptionForeground, #777); }
 .status { border-radius: 9px; padding: 0 8px; font-size: 0.85em; border: 1px solid currentColor; }
 .status-traced { color: var(--vscode-testing-iconPassed, #388a34); }
 .status-partial { color: var(--vscode-editorWarning-foreground, #bf8803); }
 .status-failed { color: var(--vscode-editorError-foreground, #e51400); }
+.status-drafted { color: var(--vscode-editorWarning-foreground, #bf8803); }
 #fx-source-location { font-family: var(--vscode-editor-font-family, monospace); }
 .fx-banner { padding: 4px 10px; background: rgba(229, 20, 0, 0.09); border-bottom: 1px solid rgba(229, 20, 0, 0.3); }
 .fx-banner a { cursor: pointer; text-decoration: underline; }

@@ -39,6 +39,16 @@ export interface Host {
   toggled?(view: GraphView, path: string, expanded: boolean): void;
   /** the side panel when nothing is selected (a split view: the pass's summary) */
   summary?(): Node[];
+  /** the module's other graphs (VS Code: its FX graph, export's, compile's): a switch */
+  graphs?: GraphSwitch;
+}
+
+/** The graphs of a module a page can switch between (the extension's graphSwitch.ts);
+ * `choose` asks for another one, which replaces this page. */
+export interface GraphSwitch {
+  shown: string;
+  choices: { graph: string; label: string }[];
+  choose(graph: string): void;
 }
 
 /** A view that is one pane of a split view: a small toolbar of its own, no banner, and a
@@ -133,6 +143,8 @@ export class GraphView {
       toolbar.append(el("span", { class: "fx-muted fx-count" }, `${this.model.nodes.size} nodes`));
     } else {
       toolbar.append(el("h1", {}, doc.name));
+      if (host.graphs) toolbar.append(this.graphSwitch(host.graphs));
+      else if (doc.title) toolbar.append(el("span", { class: "fx-muted", id: "fx-graph-title" }, doc.title));
       if (doc.status) toolbar.append(el("span", { class: `status status-${doc.status.replace(/[^a-z]/g, "")}`, id: "fx-status" }, doc.status));
       toolbar.append(el("span", { class: "fx-muted", id: "fx-count" }, `${this.model.nodes.size} nodes, ${this.model.groups.size - 1} modules`));
       if (doc.file) toolbar.append(el("span", { class: "file", title: doc.file }, fileName(doc.file)));
@@ -182,6 +194,18 @@ export class GraphView {
     }
     this.showPanel();
     this.graphBox.dataset.rendered = "true";
+  }
+
+  /** One pressed button per graph of the module; a click on another asks for it. */
+  private graphSwitch(graphs: GraphSwitch): HTMLElement {
+    const group = el("div", { class: "fx-graph-switch", id: "fx-graph-switch", role: "group", "aria-label": "Graph to show" });
+    for (const { graph, label } of graphs.choices) {
+      const shown = graph === graphs.shown;
+      const b = el("button", { class: shown ? "on" : "", "data-graph": graph, "aria-pressed": String(shown) }, label);
+      if (!shown) b.addEventListener("click", () => graphs.choose(graph));
+      group.append(b);
+    }
+    return group;
   }
 
   /** Re-opens the groups of a saved state that still exist, its zoom and selection. */
