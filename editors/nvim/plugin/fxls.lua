@@ -1,10 +1,13 @@
 -- fxls user commands (Neovim 0.11+). The server itself is configured in lsp/fxls.lua and
 -- started with vim.lsp.enable('fxls').
---   :FxlsGraph [html|code|table|dot|json] [Class]
+--   :FxlsGraph [export|compile] [html|code|table|dot|json] [Class]
 --                                             graph of the class around the cursor: html (the
 --                                             default) opens the graph page in the browser,
 --                                             the others a split (table: <CR> jumps to the
---                                             node's line); on an FX pass: its before/after
+--                                             node's line); with export or compile, the graph
+--                                             that target made of it (export's ATen program,
+--                                             dynamo's subgraphs and their breaks) instead of
+--                                             its FX graph; on an FX pass: its before/after
 --                                             graphs (html) or diff (:FxlsGraph pass [NAME])
 --   :FxlsRestart                              restart the tracing worker
 --   :FxlsFixAll                               apply all verified safe fixes
@@ -20,17 +23,31 @@ if vim.fn.has('nvim-0.11') == 0 then
 end
 
 vim.api.nvim_create_user_command('FxlsGraph', function(cmd)
-  require('fxls').show_graph({ format = cmd.fargs[1] or 'html', class = cmd.fargs[2] })
+  local args = cmd.fargs
+  local target = vim.tbl_contains(require('fxls').targets, args[1]) and args[1] or nil
+  if target then
+    args = vim.list_slice(args, 2)
+  end
+  require('fxls').show_graph({ format = args[1] or 'html', class = args[2], target = target })
 end, {
   nargs = '*',
-  desc = 'fxls: show the FX graph of the nn.Module (or the diff of the FX pass) around the cursor',
+  desc = "fxls: show the FX graph (or export's, compile's) of the nn.Module around the cursor,"
+    .. ' or the diff of the FX pass',
   complete = function(lead, line)
-    local nargs = #vim.split(vim.trim(line), '%s+') - (line:match('%s$') and 0 or 1)
+    local fxls = require('fxls')
+    local words = vim.split(vim.trim(line), '%s+')
+    -- which argument is being typed (1: the first), not counting a target before it
+    local position = #words - (line:match('%s$') and 0 or 1)
+    local after_target = position >= 2 and vim.tbl_contains(fxls.targets, words[2])
+    if after_target then
+      position = position - 1
+    end
     local items = {}
-    if nargs <= 1 then
-      items = require('fxls').formats
-    elseif nargs == 2 then
-      items = require('fxls').definitions(0)
+    if position <= 1 then
+      items = after_target and fxls.formats
+        or vim.list_extend(vim.list_slice(fxls.targets), fxls.formats)
+    elseif position == 2 then
+      items = fxls.definitions(0)
     end
     return vim.tbl_filter(function(item)
       return vim.startswith(item, lead)

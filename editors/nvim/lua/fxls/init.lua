@@ -1,7 +1,8 @@
--- fxls helpers for Neovim 0.11+: the FX graph of the module under the cursor as the
--- interactive graph page in the browser (format `html`) or in a scratch buffer (code, table
--- with a <CR> to jump to each node's source line, dot, json), the before/after diff of the
--- FX pass under it, worker restart, fix-all, the tracers a buffer was analysed for.
+-- fxls helpers for Neovim 0.11+: the FX graph of the module under the cursor (or the graph
+-- torch.export or torch.compile made of it) as the interactive graph page in the browser
+-- (format `html`) or in a scratch buffer (code, table with a <CR> to jump to each node's
+-- source line, dot, json), the before/after diff of the FX pass under it, worker restart,
+-- fix-all, the tracers a buffer was analysed for.
 -- Used by plugin/fxls.lua (:FxlsGraph, :FxlsRestart, :FxlsFixAll, :FxlsStatus), by the
 -- `fxls.showGraph` code lenses and by lsp/fxls.lua's `fxls/analysisDone` handler.
 local M = {}
@@ -9,6 +10,10 @@ local M = {}
 --- graph formats; `html` is the graph page (opened in the browser; for an FX pass its
 --- graphs before and after it), `pass` a pass's before/after diff (per graph it ran on)
 M.formats = { 'html', 'code', 'table', 'dot', 'json', 'pass' }
+
+--- targets whose graph of a module the server shows in place of its FX graph: export's
+--- ATen program, dynamo's subgraphs with the breaks between them
+M.targets = { 'export', 'compile' }
 
 local SHOW_GRAPH = 'fxls.showGraph'
 local RESTART_WORKER = 'fxls.restartWorker'
@@ -108,11 +113,11 @@ end
 
 --- Show a `fxls.showGraph` result in a scratch buffer in a split (reused per module+format):
 --- a module's graph, or a pass's before/after diff (format `pass`, filetype diff).
----@param result { name: string, status: string, format: string, text: string }
+---@param result { name: string, status: string, format: string, text: string, target: string? }
 ---@param base string? folder that the table's relative locations start from
 ---@return integer bufnr
 function M.open_graph(result, base)
-  local name = ('fxls://graph/%s.%s'):format(result.name, result.format)
+  local name = ('fxls://graph/%s.%s'):format(M.graph_name(result), result.format)
   local buf = buffer_named(name)
   if buf == -1 then
     buf = vim.api.nvim_create_buf(false, true)
@@ -149,6 +154,14 @@ function M.open_graph(result, base)
   return buf
 end
 
+--- The name a graph is kept under: the module's, with the target whose graph it is
+--- (`Net.export`).
+---@param result { name: string, target: string? }
+---@return string
+function M.graph_name(result)
+  return result.target and ('%s.%s'):format(result.name, result.target) or result.name
+end
+
 --- Where the graph page of `name` is written: `vim.g.fxls_graph_dir`, else
 --- stdpath('cache')/fxls/graph.
 ---@param name string
@@ -161,10 +174,10 @@ end
 
 --- Write a graph page (`fxls.showGraph` with the format `html`) and open it in the browser
 --- with vim.ui.open (or `vim.g.fxls_graph_open(path)` when set).
----@param result { name: string, status: string, format: string, text: string }
+---@param result { name: string, status: string, format: string, text: string, target: string? }
 ---@return string path
 function M.open_page(result)
-  local path = M.page_path(result.name)
+  local path = M.page_path(M.graph_name(result))
   local file = assert(io.open(path, 'w'))
   file:write(result.text)
   file:close()
@@ -234,8 +247,9 @@ end
 
 --- Ask the server for the graph of `class_name` in `bufnr` and open it.
 --- The format `html` writes the graph page and opens it in the browser (on_done gets its
---- path as the third argument); the others open a scratch buffer.
----@param opts { bufnr: integer?, class: string?, format: string?, client: vim.lsp.Client?, on_done: fun(err: any, bufnr: integer?, path: string?)? }?
+--- path as the third argument); the others open a scratch buffer. With a `target`
+--- (`export`, `compile`): the graph that target made of the module instead of its FX graph.
+---@param opts { bufnr: integer?, class: string?, format: string?, target: string?, client: vim.lsp.Client?, on_done: fun(err: any, bufnr: integer?, path: string?)? }?
 function M.show_graph(opts)
   opts = opts or {}
   local bufnr = opts.bufnr or vim.api.nvim_get_current_buf()
@@ -251,6 +265,10 @@ function M.show_graph(opts)
   end
   if not vim.tbl_contains(M.formats, fmt) then
     return fail(('unknown graph format %q (one of %s)'):format(fmt, table.concat(M.formats, ', ')))
+  end
+  local target = opts.target ~= '' and opts.target or nil
+  if target and not vim.tbl_contains(M.targets, target) then
+    return fail(('unknown target %q (one of %s)'):format(target, table.concat(M.targets, ', ')))
   end
   local client = opts.client or M.client(bufnr)
   if not client then
@@ -275,7 +293,7 @@ function M.show_graph(opts)
   local function ask(asked, on_error)
     local params = {
       command = SHOW_GRAPH,
-      arguments = { vim.uri_from_bufnr(bufnr), asked, fmt },
+      arguments = { vim.uri_from_bufnr(bufnr), asked, fmt, target },
     }
     client:request('workspace/executeCommand', params, function(err, result)
       if err then
@@ -396,8 +414,9 @@ function M.status(bufnr)
 end
 
 --- `fxls.showGraph` from a code lens ([uri, className, format] over a module, [uri,
---- passName, 'pass'] over a pass) opens the graph or the pass's before/after diff here
---- instead of executing it blindly on the server.
+--- passName, 'pass'] over a pass; [uri, className, format, target] for the graph export or
+--- compile made) opens the graph or the pass's before/after diff here instead of executing
+--- it blindly on the server.
 function M.register_commands()
   vim.lsp.commands[SHOW_GRAPH] = function(command, ctx)
     local args = command.arguments or {}
@@ -406,6 +425,7 @@ function M.register_commands()
       bufnr = bufnr,
       class = args[2],
       format = args[3],
+      target = args[4],
       client = ctx.client_id and vim.lsp.get_client_by_id(ctx.client_id) or nil,
     })
   end
