@@ -20,7 +20,7 @@ import {
 } from "vscode-languageclient/node";
 import { CrashTracker } from "./crashes";
 import { GraphView, PassRun, byteColumnToChar, graphHtml, makeNonce } from "./graphHtml";
-import { GRAPH_LABELS, GraphChoice, GraphSelection, TARGET_GRAPHS } from "./graphSwitch";
+import { GRAPH_LABELS, GraphChoice, GraphSelection, graphsToPick } from "./graphSwitch";
 import {
   Interpreter,
   chooseInterpreter,
@@ -532,8 +532,7 @@ class FxlsExtension implements vscode.Disposable {
   /** Which graph of the module to show: its FX graph, unless the file was analysed for
    * export or compile too (then the user picks; the panel's switch changes it later). */
   private async pickGraph(key: string): Promise<GraphChoice | undefined> {
-    const analysed = this.targets.get(key)?.targets ?? [];
-    const choices: GraphChoice[] = ["fx", ...TARGET_GRAPHS.filter((target) => analysed.includes(target))];
+    const choices = graphsToPick(this.targets.get(key)?.targets ?? []);
     if (choices.length === 1) return "fx";
     const picked = await vscode.window.showQuickPick(
       choices.map((graph) => ({ label: GRAPH_LABELS[graph], graph })),

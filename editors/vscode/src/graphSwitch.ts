@@ -27,6 +27,12 @@ export function offeredGraphs(graphs: unknown): GraphChoice[] {
   return ["fx", ...TARGET_GRAPHS.filter((target) => named.includes(target))];
 }
 
+/** The graphs the command palette asks between before any answer: the FX graph, and those of
+ * the targets the file was analysed for (`fxls/analysisDone`'s `targets`). */
+export function graphsToPick(analysedFor: readonly string[]): GraphChoice[] {
+  return ["fx", ...TARGET_GRAPHS.filter((target) => analysedFor.includes(target))];
+}
+
 /** What the page's switch shows: one button per offered graph, the shown one pressed. */
 export interface GraphSwitch {
   shown: GraphChoice;

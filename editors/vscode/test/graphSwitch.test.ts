@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { GraphSelection, offeredGraphs, showGraphArguments } from "../src/graphSwitch";
+import { GraphSelection, graphsToPick, offeredGraphs, showGraphArguments } from "../src/graphSwitch";
 import { graphHtml } from "../src/graphHtml";
 import { targetFromArgs } from "../src/modules";
 
@@ -12,6 +12,12 @@ test("the switch offers the FX graph and the targets the server made a graph of,
   assert.deepEqual(offeredGraphs(["export"]), ["fx", "export"]);
   assert.deepEqual(offeredGraphs(["symbolic_trace", "onnx", 3]), ["fx"], "only export and compile have graphs of their own");
   assert.deepEqual(offeredGraphs(undefined), ["fx"], "an older server's answer offers nothing to switch to");
+});
+
+test("the palette asks between the FX graph and the graphs of the targets the file was analysed for", () => {
+  assert.deepEqual(graphsToPick(["symbolic_trace"]), ["fx"], "nothing to ask");
+  assert.deepEqual(graphsToPick(["compile"]), ["fx", "compile"]);
+  assert.deepEqual(graphsToPick(["compile", "symbolic_trace", "export"]), ["fx", "export", "compile"]);
 });
 
 test("a module with only its FX graph gets no switch", () => {
