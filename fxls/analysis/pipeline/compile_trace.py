@@ -58,7 +58,7 @@ class GraphBreak:
         gb_id, url = _registered(gb_type)
         return cls(gb_type, explanation, hints, gb_id, url)
 
-    def words(self) -> str:
+    def words(self, hint: bool = True) -> str:
         if self.gb_type.startswith(_DATA_DEPENDENT_JUMP):
             return "a branch on a tensor's value (dynamo cannot know which way it goes)"
         if self.gb_type == _STEPPED:
@@ -67,7 +67,7 @@ class GraphBreak:
         said = self.gb_type + (f" ({self.gb_id})" if self.gb_id else "")
         if self.explanation:
             said += f": {self.explanation}"
-        return said + (f" Hint: {self.hints[0]}" if self.hints else "")
+        return said + (f" Hint: {self.hints[0]}" if self.hints and hint else "")
 
 
 def _registered(gb_type: str) -> tuple[str | None, str | None]:
@@ -191,9 +191,8 @@ def _break_diagnostic(at_place: list[_Located], run: TargetRun, file: SourceFile
     if len(at_place) == 1:
         message = f"graph break{_inside(where, file)}: {first.words()} (compiling `{run.name}`)"
     else:
-        message = f"{len(at_place)} graph breaks here (compiling `{run.name}`): " + "; ".join(
-            f"({number}){_inside(place, file)}: {graph_break.words()}"
-            for number, (graph_break, place) in enumerate(at_place, 1))
+        message = f"{len(at_place)} graph breaks here (compiling `{run.name}`): " + \
+            several_breaks([(_inside(place, file), graph_break) for graph_break, place in at_place])
     item = diagnostic("FX301", message, where.span, run.name, gb_type=first.gb_type)
     if first.gb_id:
         item.data["gb_id"] = first.gb_id
@@ -206,4 +205,21 @@ def _break_diagnostic(at_place: list[_Located], run: TargetRun, file: SourceFile
     return item
 
 
-__all__ = ["COMPILED", "CompileOutcome", "GraphBreak", "compile_module"]
+def several_breaks(breaks: list[tuple[str, GraphBreak]]) -> str:
+    """``(1) inside `f`: why. Hint: what to do; (2) inside `g`: as (1)``: each break's kind,
+    explanation and hint said once, at its first break (wav2vec2's CTC loss breaks three
+    times in one call, two of them for the same reason)."""
+    said: dict[str, int] = {}
+    hints: set[str] = set()
+    parts = []
+    for number, (inside, graph_break) in enumerate(breaks, 1):
+        hint = bool(graph_break.hints) and graph_break.hints[0] not in hints
+        hints.update(graph_break.hints[:1])
+        words = graph_break.words(hint=False)
+        earlier = said.setdefault(words, number)
+        text = f"as ({earlier})" if earlier != number else graph_break.words(hint=hint)
+        parts.append(f"({number}){inside}: {text}")
+    return "; ".join(parts)
+
+
+__all__ = ["COMPILED", "CompileOutcome", "GraphBreak", "compile_module", "several_breaks"]
