@@ -87,6 +87,9 @@ async function main() {
         result.title = await page.locator("h1").innerText();
         result.total = await page.evaluate(() => window.fxlsGraph.model.nodes.size);
         result.collapsed = await page.evaluate(() => window.fxlsGraph.shown());
+        // each collapsed group's tooltip, as a reader hovering it sees it (its class)
+        result.groups = await page.locator("g.group.collapsed").evaluateAll((groups) =>
+          groups.map((g) => ({ id: g.getAttribute("data-id"), title: g.querySelector("title")?.textContent ?? "" })));
       }
       for (let depth = 0; depth < Number(arg("--expand-depth", 1)); depth++) {
         const expansion = await expandFirstGroup(page);

@@ -248,10 +248,9 @@ def _page_document(document: dict[str, Any]) -> dict[str, Any]:
         return {**document, "runs": runs}
     nodes = [{k: v for k, v in node.items() if k not in _NOT_ON_PAGE}
              for node in document["nodes"]]
-    # a target's graph (export, compile) keeps its groups: the classes of modules that made
-    # no node of their own (``backbone.encoder``) are only there
-    return {**document, "nodes": nodes,
-            "groups": document["groups"] if document.get("target") else None}
+    # the groups stay: the classes of modules that made no node of their own
+    # (``backbone.encoder``, a timm ``Block``) are only there
+    return {**document, "nodes": nodes}
 
 
 def graph_page(document: dict[str, Any]) -> str:

@@ -265,6 +265,12 @@ def test_timm_vit_page(browser: None, tmp_path: Path) -> None:
     assert result["total"] > 400
     # the one module that wraps everything is open: its top-level modules are shown
     assert {"vit.patch_embed", "vit.blocks", "vit.norm"} <= set(result["collapsed"]["groups"])
+    # each with its class, though `blocks` and `patch_embed` make no node of their own
+    titles = {group["id"]: group["title"] for group in result["groups"]}
+    assert titles["g:vit.blocks"] == \
+        "vit.blocks (torch.nn.modules.container.Sequential): click to expand"
+    assert titles["g:vit.patch_embed"] == \
+        "vit.patch_embed (timm.layers.patch_embed.PatchEmbed): click to expand"
     assert result["expansions"][0]["group"] == result["collapsed"]["groups"][0]
     assert result["search"]["count"] == "1 of 12", "one attention per block"
     assert re.search(r"/timm/models/vision_transformer\.py:\d+$", result["click"]["location"])

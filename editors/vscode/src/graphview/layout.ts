@@ -58,8 +58,9 @@ export function nodeSubtitle(node: GNode): string {
   return text.length > 34 ? `${text.slice(0, 33)}…` : text;
 }
 
+/** `blocks : Sequential`: the class by its own name (its module in the tooltip and panel). */
 export function groupTitle(group: Group): string {
-  return group.type ? `${group.label} : ${group.type}` : group.label;
+  return group.type ? `${group.label} : ${group.type.slice(group.type.lastIndexOf(".") + 1)}` : group.label;
 }
 
 export function nodeSize(node: GNode): { width: number; height: number } {

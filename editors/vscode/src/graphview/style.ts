@@ -51,8 +51,8 @@ body { font-family: var(--vscode-font-family, system-ui, sans-serif); font-size:
 .group .t2 { font-size: 11px; fill: #57606a; }
 .frame rect { fill: rgba(100, 116, 139, 0.05); stroke: #94a3b8; stroke-dasharray: 4 3; }
 .frame .frame-title { font-size: 11px; font-weight: 600; fill: #475569; }
-.edge { fill: none; stroke: #94a3b8; stroke-width: 1.2; }
-.edge-label { font-size: 10px; fill: #64748b !important; }
+.edge { fill: none; stroke: #94a3b8; stroke-width: 1.2; pointer-events: none; }
+.edge-label { font-size: 10px; fill: #64748b !important; pointer-events: none; }
 marker.arrow path { fill: #94a3b8; }
 .problem > rect { stroke: #e51400 !important; stroke-width: 2.2 !important; }
 .badge { fill: #e51400; }
