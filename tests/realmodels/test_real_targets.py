@@ -219,9 +219,9 @@ def test_switch_transformers_in_place() -> None:
     """transformers' Switch Transformers file checked where it lives: its router casts its
     own layer inside ``forward`` (export cannot swap a parameter while tracing), its experts
     run on the tokens routed to them (``nonzero``: a graph break), as torch says."""
-    done = subprocess.run([sys.executable, "-c", _SWITCH_IN_TORCH], capture_output=True,
-                          text=True, timeout=900, env=_with_zoo())
-    said = json.loads(done.stdout.strip().splitlines()[-1])
+    answer = torch_answer([sys.executable, "-c", _SWITCH_IN_TORCH], [], cwd=HERE,
+                          env=_with_zoo(), timeout=900)
+    said = json.loads(answer.strip().splitlines()[-1])
     checked = subprocess.run(
         [sys.executable, "-m", "fxls", "check", "--format", "json", "--no-progress",
          "--timeout", "900", "--target", "export,compile", str(SWITCH)],
