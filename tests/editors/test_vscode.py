@@ -79,3 +79,7 @@ def _ran_the_graph_break_step(stdout: str) -> None:
     assert "FX301 squiggle at columns 8-32" in stdout, stdout
     assert "link FX301 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0059" in (
         stdout), stdout
+    # the graph view's switch: dynamo's subgraphs in the same panel, the break marked
+    assert ("ok   the graph view's switch draws dynamo's subgraphs in the same panel, the break "
+            "marked") in stdout, stdout
+    assert "in 2 subgraphs, the break on output@1; click -> Ln 15" in stdout, stdout

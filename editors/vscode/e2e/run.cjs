@@ -435,6 +435,44 @@ async function command(page, title) {
       return `status "${status}"; FX301 squiggle at ${found}; hover "${message.slice(0, 110)}"; link ${link.replace(/\s+/g, " ").trim()}`;
     });
 
+    await step("the graph view's switch draws dynamo's subgraphs in the same panel, the break marked", async () => {
+      if (!process.env.FXLS_E2E_PROJECT) return "skipped: FXLS_E2E_PROJECT not set";
+      // graph_break.py is open (the step before), analysed for compile: Show FX Graph asks
+      // which graph of Talky; its FX graph first
+      await command(page, "fxls: Show FX Graph");
+      const choice = page.locator(".quick-input-list .monaco-list-row", { hasText: "FX graph" }).first();
+      await choice.waitFor({ timeout: 15_000 });
+      const choices = (await page.locator(".quick-input-list .monaco-list-row").allInnerTexts()).map((t) => t.trim()).join(" | ");
+      await choice.click();
+      const frame = await findFrame(page, '#fx-graph-switch button[aria-pressed="true"][data-graph="fx"]', 60_000);
+      await frame.locator('#fx-graph-switch button[data-graph="compile"]').waitFor({ timeout: 30_000 });
+      // a compile-only project: the FX graph and dynamo's graphs, no export graph
+      const offered = (await frame.locator("#fx-graph-switch button").allInnerTexts()).join(" | ");
+      if (offered !== "FX graph | compile graphs") throw new Error(`the switch offers ${offered}`);
+      const fxNodes = await frame.locator("#graph g.node").count();
+      await frame.locator('#fx-graph-switch button[data-graph="compile"]').click();
+      // the same panel's page set again: two subgraphs, the first one's output marked with
+      // the break that ended it
+      const compiled = await findFrame(page, '#fx-graph-switch button[aria-pressed="true"][data-graph="compile"]', 60_000);
+      await compiled.locator('#graph[data-rendered="true"] g.node.problem[data-id="n:output@1"]').waitFor({ timeout: 30_000 });
+      const subgraphs = await compiled.locator('#graph [data-id="g:subgraph_1"], #graph [data-id="g:subgraph_2"]').count();
+      if (subgraphs !== 2) throw new Error(`${subgraphs} subgraph groups drawn`);
+      const nodes = await compiled.locator("#graph g.node").count();
+      const panels = await page.locator(".tab", { hasText: "FX: Talky" }).count();
+      if (panels !== 1) throw new Error(`${panels} graph panels of Talky`);
+      await page.screenshot({ path: path.join(outDir, "compile-graph.png") });
+      // a click on the marked output: the editor goes to the print that broke the graph
+      const source = fs.readFileSync(path.join(__dirname, "graph_break.py"), "utf8").split("\n");
+      const printLine = source.findIndex((l) => l.includes('print("hidden", h.shape)')) + 1;
+      await compiled.locator('g.node[data-id="n:output@1"]').click();
+      await page.locator(".statusbar-item", { hasText: new RegExp(`Ln ${printLine}, Col`) }).first().waitFor({ timeout: 15_000 });
+      // and back to the FX graph
+      await compiled.locator('#fx-graph-switch button[data-graph="fx"]').click();
+      const back = await findFrame(page, '#fx-graph-switch button[aria-pressed="true"][data-graph="fx"]', 60_000);
+      await back.locator('#graph[data-rendered="true"]').waitFor({ timeout: 30_000 });
+      return `picker "${choices}"; switch "${offered}": FX graph ${fxNodes} nodes -> compile graphs ${nodes} nodes in 2 subgraphs, the break on output@1; click -> Ln ${printLine}; back to the FX graph`;
+    });
+
     const csp = consoleErrors.filter((text) => /Content Security Policy/i.test(text));
     await step("no Content Security Policy violations", async () => {
       if (csp.length) throw new Error(csp.join(" | "));
