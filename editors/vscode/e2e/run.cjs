@@ -183,8 +183,9 @@ async function command(page, title) {
     });
 
     await step("hover shows the nodes of an expression", async () => {
-      // hover `self.proj(x)` on line 18 (`h = self.proj(x)`)
-      const line = page.locator(".monaco-editor .view-line", { hasText: "h = self.proj(x)" }).first();
+      // hover `self.proj(x)` on line 18 (`h = self.proj(x)`, drawn `h: [2, 16] = self.proj(x)`
+      // with its inlay hint: the partial graph's shapes)
+      const line = page.locator(".monaco-editor .view-line", { hasText: "= self.proj(x)" }).first();
       const word = line.locator("span", { hasText: "proj" }).last();
       await word.hover();
       const hover = page.locator(".monaco-hover-content", { hasText: /proj/ });
