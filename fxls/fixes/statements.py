@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 
 from fxls.fixes.base import Fix, TextEdit
+from fxls.fixes.blocks import block_of
 from fxls.fixes.source_map import Located, extent, indentation, segment
 
 
@@ -18,21 +19,12 @@ def _alone_on_its_lines(located: Located, stmt: ast.stmt) -> bool:
     return not before and not after
 
 
-def _siblings(located: Located, stmt: ast.stmt) -> list[ast.stmt] | None:
-    parent = located.parents.get(stmt)
-    for field in ("body", "orelse", "finalbody"):
-        block = getattr(parent, field, None)
-        if isinstance(block, list) and stmt in block:
-            return block
-    return None
-
-
 def delete_statement(located: Located, stmt: ast.stmt) -> list[TextEdit] | None:
     """Edits deleting ``stmt``'s lines; a ``pass`` keeps a block that would become empty."""
     if not _alone_on_its_lines(located, stmt):
         return None
     line, _, end_line, _ = extent(stmt)
-    block = _siblings(located, stmt)
+    block = block_of(located, stmt)
     if block is not None and len(block) == 1:
         indent = indentation(located.text, line)
         return [TextEdit(line, 0, end_line + 1, 0, f"{indent}pass\n")]
