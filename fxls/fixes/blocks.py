@@ -89,3 +89,15 @@ def unused_name(function: ast.AST, wanted: str) -> str:
         number += 1
         name = f"{wanted}_{number}"
     return name
+
+
+def own_nodes(statements: list[ast.stmt]) -> list[ast.AST]:
+    """The nodes of ``statements``, not of the functions, classes or lambdas defined in them."""
+    found: list[ast.AST] = []
+    pending: list[ast.AST] = list(statements)
+    while pending:
+        node = pending.pop()
+        found.append(node)
+        if not isinstance(node, Function | ast.ClassDef | ast.Lambda):
+            pending.extend(ast.iter_child_nodes(node))
+    return found

@@ -27,6 +27,7 @@ from fxls.fixes.blocks import (
     indent_unit,
     indented,
     newline,
+    own_nodes,
     spans_string_lines,
     statements_lines,
     unused_name,
@@ -147,7 +148,7 @@ def _ends_with_return(block: list[ast.stmt]) -> bool:
 def _leaves(block: list[ast.stmt], allow_return: bool = False) -> bool:
     """Control leaves the branch other than by falling off its end (or, when the branch
     is returned, by a ``return``): a nested function could not do the same."""
-    for node in _own_nodes(block):
+    for node in own_nodes(block):
         if isinstance(node, ast.Return) and allow_return:
             continue
         if isinstance(node, _LEAVES_THE_BRANCH):
@@ -155,19 +156,8 @@ def _leaves(block: list[ast.stmt], allow_return: bool = False) -> bool:
     return False
 
 
-def _own_nodes(block: list[ast.stmt]) -> list[ast.AST]:
-    found: list[ast.AST] = []
-    pending: list[ast.AST] = list(block)
-    while pending:
-        node = pending.pop()
-        found.append(node)
-        if not isinstance(node, Function | ast.ClassDef | ast.Lambda):
-            pending.extend(ast.iter_child_nodes(node))
-    return found
-
-
 def _stored(block: list[ast.stmt]) -> set[str]:
-    return {node.id for node in _own_nodes(block)
+    return {node.id for node in own_nodes(block)
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)}
 
 
@@ -183,7 +173,7 @@ def _outputs(function: Function, branches: _Branches) -> list[str]:
     """The names both branches assign that the code after the ``if`` reads; none when a
     name only one branch assigns is read after it (the other side would keep its old
     value, which a branch function cannot return)."""
-    after = [node for node in _own_nodes(function.body)
+    after = [node for node in own_nodes(function.body)
              if getattr(node, "lineno", 0) > branches.last_line]
     read_after = set(_loaded(after))
     then, otherwise = _stored(branches.then), _stored(branches.otherwise)
@@ -197,10 +187,10 @@ def _operands(function: Function, stmt: ast.If, branches: _Branches) -> list[str
     closure: the branches call the module's layers)."""
     args = function.args
     defined = {arg.arg for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
-    defined |= {node.id for node in _own_nodes(function.body)
+    defined |= {node.id for node in own_nodes(function.body)
                 if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)
                 and node.lineno < stmt.lineno}
-    read = _loaded(_own_nodes(branches.then) + _own_nodes(branches.otherwise))
+    read = _loaded(own_nodes(branches.then) + own_nodes(branches.otherwise))
     return [name for name in read if name in defined and name not in ("self", "cls")]
 
 

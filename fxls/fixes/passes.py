@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 
 from fxls.fixes.base import Fix, TextEdit
+from fxls.fixes.blocks import own_nodes
 from fxls.fixes.source_map import Located, extent, indentation, segment
 
 _Function = ast.FunctionDef | ast.AsyncFunctionDef
@@ -44,7 +45,7 @@ def _around_helper_calls(located: Located, pass_name: str, line: int) -> ast.Cal
     if helper is None or pass_function is None or helper is pass_function:
         return None
     governing = set()
-    for node in _own_nodes(pass_function):
+    for node in own_nodes(pass_function.body):
         if isinstance(node, ast.Call) and _called_name(node) == helper.name:
             call = _governing_insertion(pass_function, node.lineno)
             governing.add(call)
@@ -148,20 +149,8 @@ def _by_qualname(scope: ast.AST, parts: list[str]) -> _Function | None:
     return None
 
 
-def _own_nodes(function: _Function) -> list[ast.AST]:
-    """The nodes of ``function``'s body, not of functions or classes defined in it."""
-    found: list[ast.AST] = []
-    pending: list[ast.AST] = list(function.body)
-    while pending:
-        node = pending.pop()
-        found.append(node)
-        if not isinstance(node, _Function | ast.ClassDef | ast.Lambda):
-            pending.extend(ast.iter_child_nodes(node))
-    return found
-
-
 def _last_return(function: _Function) -> ast.Return | None:
-    returns = [n for n in _own_nodes(function) if isinstance(n, ast.Return)]
+    returns = [n for n in own_nodes(function.body) if isinstance(n, ast.Return)]
     return max(returns, key=lambda r: (r.lineno, r.col_offset), default=None)
 
 
@@ -181,7 +170,7 @@ def _graph_owner(function: _Function, last: ast.Return | None) -> str | None:
 
 def _attributes_of(function: _Function, name: str) -> set[str]:
     """The attributes ``function`` reads of the name ``name`` (``gm.graph``: graph)."""
-    return {n.attr for n in _own_nodes(function) if isinstance(n, ast.Attribute)
+    return {n.attr for n in own_nodes(function.body) if isinstance(n, ast.Attribute)
             and isinstance(n.value, ast.Name) and n.value.id == name}
 
 
