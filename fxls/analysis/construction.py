@@ -219,11 +219,11 @@ class _Builder:
                 self.problems.append(f"the entry point `{text}` raised "
                                      f"{type(model).__name__}: {_first_line(model)}")
             if isinstance(model, torch.nn.Module) and type(model) in self.tried:
-                self._settle(type(model), Built(model, text.strip(), on_meta=_is_meta(model),
-                                                parameters=_count(model), weights=weights))
+                self._settle(type(model), Built(model, text.strip(), on_meta=on_meta_device(model),
+                                                parameters=parameter_count(model), weights=weights))
             elif isinstance(model, torch.nn.Module):
-                self.roots.append((type(model), Built(model, text.strip(),
-                                                      on_meta=_is_meta(model), weights=weights)))
+                self.roots.append((type(model), Built(
+                    model, text.strip(), on_meta=on_meta_device(model), weights=weights)))
 
     def _from_factories(self, wanted: list[type]) -> None:
         """For each class still without an instance, the cheapest factory whose model
@@ -295,8 +295,8 @@ class _Builder:
                 continue
             if not isinstance(model, torch.nn.Module):
                 continue
-            built = Built(model, factory.call_text, on_meta=_is_meta(model),
-                          parameters=_count(model), weights=weights)
+            built = Built(model, factory.call_text, on_meta=on_meta_device(model),
+                          parameters=parameter_count(model), weights=weights)
             if type(model) in self.tried:
                 self._settle(type(model), built)
             else:
@@ -313,7 +313,7 @@ class _Builder:
             return None
         if not isinstance(model, torch.nn.Module):
             return None
-        return {type(m) for m in model.modules()}, _count(model), type(model)
+        return {type(m) for m in model.modules()}, parameter_count(model), type(model)
 
     def _in_a_root(self, cls: type) -> bool:
         return any(_contains_instance_of(root.instance, cls) for _, root in self.roots)
@@ -437,7 +437,7 @@ class _Builder:
                 if pragmas.skip or pragmas.leaf:
                     continue
                 self.outcomes[cls] = Built(submodule, root.entry, root_cls.__name__,
-                                           root.on_meta, _count(submodule), root.weights)
+                                           root.on_meta, parameter_count(submodule), root.weights)
 
     # -- building ------------------------------------------------------------------------
 
@@ -461,7 +461,7 @@ class _Builder:
             return NotBuilt("FX101", message, message)
         if too_big:
             entry = f"{entry}, on the meta device" if entry else "on the meta device"
-        return Built(instance, entry, on_meta=too_big, parameters=_count(instance),
+        return Built(instance, entry, on_meta=too_big, parameters=parameter_count(instance),
                      weights=weights)
 
     def _call_built(
@@ -682,7 +682,7 @@ def _inference_reason(cls: type, shown: str, failure: NotBuilt) -> str:
             f"{type(error).__name__}: {_first_line(error)}{where}")
 
 
-def _count(model: torch.nn.Module) -> int:
+def parameter_count(model: torch.nn.Module) -> int:
     """Parameters and buffers: what building the model for real allocates (at least)."""
     return sum(t.numel() for t in (*model.parameters(), *model.buffers()))
 
@@ -716,7 +716,7 @@ def _sized_build(
             if skipped:
                 continue
             raise  # nothing was skipped: the real build would raise the same
-        if skipped and isinstance(instance, torch.nn.Module) and not _is_meta(instance):
+        if skipped and isinstance(instance, torch.nn.Module) and not on_meta_device(instance):
             return instance, False, RealWeights(partial(_real_build, make), instance)
         return instance, False, None  # nothing skipped: a real build
     gc.collect()
@@ -736,7 +736,8 @@ def _first_line(error: BaseException) -> str:
     return text[0][:200] if text else ""
 
 
-def _is_meta(model: torch.nn.Module) -> bool:
+def on_meta_device(model: torch.nn.Module) -> bool:
+    """Built on the meta device (too big to build for real): shapes without values."""
     return any(t.is_meta for t in (*model.parameters(), *model.buffers()))
 
 

@@ -26,7 +26,7 @@ import torch.fx
 from fxcore.graph_module import GraphModule
 from fxcore.recovering import has_forward
 from fxcore.source import SourceSpan
-from fxls.analysis.construction import Built
+from fxls.analysis.construction import Built, on_meta_device, parameter_count
 from fxls.analysis.pipeline.file_context import FileContext
 from fxls.analysis.pipeline.findings import Findings
 from fxls.analysis.pipeline.symbolic_trace import TracedModule, trace_class
@@ -51,11 +51,8 @@ def trace_global_models(context: FileContext, report: FileReport,
     """Each module-level model traced, its report and diagnostics added."""
     traced = []
     for model in module_level_models(context, {m.name for m in report.modules}):
-        parameters = sum(t.numel() for t in (*model.instance.parameters(),
-                                             *model.instance.buffers()))
-        on_meta = any(t.is_meta for t in (*model.instance.parameters(),
-                                          *model.instance.buffers()))
-        built = Built(model.instance, model.entry, on_meta=on_meta, parameters=parameters)
+        built = Built(model.instance, model.entry, on_meta=on_meta_device(model.instance),
+                      parameters=parameter_count(model.instance))
         module_report, found, done = trace_class(type(model.instance), context, built,
                                                  root=(model.name, model.span))
         report.modules.append(module_report)

@@ -20,6 +20,7 @@ from typing import Any
 import torch
 from torch.utils._pytree import tree_map
 
+from fxls.analysis.construction import on_meta_device
 from fxls.analysis.inputs import infer_inputs, spatial_size
 from fxls.analysis.observe import observe
 from fxls.analysis.pipeline.symbolic_trace import TracedModule
@@ -49,17 +50,12 @@ def _inputs_for_shapes(traced: TracedModule) -> tuple[Any, ...] | None:
         except Exception:  # a first layer fxls cannot build an input for
             found = None
         if found is not None:
-            return tree_map(_to_meta, found) if _on_meta(instance) else found
+            return tree_map(_to_meta, found) if on_meta_device(instance) else found
     return None
 
 
 def _weights_missing(traced: TracedModule) -> bool:
     return traced.weights is not None and traced.weights.state is not State.REAL
-
-
-def _on_meta(instance: torch.nn.Module) -> bool:
-    """A model too big to build for real: its graph runs on meta tensors, sizes only."""
-    return any(t.is_meta for t in (*instance.parameters(), *instance.buffers()))
 
 
 def _to_meta(value: Any) -> Any:
