@@ -8,10 +8,7 @@ representative graphs, exported. The file pays for the export only when it has s
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
-import torch.fx
 
 from fxls.analysis.passes import PassAnalysis, Subject, compare_outputs
 from fxls.analysis.passes.discovery import PassSpec
@@ -30,6 +27,7 @@ from fxls.analysis.passes.run_reports import (
 )
 from fxls.analysis.pipeline.file_context import FileContext
 from fxls.analysis.pipeline.first_layer_inputs import first_layer_inputs
+from fxls.analysis.pipeline.global_models import module_level_models
 from fxls.analysis.pipeline.symbolic_trace import TracedModule
 from fxls.analysis.pipeline.target_inputs import TargetRun, target_runs
 from fxls.report import FileReport, PassGraphRun, PassReport
@@ -45,7 +43,7 @@ def run_on_export_graphs(passes: PassAnalysis, specs: list[PassSpec], context: F
     exported: dict[str, ExportedModel | str] = {
         name: _exported(name, run) for name, run in runs.items()}
     exported = exported or {**global_programs(context.namespace, passes.log)}
-    exported = exported or _global_models(context.namespace)
+    exported = exported or _global_models(context)
     graphs_from = "export"
     if not exported:
         exported, graphs_from = _representative_exports(), "representative"
@@ -72,19 +70,15 @@ def run_on_export_graphs(passes: PassAnalysis, specs: list[PassSpec], context: F
     return with_passes_not_run(specs, [ran[id(s)] for s in specs if id(s) in ran], labels)
 
 
-def _global_models(namespace: dict[str, Any]) -> dict[str, ExportedModel | str]:
-    """The models the file builds at module level (``model = resnet18()``), exported on
-    what their first layer takes."""
+def _global_models(context: FileContext) -> dict[str, ExportedModel | str]:
+    """The models the file builds at module level (``model = resnet18()``; those
+    ``global_models`` makes roots), exported on what their first layer takes."""
     found: dict[str, ExportedModel | str] = {}
-    seen: set[int] = set()
-    for name, value in list(namespace.items()):
-        if not isinstance(value, torch.nn.Module) or isinstance(value, torch.fx.GraphModule) or (
-                name.startswith("_") or id(value) in seen):
-            continue
-        seen.add(id(value))
-        inputs = first_layer_inputs(value)
-        found[name] = (export_model(name, value, inputs, {}) if inputs is not None
-                       else "not run: fxls found no example inputs for it")
+    for model in module_level_models(context, set()):
+        inputs = first_layer_inputs(model.instance)
+        found[model.name] = (export_model(model.name, model.instance, inputs, {})
+                             if inputs is not None
+                             else "not run: fxls found no example inputs for it")
     return found
 
 
