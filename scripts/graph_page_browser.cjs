@@ -11,18 +11,11 @@
 // (the page shows its file:line), optionally expand all; --repeat N reloads and measures
 // load and expansion N times.
 const path = require("node:path");
-const fs = require("node:fs");
+const { openPage } = require("./chromium.cjs");
 
 function arg(name, fallback) {
   const i = process.argv.indexOf(name);
   return i > 0 ? process.argv[i + 1] : fallback;
-}
-
-function chromiumPath() {
-  for (const candidate of [process.env.FXLS_CHROMIUM, "/usr/bin/chromium", "/usr/bin/chromium-browser"]) {
-    if (candidate && fs.existsSync(candidate)) return candidate;
-  }
-  throw new Error("no chromium found (apt-get install chromium, or set FXLS_CHROMIUM)");
 }
 
 async function measureLoad(page, url) {
@@ -70,14 +63,9 @@ async function expandFirstGroup(page) {
 async function main() {
   const file = path.resolve(process.argv[2]);
   const url = "file://" + file;
-  const { chromium } = require("playwright-core");
-  const browser = await chromium.launch({ executablePath: chromiumPath(), args: ["--no-sandbox", "--disable-gpu"] });
   const result = { errors: [], requests: [] };
+  const { browser, page } = await openPage(Number(arg("--width", 1400)), Number(arg("--height", 900)), result);
   try {
-    const page = await browser.newPage({ viewport: { width: Number(arg("--width", 1400)), height: Number(arg("--height", 900)) } });
-    page.on("pageerror", (error) => result.errors.push(String(error)));
-    page.on("console", (message) => message.type() === "error" && result.errors.push(message.text()));
-    page.on("request", (request) => !request.url().startsWith("file:") && !request.url().startsWith("data:") && result.requests.push(request.url()));
     const repeat = Number(arg("--repeat", 1));
     result.loads = [];
     result.expansions = [];

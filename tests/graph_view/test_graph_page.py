@@ -10,21 +10,17 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from benchmarks.graph_models import model_source
-from tests.editors.installs import installs_locked
+from tests.graph_view.browser import EXTENSION, browser, drive, node_modules  # noqa: F401
 
 REPO = Path(__file__).resolve().parents[2]
-EXTENSION = REPO / "editors" / "vscode"
 BUNDLE = REPO / "fxls" / "graph_page" / "graph.js"
-DRIVER = REPO / "scripts" / "graph_page_browser.cjs"
 ZOO_SITE = Path(os.environ.get("FXLS_MODEL_ZOO", "~/.cache/fxls-model-zoo")).expanduser() / "site"
 
 NESTED = """\
@@ -126,7 +122,7 @@ def test_the_committed_bundle_is_built_from_the_current_sources(tmp_path: Path) 
     """fxls/graph_page/graph.js is what `npm run build:page` makes of editors/vscode/src."""
     assert BUNDLE.stat().st_size > 20_000
     assert "fxls-graph-data" in BUNDLE.read_text(encoding="utf-8")
-    _node_modules()
+    node_modules()
     fresh = tmp_path / "graph.js"
     done = subprocess.run(["node", "scripts/build.mjs", "--page"], cwd=EXTENSION, timeout=300,
                           capture_output=True, text=True,
@@ -137,59 +133,6 @@ def test_the_committed_bundle_is_built_from_the_current_sources(tmp_path: Path) 
 
 
 # -- in a real browser ----------------------------------------------------------------------
-
-def _node_modules() -> None:
-    """editors/vscode's node_modules (esbuild, dagre, playwright-core): `npm ci` there when
-    missing; skips the test without node or npm."""
-    if shutil.which("node") is None:
-        pytest.skip("node is not installed")
-    with installs_locked():
-        if not (EXTENSION / "node_modules" / "playwright-core").is_dir():
-            if shutil.which("npm") is None:
-                pytest.skip("editors/vscode has no node_modules and npm is not installed")
-            done = subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"],
-                                  cwd=EXTENSION, capture_output=True, text=True, timeout=900)
-            assert done.returncode == 0, done.stderr[-3000:]
-
-
-def _chromium() -> Path | None:
-    for candidate in (os.environ.get("FXLS_CHROMIUM", ""), "/usr/bin/chromium"):
-        if candidate and Path(candidate).exists():
-            return Path(candidate)
-    return None
-
-
-@pytest.fixture(scope="module")
-def browser() -> None:
-    """node + playwright-core (editors/vscode's devDependencies, `npm ci` there) + Debian's
-    chromium (apt-get, as scripts/vscode-e2e.sh installs it), installed when missing and
-    possible; else the browser tests skip."""
-    _node_modules()
-    with installs_locked():
-        if _chromium() is None:
-            if shutil.which("apt-get") is None:
-                pytest.skip("no chromium (apt-get install chromium)")
-            env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-            for command in (["apt-get", "update", "-qq"],
-                            ["apt-get", "install", "-y", "-qq", "chromium"]):
-                done = subprocess.run(command, capture_output=True, text=True, timeout=900,
-                                      env=env)
-                assert done.returncode == 0, done.stderr[-3000:]
-            assert _chromium() is not None
-
-
-def drive(page: Path, *arguments: str, timeout: float = 400) -> dict[str, Any]:
-    """What scripts/graph_page_browser.cjs saw, doing what a person does on the page."""
-    env = {**os.environ, "NODE_PATH": str(EXTENSION / "node_modules")}
-    done = subprocess.run(["node", str(DRIVER), str(page), *arguments], capture_output=True,
-                          text=True, timeout=timeout, env=env)
-    assert done.returncode == 0, done.stderr[-3000:]
-    result = json.loads(done.stdout)
-    assert result["errors"] == [], result["errors"]
-    assert result["requests"] == [], "the page reached for the network"
-    assert result["pageError"] is None
-    return result
-
 
 @pytest.fixture(scope="module")
 def big_page(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
@@ -202,8 +145,9 @@ def big_page(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     return folder / "big.html", source
 
 
+@pytest.mark.usefixtures("browser")
 def test_a_5000_node_page_opens_collapsed_expands_searches_and_shows_sources(
-        browser: None, big_page: tuple[Path, str], tmp_path: Path) -> None:
+        big_page: tuple[Path, str], tmp_path: Path) -> None:
     page, source = big_page
     shot = tmp_path / "big.png"
     result = drive(page, "--expand-depth", "4", "--search", "softmax_100",
@@ -252,7 +196,8 @@ class Vit(nn.Module):
 
 @pytest.mark.skipif(not (ZOO_SITE / "timm").is_dir(),
                     reason="model zoo not installed (scripts/install_model_zoo.py)")
-def test_timm_vit_page(browser: None, tmp_path: Path) -> None:
+@pytest.mark.usefixtures("browser")
+def test_timm_vit_page(tmp_path: Path) -> None:
     (tmp_path / "vit.py").write_text(VIT, encoding="utf-8")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         p for p in (str(ZOO_SITE), os.environ.get("PYTHONPATH")) if p)}
