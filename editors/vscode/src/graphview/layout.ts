@@ -53,7 +53,7 @@ export function nodeTitle(node: GNode): string {
 /** The second line of a node's box: its target, shortened. */
 export function nodeSubtitle(node: GNode): string {
   const { op, target } = node.data;
-  let text = op === "placeholder" || op === "output" ? op : target;
+  let text = node.data.swap ?? (op === "placeholder" || op === "output" ? op : target);
   text = text.replace(/^<built-in (function|method) (\w+)[^>]*>$/, "$2").replace(/^torch\._C\._nn\./, "");
   return text.length > 34 ? `${text.slice(0, 33)}…` : text;
 }

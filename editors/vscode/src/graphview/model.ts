@@ -27,7 +27,9 @@ export interface GraphNodeData {
   file?: string | null;
   line?: number | null;
   /** in an FX pass's before/after view: what the pass did to the node */
-  mark?: "added" | "removed" | "rewired" | null;
+  mark?: "added" | "removed" | "rewired" | "swapped" | null;
+  /** a call of a module the pass put in place of another: `Conv2d+BatchNorm2d → Conv2d` */
+  swap?: string | null;
   /** for a node the pass changed (its span is the pass line): the model line it came from */
   origin?: Span | null;
 }

@@ -91,6 +91,7 @@ pre code { font-family: inherit; }
 .node.mark-removed rect { fill: #ffebe9; stroke: #cf222e; stroke-width: 2; stroke-dasharray: 5 3; }
 .node.mark-removed text { text-decoration: line-through; }
 .node.mark-rewired rect { fill: #fff8c5; stroke: #bf8700; stroke-width: 2; }
+.node.mark-swapped rect { fill: #ddf4ff; stroke: #0969da; stroke-width: 2; }
 .group.changed .change-bar { fill: #bf8700; stroke: none; }
 .counterpart > rect { stroke: #7c3aed !important; stroke-width: 3 !important; stroke-dasharray: 6 3; }
 .fx-pane-app { height: 100%; }
@@ -112,10 +113,12 @@ pre code { font-family: inherit; }
 .fx-legend .added i { background: #dafbe1; border-color: #1a7f37; }
 .fx-legend .removed i { background: #ffebe9; border-color: #cf222e; border-style: dashed; }
 .fx-legend .rewired i { background: #fff8c5; border-color: #bf8700; }
+.fx-legend .swapped i { background: #ddf4ff; border-color: #0969da; }
 .fx-legend .problem i { background: #fff; border-color: #e51400; }
 .fx-mark { border-radius: 3px; padding: 0 4px; }
 .fx-mark-added, .chip.added, .diff .add { background: rgba(46, 160, 67, 0.22); }
 .fx-mark-removed, .chip.removed, .diff .del { background: rgba(248, 81, 73, 0.22); }
+.fx-mark-swapped, .chip.swapped { background: rgba(9, 105, 218, 0.18); }
 .fx-mark-rewired, .chip.rewired { background: rgba(187, 128, 9, 0.22); }
 .chips { display: flex; gap: 4px; flex-wrap: wrap; margin: 4px 0; }
 .chip { border-radius: 4px; padding: 0 5px; font-family: var(--vscode-editor-font-family, monospace); font-size: 12px; cursor: pointer; }

@@ -37,6 +37,8 @@ export interface Host {
   selected?(view: GraphView, item: Item | null): void;
   /** the user expanded or collapsed a group */
   toggled?(view: GraphView, path: string, expanded: boolean): void;
+  /** the zoom or pan changed (a split view keeps its panes' equal) */
+  transformed?(view: GraphView): void;
   /** the side panel when nothing is selected (a split view: the pass's summary) */
   summary?(): Node[];
   /** the module's other graphs (VS Code: its FX graph, export's, compile's): a switch */
@@ -78,7 +80,7 @@ function el<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string,
 
 let views = 0;
 
-const MARK_TEXT: Record<string, string> = { added: "added by the pass", removed: "removed by the pass", rewired: "changed by the pass (inputs or users rewired)" };
+const MARK_TEXT: Record<string, string> = { added: "added by the pass", removed: "removed by the pass", rewired: "changed by the pass (inputs or users rewired)", swapped: "its module swapped by the pass" };
 
 function fmt(n: number): string {
   return Math.round(n * 10) / 10 + "";
@@ -430,6 +432,19 @@ export class GraphView {
     if (this.needsRedraw()) this.draw();
     this.drawMinimap();
     this.scheduleSave();
+    this.host.transformed?.(this);
+  }
+
+  /** The zoom and pan: scene point p is drawn at p * k + (tx, ty). */
+  get transform(): { k: number; tx: number; ty: number } {
+    return { k: this.k, tx: this.tx, ty: this.ty };
+  }
+
+  /** Zooms and pans to `transform` (the other pane of a split view did). */
+  setTransform(transform: { k: number; tx: number; ty: number }): void {
+    if (transform.k === this.k && transform.tx === this.tx && transform.ty === this.ty) return;
+    ({ k: this.k, tx: this.tx, ty: this.ty } = transform);
+    this.applyTransform();
   }
 
   private savePending = false;
@@ -841,6 +856,7 @@ export class GraphView {
     if (d.users.length) this.row(table, "users", d.users.map((u) => this.nodeLink(u)));
     if (d.shape) this.row(table, "shape", `${d.dtype ? d.dtype.replace("torch.", "") : ""}[${d.shape.join(", ")}]`);
     if (d.module_path) this.row(table, "module", d.module_type ? `${d.module_path} : ${d.module_type}` : d.module_path);
+    if (d.swap) this.row(table, "module swap", el("span", { class: "fx-swap" }, d.swap));
     if (d.span) {
       const span = d.span;
       const link = el("a", { id: "fx-node-source", title: span.file }, `${fileName(span.file)}:${span.line}`);
