@@ -224,6 +224,7 @@ export class Layouter {
 
   constructor(private readonly model: GraphModel) {
     for (const edge of model.edges) {
+      if (edge.folded) continue;
       const list = this.homeEdges.get(edge.home) ?? [];
       list.push(edge);
       this.homeEdges.set(edge.home, list);
@@ -327,6 +328,8 @@ export class Layouter {
       }
     };
     place(root, origins.get(root)!);
+    // a folded node is found where its consumer is drawn (search, the editor's cursor)
+    for (const { node, box } of scene.nodes) for (const folded of node.folded) scene.boxes.set(folded.id, box);
     scene.edges = this.sceneEdges(scene, origins);
     return scene;
   }
@@ -378,6 +381,7 @@ export class Layouter {
   private sceneEdges(scene: Scene, origins: Map<Group, Point>): SceneEdge[] {
     const byPair = new Map<string, SceneEdge & { labels: Set<string> }>();
     for (const edge of this.model.edges) {
+      if (edge.folded) continue;
       const from = shownAs(edge.from);
       const to = shownAs(edge.to);
       if (from === to) continue;

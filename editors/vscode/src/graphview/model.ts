@@ -2,7 +2,10 @@
 // a tree of module groups: every node sits in the group of its module path
 // (`blocks.3.attn`), groups nest by path prefix, and each edge knows, once, the group where
 // it is laid out (the lowest group holding both ends) and the two items of that group it
-// joins. None of this depends on which groups are expanded.
+// joins. None of this depends on which groups are expanded. Shape bookkeeping is folded
+// into the nodes that consume it unless asked for (bookkeeping.ts).
+
+import { foldBookkeeping } from "./bookkeeping";
 
 export interface Span {
   file: string;
@@ -71,6 +74,10 @@ export interface GNode {
   index: number;
   /** the groups around it, outermost first (set by buildModel) */
   chain: Group[];
+  /** shape bookkeeping folded into this node (its consumer), in graph order */
+  folded: GNode[];
+  /** the node this one is folded into (then it is not laid out; see bookkeeping.ts) */
+  foldedInto: GNode | null;
 }
 
 export interface Group {
@@ -103,10 +110,19 @@ export interface GEdge {
   /** the items of `home` holding each end (the ends themselves, or groups around them) */
   fromItem: Item;
   toItem: Item;
+  /** an end is folded into its consumer: the edge is not drawn */
+  folded: boolean;
+}
+
+export interface ModelOptions {
+  /** show shape bookkeeping (`x.shape`, `getitem` of sizes, `_assert`...) as nodes of its
+   * own; by default each is folded into the node that consumes it */
+  showBookkeeping?: boolean;
 }
 
 export interface GraphModel {
   doc: GraphDocument;
+  options: ModelOptions;
   root: Group;
   nodes: Map<string, GNode>;
   groups: Map<string, Group>;
@@ -146,8 +162,10 @@ function pathOf(node: GraphNodeData): string {
 /** Builds the group tree of a document. Groups that would hold one node and nothing else,
  * or only the calls of a leaf module (`call_module` nodes), are dissolved into their
  * parent: a box around every Linear says nothing. Chains of groups with a single child group are kept (they name the
- * module tree as the code does). */
-export function buildModel(doc: GraphDocument): GraphModel {
+ * module tree as the code does). Shape bookkeeping is folded into its consumers unless
+ * `options.showBookkeeping`: a folded node is in `nodes` (search finds it, the panel shows
+ * it) but in no group's children, and its edges are `folded`. */
+export function buildModel(doc: GraphDocument, options: ModelOptions = {}): GraphModel {
   const root = newGroup("", null);
   const groups = new Map<string, Group>([["", root]]);
   const ensure = (path: string): Group => {
@@ -169,13 +187,20 @@ export function buildModel(doc: GraphDocument): GraphModel {
       problemsAt.set(name, list);
     }
   }
+  const foldInto = options.showBookkeeping ? new Map<string, string>() : foldBookkeeping(doc.nodes, new Set(problemsAt.keys()));
   doc.nodes.forEach((data, index) => {
-    const group = ensure(pathOf(data));
+    const folded = foldInto.has(data.name);
+    const group = folded ? root : ensure(pathOf(data));
     if (data.module_type && !group.type && group.path === data.module_path) group.type = data.module_type;
-    const node: GNode = { kind: "node", id: nodeId(data.name), data, parent: group, problems: problemsAt.get(data.name) ?? [], index, chain: [] };
-    group.children.push(node);
+    const node: GNode = { kind: "node", id: nodeId(data.name), data, parent: group, problems: problemsAt.get(data.name) ?? [], index, chain: [], folded: [], foldedInto: null };
+    if (!folded) group.children.push(node);
     nodes.set(data.name, node);
   });
+  for (const [name, into] of foldInto) {
+    const node = nodes.get(name)!;
+    node.foldedInto = nodes.get(into)!;
+    node.foldedInto.folded.push(node);
+  }
   for (const known of doc.groups ?? []) {
     const group = groups.get(known.path);
     if (group && !group.type && known.type) group.type = known.type;
@@ -183,7 +208,11 @@ export function buildModel(doc: GraphDocument): GraphModel {
   dissolveSingletons(root, groups);
   countInside(root);
   labelGroups(root);
-  for (const node of nodes.values()) node.chain = ancestors(node);
+  for (const node of nodes.values()) {
+    // a folded node sits where its module's group is (or the nearest one kept around it)
+    if (node.foldedInto) node.parent = nearestGroup(pathOf(node.data), groups);
+    node.chain = ancestors(node);
+  }
   const edges: GEdge[] = [];
   for (const from of nodes.values()) {
     for (const user of from.data.users) {
@@ -191,13 +220,26 @@ export function buildModel(doc: GraphDocument): GraphModel {
       if (to) edges.push(edgeBetween(from, to));
     }
   }
-  return { doc, root, nodes, groups, edges };
+  return { doc, options, root, nodes, groups, edges };
+}
+
+function nearestGroup(path: string, groups: Map<string, Group>): Group {
+  for (let p = path; ; p = p.slice(0, Math.max(0, p.lastIndexOf(".")))) {
+    const group = groups.get(p);
+    if (group) return group;
+    if (!p) return groups.get("")!;
+  }
 }
 
 function dissolveSingletons(group: Group, groups: Map<string, Group>): void {
   for (const child of [...group.children]) if (child.kind === "group") dissolveSingletons(child, groups);
   if (!group.parent) return;
   // a leaf module's calls (one `call_module` node per call, its target the group's path)
+  if (group.children.length === 0) {
+    group.parent.children.splice(group.parent.children.indexOf(group), 1);
+    groups.delete(group.path);
+    return;
+  }
   const leafCalls = group.children.every((c) => c.kind === "node" && c.data.op === "call_module" && c.data.target === group.path);
   if ((group.children.length === 1 && group.children[0].kind === "node") || leafCalls) {
     const siblings = group.parent.children;
@@ -248,19 +290,23 @@ function edgeBetween(from: GNode, to: GNode): GEdge {
   const b = [...to.chain, to] as Item[];
   let i = 0;
   while (i < a.length && i < b.length && a[i] === b[i]) i++;
-  return { from, to, home: a[i - 1] as Group, fromItem: a[i], toItem: b[i] };
+  return { from, to, home: a[i - 1] as Group, fromItem: a[i], toItem: b[i], folded: !!(from.foldedInto || to.foldedInto) };
 }
 
-/** The item that shows `node` now: the outermost collapsed group around it, or itself. */
+/** The item that shows `node` now: the outermost collapsed group around it, or itself (a
+ * folded node: what shows its consumer). */
 export function shownAs(node: GNode): Item {
-  for (const group of node.chain) if (!group.expanded) return group;
-  return node;
+  const shown = node.foldedInto ?? node;
+  for (const group of shown.chain) if (!group.expanded) return group;
+  return shown;
 }
 
-/** Expands every group around `item` (so that it is shown); whether anything changed. */
+/** Expands every group around `item` (so that it is shown; a folded node: its consumer);
+ * the groups it opened. */
 export function reveal(item: Item): Group[] {
   const changed: Group[] = [];
-  for (const group of ancestors(item)) {
+  const shown = item.kind === "node" && item.foldedInto ? item.foldedInto : item;
+  for (const group of ancestors(shown)) {
     if (!group.expanded) {
       group.expanded = true;
       changed.push(group);
@@ -269,7 +315,8 @@ export function reveal(item: Item): Group[] {
   return changed;
 }
 
-/** Nodes whose name, op or target contains `query` (case-insensitive), in graph order. */
+/** Nodes whose name, op or target contains `query` (case-insensitive), in graph order; a
+ * folded node is found too (`shownAs` and `reveal` lead to its consumer). */
 export function search(model: GraphModel, query: string): GNode[] {
   const q = query.trim().toLowerCase();
   if (!q) return [];

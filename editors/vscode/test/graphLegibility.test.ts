@@ -1,0 +1,80 @@
+// The graph view's legibility (src/graphview): shape bookkeeping folded into its consumer,
+// names fitted to their boxes, edge labels that avoid each other; without a browser.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { Layouter } from "../src/graphview/layout";
+import { GraphDocument, GraphNodeData, buildModel, reveal, search, shownAs } from "../src/graphview/model";
+
+function node(name: string, op: string, target: string, args: string, users: string[], path: string | null, shape: number[] | null): GraphNodeData {
+  return { name, op, target, args, kwargs: "{}", users, module_path: path, module_type: null, shape, dtype: shape ? "float32" : null, span: null };
+}
+
+// timm's attention: `B, N, C = x.shape` read for a reshape, a patch embedding's size check
+// (`_assert(eq(x.shape[2], 224))`) that nothing consumes, and a size nobody reads
+const DOC: GraphDocument = {
+  name: "Vit",
+  status: "traced",
+  nodes: [
+    node("x", "placeholder", "x", "()", ["getattr_1", "proj"], null, [1, 3, 8, 8]),
+    node("getattr_1", "call_function", "builtins.getattr", "(%x, shape)", ["getitem", "getitem_1"], "embed", null),
+    node("getitem", "call_function", "operator.getitem", "(%getattr_1, 0)", [], "embed", null),
+    node("getitem_1", "call_function", "operator.getitem", "(%getattr_1, 2)", ["eq"], "embed", null),
+    node("eq", "call_function", "operator.eq", "(%getitem_1, 224)", ["_assert"], "embed", null),
+    node("_assert", "call_function", "torch._assert", "(%eq, 'height')", [], "embed", null),
+    node("proj", "call_module", "embed.proj", "(%x,)", ["getattr_2", "qkv"], "embed.proj", [1, 4, 16]),
+    node("getattr_2", "call_function", "builtins.getattr", "(%proj, shape)", ["getitem_2", "getitem_3"], "attn", null),
+    node("getitem_2", "call_function", "operator.getitem", "(%getattr_2, 0)", ["reshape"], "attn", null),
+    node("getitem_3", "call_function", "operator.getitem", "(%getattr_2, 1)", ["reshape"], "attn", null),
+    node("qkv", "call_module", "attn.qkv", "(%proj,)", ["reshape"], "attn.qkv", [1, 4, 48]),
+    node("reshape", "call_method", "reshape", "(%qkv, %getitem_2, %getitem_3, 3, 16)", ["zeros"], "attn", [1, 4, 3, 16]),
+    // a tensor made from a size is not bookkeeping, though shapes are unknown here
+    node("zeros", "call_function", "torch.zeros", "(%reshape,)", ["output"], "attn", null),
+    node("output", "output", "output", "(%zeros,)", [], null, null),
+  ],
+};
+
+const FOLDED = ["getattr_1", "getitem", "getitem_1", "eq", "_assert", "getattr_2", "getitem_2", "getitem_3"];
+
+test("shape bookkeeping is folded into its consumer, or into what it measured when nothing consumes it", () => {
+  const model = buildModel(DOC);
+  const into = (name: string) => model.nodes.get(name)!.foldedInto?.data.name ?? null;
+  assert.deepEqual(FOLDED.map(into), ["x", "x", "x", "x", "x", "reshape", "reshape", "reshape"]);
+  assert.equal(into("zeros"), null);
+  assert.deepEqual(model.nodes.get("reshape")!.folded.map((n) => n.data.name), ["getattr_2", "getitem_2", "getitem_3"]);
+  // the folded nodes are in no group: `embed` held only its size check and the leaf's call
+  assert.deepEqual([...model.groups.keys()].sort(), ["", "attn"]);
+  const drawn = model.edges.filter((e) => !e.folded).map((e) => `${e.from.data.name}>${e.to.data.name}`);
+  assert.deepEqual(drawn, ["x>proj", "proj>qkv", "qkv>reshape", "reshape>zeros", "zeros>output"]);
+});
+
+test("showBookkeeping shows every node as a node of its own", () => {
+  const model = buildModel(DOC, { showBookkeeping: true });
+  assert.ok([...model.nodes.values()].every((n) => !n.foldedInto && n.folded.length === 0));
+  assert.equal(model.edges.filter((e) => e.folded).length, 0);
+  const scene = new Layouter(expandAll(model)).scene();
+  assert.equal(scene.nodes.length, DOC.nodes.length);
+});
+
+test("a problem's node is never folded", () => {
+  const model = buildModel({ ...DOC, problems: [{ code: "FX001", severity: "error", message: "m", span: null, nodes: ["eq"] }] });
+  assert.equal(model.nodes.get("eq")!.foldedInto, null);
+  assert.equal(model.nodes.get("_assert")!.foldedInto, null, "it checks what is shown");
+});
+
+test("search finds a folded node and leads to its consumer", () => {
+  const model = buildModel(DOC);
+  const [found] = search(model, "getitem_3");
+  assert.equal(found.data.name, "getitem_3");
+  assert.equal(shownAs(found).id, "g:attn", "collapsed: the group around its consumer");
+  assert.deepEqual(reveal(found).map((g) => g.path), ["attn"]);
+  assert.equal(shownAs(found).id, "n:reshape");
+  const layouter = new Layouter(model);
+  const scene = layouter.scene();
+  assert.equal(scene.nodes.length, DOC.nodes.length - FOLDED.length);
+  assert.deepEqual(scene.boxes.get("n:getitem_3"), scene.boxes.get("n:reshape"), "centred on where it is folded");
+});
+
+function expandAll<T extends ReturnType<typeof buildModel>>(model: T): T {
+  for (const group of model.groups.values()) group.expanded = true;
+  return model;
+}
