@@ -12,6 +12,9 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from fxls.graph_view.problem_nodes import Landing, landing
+from fxls.graph_view.problem_nodes import spans_overlap as spans_overlap
+from fxls.graph_view.source_lines import Place, SourceFiles, source_lines
 from fxls.report import Diagnostic, FileReport, ModuleReport, NodeInfo, Span
 
 _DOT_STYLE = {
@@ -106,32 +109,45 @@ def render_dot(module: ModuleReport, report: FileReport | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def spans_overlap(a: Span, b: Span) -> bool:
-    """Whether ``a`` and ``b`` share a character (a node located at a diagnostic)."""
-    if a.file != b.file:
-        return False
-    return (a.line, a.col) < (b.end_line, b.end_col) and (b.line, b.col) < (a.end_line, a.end_col)
-
-
-def module_problems(module: ModuleReport, report: FileReport | None) -> list[dict[str, Any]]:
-    """The report's diagnostics about ``module``, each with the nodes it is located at
-    (those whose source expression overlaps the diagnostic's range: for a partial graph,
-    the nodes where tracing went wrong)."""
+def module_problems(module: ModuleReport, report: FileReport | None,
+                    files: SourceFiles | None = None) -> list[dict[str, Any]]:
+    """The report's diagnostics about ``module``, each where it lands on the graph
+    (:mod:`fxls.graph_view.problem_nodes`): ``nodes`` (those whose source expression
+    overlaps the diagnostic's range, for a partial graph the nodes where tracing went wrong;
+    else those made at its lines in the user's file), or ``group`` (the module its line
+    calls), and ``attached`` saying which (``"own"``, ``"line"``, ``"group"``, null)."""
     if report is None:
         return []
-    problems = []
-    for diagnostic in report.diagnostics:
-        if diagnostic.module != module.name:
-            continue
-        problems.append(_problem(diagnostic, module.nodes))
-    return problems
+    files = files if files is not None else SourceFiles()
+    groups = group_paths(module.nodes)
+    user_files = [module.span.file] if module.span is not None else []
+    return [_problem(d, landing(d, module.nodes, groups, user_files, files))
+            for d in report.diagnostics if d.module == module.name]
 
 
-def _problem(diagnostic: Diagnostic, nodes: Sequence[NodeInfo]) -> dict[str, Any]:
-    span = diagnostic.span
-    at = [n.name for n in nodes if n.span is not None and spans_overlap(n.span, span)]
+def _problem(diagnostic: Diagnostic, landed: Landing) -> dict[str, Any]:
     return {"code": diagnostic.code, "severity": str(diagnostic.severity),
-            "message": diagnostic.message, "span": span.to_dict(), "nodes": at}
+            "message": diagnostic.message, "span": diagnostic.span.to_dict(),
+            "nodes": landed.nodes, "group": landed.group, "attached": landed.attached}
+
+
+def group_paths(nodes: Sequence[NodeInfo]) -> set[str]:
+    """Every module path of ``nodes`` and its prefixes: the graph's groups."""
+    paths: set[str] = set()
+    for path in {node.module_path for node in nodes if node.module_path}:
+        parts = path.split(".")
+        paths.update(".".join(parts[:i]) for i in range(1, len(parts) + 1))
+    return paths
+
+
+def document_sources(nodes: Sequence[NodeInfo], problems: Sequence[dict[str, Any]],
+                     files: SourceFiles) -> dict[str, dict[str, str]]:
+    """The document's ``sources``: the lines around each node's line and each problem's."""
+    places: list[Place] = [(n.span.file, n.span.line, n.span.line)
+                           for n in nodes if n.span is not None]
+    places += [(p["span"]["file"], p["span"]["line"], p["span"]["end_line"])
+               for p in problems if p.get("span")]
+    return source_lines(files, places)
 
 
 def module_groups(module: ModuleReport) -> list[dict[str, Any]]:
@@ -154,11 +170,16 @@ def module_groups(module: ModuleReport) -> list[dict[str, Any]]:
              "nodes": count} for path, count in counts.items()]
 
 
-def graph_document(module: ModuleReport, report: FileReport | None = None) -> dict[str, Any]:
+def graph_document(module: ModuleReport, report: FileReport | None = None,
+                   problems: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """The graph as plain data, what the graph page draws and ``--format json`` prints:
     each node with its module path (``module_path``, "" or null at the root) and the
-    ``file`` and ``line`` that created it, the module groups, and the module's problems
-    with the nodes they are located at."""
+    ``file`` and ``line`` that created it, the module groups, the module's problems where
+    they land (``problems`` in place of the report's, when given), and ``sources``: the
+    source lines around each node and problem."""
+    files = SourceFiles()
+    if problems is None:
+        problems = module_problems(module, report, files)
     nodes = []
     for node in module.nodes:
         entry = node.to_dict()
@@ -173,7 +194,8 @@ def graph_document(module: ModuleReport, report: FileReport | None = None) -> di
         "file": module.span.file if module.span is not None else None,
         "nodes": nodes,
         "groups": module_groups(module),
-        "problems": module_problems(module, report),
+        "problems": problems,
+        "sources": document_sources(module.nodes, problems, files),
         "code": module.code,
     }
 

@@ -80,7 +80,7 @@ def target_document(module: ModuleReport, report: FileReport | None,
     view = target_view(module, target)
     if view is None:
         return None
-    document = graph_document(view, None)
+    document = graph_document(view, problems=_target_problems(module, view, report, target))
     drafted = target == "export" and module.target_graphs is not None and \
         module.target_graphs.export is not None and module.target_graphs.export.drafted
     # the graph torch made is whole (its problems are marked), draft_export's where export
@@ -88,15 +88,23 @@ def target_document(module: ModuleReport, report: FileReport | None,
     document["status"] = "drafted" if drafted else "traced"
     document["target"] = target
     document["title"] = TITLES[target]
+    return document
+
+
+def _target_problems(module: ModuleReport, view: ModuleReport, report: FileReport | None,
+                     target: str) -> list[dict[str, Any]]:
+    """The module's problems of ``target`` (and those of no target) where they land on the
+    target's graph; for compile, each break on the output of the subgraph it ended."""
+    problems = []
     if report is not None:
         mine = FileReport(report.path, diagnostics=[
             item for item in report.diagnostics
             if (target_of(item.code) is None or str(target_of(item.code)) == target)
             and item.code != "FX301"])  # a break is drawn where its subgraph ends
-        document["problems"] = module_problems(view, mine)
+        problems = module_problems(view, mine)
     if target == "compile" and module.target_graphs is not None:
-        document["problems"] = [*document["problems"], *_breaks(module.target_graphs.compile)]
-    return document
+        problems += _breaks(module.target_graphs.compile)
+    return problems
 
 
 def _breaks(subgraphs: list[TargetGraph]) -> list[dict[str, Any]]:
@@ -109,7 +117,7 @@ def _breaks(subgraphs: list[TargetGraph]) -> list[dict[str, Any]]:
             "message": f"graph break: subgraph {number} of {len(subgraphs)} ends here, dynamo "
                        f"resumes in subgraph {number + 1}: {graph.break_after.reason}",
             "span": graph.break_after.span.to_dict() if graph.break_after.span else None,
-            "nodes": [f"{graph.nodes[-1].name}@{number}"]})
+            "nodes": [f"{graph.nodes[-1].name}@{number}"], "group": None, "attached": "own"})
     return found
 
 

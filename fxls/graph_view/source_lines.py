@@ -1,0 +1,62 @@
+"""The source lines a graph document carries (``sources``): each node's line with two lines
+around it, and each problem's lines, so that the page shows the code in a browser without
+an editor. Only the lines used are kept, each file read once."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from fxls.project.python_source import read_python_source_or_replace
+from fxls.project.source_text import SourceText
+
+#: lines kept before and after a node's or a problem's own lines
+AROUND = 2
+
+#: ``(file, first line, last line)``, 1-based and inclusive
+Place = tuple[str, int, int]
+
+
+class SourceFiles:
+    """The texts of the files a document names, each read once. Only Python files are
+    read: a report names files by what its spans say, and the page must not carry the
+    lines of any other file (a key, a configuration) that a hostile report could name."""
+
+    def __init__(self) -> None:
+        self._texts: dict[str, SourceText | None] = {}
+
+    def text(self, file: str) -> SourceText | None:
+        """``file``'s text; None when it is not a Python file or cannot be read."""
+        if file not in self._texts:
+            self._texts[file] = _read(file)
+        return self._texts[file]
+
+
+def _read(file: str) -> SourceText | None:
+    if not file.endswith(".py"):
+        return None
+    text = read_python_source_or_replace(file)
+    return SourceText(text) if text else None
+
+
+def source_lines(files: SourceFiles, places: Iterable[Place]) -> dict[str, dict[str, str]]:
+    """``{file: {"<line>": text}}``: the lines of each place and :data:`AROUND` lines on
+    each side, in line order; files that cannot be read are left out."""
+    wanted: dict[str, set[int]] = {}
+    for file, first, last in places:
+        wanted.setdefault(file, set()).update(range(first - AROUND, last + AROUND + 1))
+    found: dict[str, dict[str, str]] = {}
+    for file, numbers in wanted.items():
+        text = files.text(file)
+        if text is None:
+            continue
+        last = _last_line(text)
+        lines = {str(n): text.line(n) for n in sorted(numbers) if 1 <= n <= last}
+        if lines:
+            found[file] = lines
+    return found
+
+
+def _last_line(text: SourceText) -> int:
+    """The last line with content: a final line break ends the last line, it starts none."""
+    ends_with_break = text.text.endswith(("\n", "\r"))
+    return text.line_count - 1 if ends_with_break else text.line_count
