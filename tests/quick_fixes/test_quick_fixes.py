@@ -1,5 +1,6 @@
 """Each quick fix end to end: offered by the real server (after re-tracing in the worker),
-applied by the client, and the saved result traces without that problem."""
+applied by the client, and the saved result traces without that problem. The tests share
+the module's server, each in its own folder."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from tests.lsp_client import open_and_wait, save_and_wait
+from tests.lsp_client import on_the_module_server, open_and_wait, save_and_wait
 
 HEAD = "import torch\nimport torch.nn.functional as F\nfrom torch import nn\n\n\n"
 
@@ -111,18 +112,19 @@ def _apply(text: str, edit: types.WorkspaceEdit, uri: str) -> str:
     return text
 
 
+@on_the_module_server
 @pytest.mark.parametrize("case", sorted(CASES))
 async def test_quick_fix_is_offered_applied_and_clean_after_retrace(
-    client: LanguageClient, tmp_path: Path, case: str
+    module_client: LanguageClient, own_folder: Path, case: str
 ):
     text, code, title_part = CASES[case]
-    path = tmp_path / f"{case}.py"
+    path = own_folder / f"{case}.py"
     path.write_text(text, encoding="utf-8")
     uri = path.as_uri()
-    diagnostics = await open_and_wait(client, path, text)
+    diagnostics = await open_and_wait(module_client, path, text)
     targets = [d for d in diagnostics if d.code == code]
     assert targets, [(d.code, d.message) for d in diagnostics]
-    actions = await client.text_document_code_action_async(
+    actions = await module_client.text_document_code_action_async(
         types.CodeActionParams(
             text_document=types.TextDocumentIdentifier(uri),
             range=targets[0].range,
@@ -134,26 +136,27 @@ async def test_quick_fix_is_offered_applied_and_clean_after_retrace(
     assert chosen, titles
     fixed = _apply(text, chosen[0].edit, uri)
     assert fixed != text
-    after = await save_and_wait(client, path, fixed, 2)
+    after = await save_and_wait(module_client, path, fixed, 2)
     assert len([d for d in after if d.code == code]) < len(targets)
     errors_before = sum(d.severity == types.DiagnosticSeverity.Error for d in diagnostics)
     errors_after = sum(d.severity == types.DiagnosticSeverity.Error for d in after)
     assert errors_after <= errors_before
 
 
-async def test_fix_all_applies_every_safe_fix(client: LanguageClient, tmp_path: Path):
+@on_the_module_server
+async def test_fix_all_applies_every_safe_fix(module_client: LanguageClient, own_folder: Path):
     text = HEAD + (
         "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
         "        self.proj = nn.Linear(4, 4)\n\n    def forward(self, x):\n"
         "        unused = self.proj(x)\n        h = self.proj(x)\n"
         "        return h * torch.sigmoid(h)\n"
     )
-    path = tmp_path / "many.py"
+    path = own_folder / "many.py"
     path.write_text(text, encoding="utf-8")
     uri = path.as_uri()
-    diagnostics = await open_and_wait(client, path, text)
+    diagnostics = await open_and_wait(module_client, path, text)
     assert {d.code for d in diagnostics} == {"FX010", "FX020"}
-    actions = await client.text_document_code_action_async(
+    actions = await module_client.text_document_code_action_async(
         types.CodeActionParams(
             text_document=types.TextDocumentIdentifier(uri),
             range=types.Range(types.Position(0, 0), types.Position(0, 0)),
@@ -163,5 +166,5 @@ async def test_fix_all_applies_every_safe_fix(client: LanguageClient, tmp_path: 
     assert [a.kind for a in actions] == ["source.fixAll.fxls"]
     fixed = _apply(text, actions[0].edit, uri)
     assert "unused" not in fixed and "F.silu(h)" in fixed
-    after = await save_and_wait(client, path, fixed, 2)
+    after = await save_and_wait(module_client, path, fixed, 2)
     assert after == []
