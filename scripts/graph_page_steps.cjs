@@ -13,7 +13,7 @@
 //   {"boxes": SELECTOR, "as": KEY}       each match's text and client rectangle
 //   {"screenshot": PATH}
 // The output: {"errors": [...], "requests": [...], KEY: value, ...}; the page is loaded and
-// drawn (`#graph[data-rendered="true"]`) before the first step.
+// drawn (`.fx-graph[data-rendered="true"]`: the graph, or a pane of a pass page) before the first step.
 const path = require("node:path");
 const fs = require("node:fs");
 const { openPage } = require("./chromium.cjs");
@@ -58,7 +58,7 @@ async function main() {
   const { browser, page } = await openPage(Number(arg("--width", 1600)), Number(arg("--height", 1000)), result);
   try {
     await page.goto("file://" + file);
-    await page.waitForSelector('#graph[data-rendered="true"]', { timeout: 60_000 });
+    await page.waitForSelector('.fx-graph[data-rendered="true"]', { timeout: 60_000 });
     for (const step of steps) await run(page, step, result);
     result.pageError = await page.evaluate(() => window.fxlsGraphError ?? null);
   } finally {
