@@ -19,6 +19,7 @@ import { GraphDocument, Span } from "./model";
 import { PassState, PassView, isPassDocument } from "./passview";
 import { CSS } from "./style";
 import { GraphSwitch, GraphView, Host, ViewState } from "./view";
+import { VIEW_CSS } from "./viewstyle";
 
 interface VsCodeApi {
   postMessage(message: unknown): void;
@@ -40,7 +41,7 @@ const scriptNonce = (document.currentScript as HTMLScriptElement | null)?.nonce 
 function injectStyle(): void {
   const style = document.createElement("style");
   if (scriptNonce) style.nonce = scriptNonce;
-  style.textContent = CSS;
+  style.textContent = CSS + VIEW_CSS;
   document.head.appendChild(style);
 }
 

@@ -1,7 +1,12 @@
-// The interactive graph view: an SVG of the shown scene (layout.ts) with zoom and pan, a
-// minimap, search, a side panel for the selection, problems marked, and the link to the
-// source both ways (a `Host` reveals a node's line; `highlightLine` marks a line's nodes).
-import { Box, Layouter, Scene, groupTitle, nodeSubtitle, nodeTitle } from "./layout";
+// The interactive graph view: an SVG of the shown scene (layout.ts) with zoom and pan, an
+// overview (minimap.ts), search (nodesearch.ts), a side panel for the selection with its
+// source lines (sourcelines.ts), problems marked and counted (banner.ts), and the link to
+// the source both ways (a `Host` reveals a node's line; `highlightLine` marks a line's nodes).
+import { isMarked, problemBanner, problemPlace, problemText } from "./banner";
+import { MAX_ZOOM, MIN_ZOOM, Transform, bringIntoView, fitAll, fitWidth, openingView, union } from "./camera";
+import { el, esc, fmt } from "./dom";
+import { Box, Layouter, Scene, SceneEdge, groupTitle, nodeSubtitle, nodeTitle, nodeTooltip } from "./layout";
+import { Minimap } from "./minimap";
 import {
   GNode,
   GraphDocument,
@@ -15,9 +20,12 @@ import {
   fileName,
   nodesAtLine,
   reveal,
-  search,
   shownAs,
 } from "./model";
+import { findNodes, resultsList } from "./nodesearch";
+import { Sources, documentSources, sourceLines } from "./sourcelines";
+
+export { esc };
 
 /** What the view keeps across a reload of its page (VS Code re-renders the panel after
  * every trace): the open groups, the zoom and pan, the selected node. */
@@ -66,25 +74,9 @@ const OVERVIEW = 0.22;
 /** Models up to this many nodes open fully expanded. */
 const SMALL_MODEL = 60;
 
-const ESC: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
-export function esc(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => ESC[c]);
-}
-
-function el<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string, string> = {}, text?: string): HTMLElementTagNameMap[K] {
-  const element = document.createElement(tag);
-  for (const [key, value] of Object.entries(attrs)) element.setAttribute(key, value);
-  if (text !== undefined) element.textContent = text;
-  return element;
-}
-
 let views = 0;
 
 const MARK_TEXT: Record<string, string> = { added: "added by the pass", removed: "removed by the pass", rewired: "changed by the pass (inputs or users rewired)", swapped: "its module swapped by the pass" };
-
-function fmt(n: number): string {
-  return Math.round(n * 10) / 10 + "";
-}
 
 export interface Timing {
   /** milliseconds of the last scene change: layout + SVG + minimap */
@@ -96,15 +88,18 @@ export interface Timing {
 }
 
 export class GraphView {
-  readonly model: GraphModel;
-  private readonly layouter: Layouter;
+  /** rebuilt (same document) when the shape ops are shown or folded */
+  model: GraphModel;
+  private layouter: Layouter;
   private scene!: Scene;
   private readonly svg: SVGSVGElement;
   private readonly viewport: SVGGElement;
   private readonly graphBox: HTMLElement;
+  /** the part of the graph box the SVG fills (the overview has a column of its own) */
+  private readonly drawArea: HTMLElement;
   private readonly panel: HTMLElement;
-  private readonly minimap: HTMLCanvasElement;
-  private readonly minimapBase: HTMLCanvasElement;
+  private readonly minimap: Minimap;
+  private readonly sources: Sources | null;
   private readonly searchInput: HTMLInputElement;
   private readonly searchCount: HTMLElement;
   private readonly sourceLocation: HTMLElement;
@@ -116,6 +111,14 @@ export class GraphView {
   private selected: Item | null = null;
   private matches: GNode[] = [];
   private matchIndex = -1;
+  /** the nodes of the problem last clicked, marked with the selection */
+  private picked: GNode[] = [];
+  /** the edges drawn now, in the order of their `path.edge` elements */
+  private drawnEdges: SceneEdge[] = [];
+  private edgeElements: Element[] = [];
+  private focusedEdges: Element[] = [];
+  /** the graph's first fit has not happened yet */
+  private opening = true;
   private cursorNodes: GNode[] = [];
   /** the node of the other pane's selection (a split view) */
   private counterpart: GNode | null = null;
@@ -134,6 +137,7 @@ export class GraphView {
   ) {
     this.model = buildModel(doc);
     this.layouter = new Layouter(this.model);
+    this.sources = documentSources(doc);
     this.initialExpansion();
     root.textContent = "";
     const app = el("div", { class: pane ? "fx-app fx-pane-app" : "fx-app" });
@@ -165,24 +169,35 @@ export class GraphView {
       button("fx-next", "↓", "Next match (Enter)", () => this.nextMatch(1)),
       button("fx-expand-all", pane ? "Expand" : "Expand all", "Expand every module", () => this.expandAll()),
       button("fx-collapse-all", pane ? "Collapse" : "Collapse all", "Collapse to the top-level modules", () => this.collapseAll()),
-      button("fx-fit", "Fit", "Fit the graph to the window", () => this.fit()),
+      ...(pane ? [] : [this.bookkeepingToggle(button)]),
+      button("fx-fit", "Fit", "Fit the whole graph in the window (width and height)", () => this.fit()),
+      button("fx-fit-width", pane ? "↔" : "Fit width", "Fit the graph's width to the window, from its top", () => this.fitWidth()),
       ...(pane ? [] : [button("fx-zoom-in", "+", "Zoom in", () => this.zoomBy(1.25)), button("fx-zoom-out", "−", "Zoom out", () => this.zoomBy(0.8))]),
       el("span", { class: "fx-spacer" }),
     );
     this.sourceLocation = el("span", { id: "fx-source-location", title: "source of the selected node" });
     if (!pane) toolbar.append(this.sourceLocation);
     app.append(toolbar);
-    const banner = pane ? null : this.banner(doc);
+    const banner = pane ? null : problemBanner(doc, this.model, (problem) => this.problemLink(problem), () => this.showProblems());
     if (banner) app.append(banner);
     const main = el("div", { class: "fx-main" });
     this.graphBox = el("div", { ...id("graph"), class: "fx-graph", role: "img", "aria-label": `FX graph of ${doc.name}` });
     this.svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
     this.svg.innerHTML =
       `<defs><marker id="${this.arrow}" class="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z"/></marker></defs><g class="viewport"></g>`;
+    this.svg.querySelector("defs")!.insertAdjacentHTML(
+      "beforeend",
+      ["in", "out"].map((end) => `<marker id="${this.arrow}-${end}" class="arrow arrow-${end}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z"/></marker>`).join(""),
+    );
     this.viewport = this.svg.querySelector("g.viewport")!;
-    this.minimap = el("canvas", { class: "fx-minimap", width: "200", height: "140", title: "minimap: click or drag to move" });
-    this.minimapBase = document.createElement("canvas");
-    this.graphBox.append(this.svg, this.minimap);
+    this.drawArea = el("div", { class: "fx-draw" });
+    this.drawArea.append(this.svg);
+    this.minimap = new Minimap(
+      (x, y) => this.lookAt(x, y),
+      () => this.resized(),
+      (dx, dy) => this.look({ k: this.k, tx: this.tx - dx * this.k, ty: this.ty - dy * this.k }),
+    );
+    this.graphBox.append(this.drawArea, this.minimap.element);
     this.panel = pane ? pane.panel : el("aside", { class: "fx-panel", id: "fx-panel" });
     main.append(this.graphBox);
     if (!pane) main.append(this.panel);
@@ -196,6 +211,39 @@ export class GraphView {
     }
     this.showPanel();
     this.graphBox.dataset.rendered = "true";
+  }
+
+  /** "shape ops": shows the shape bookkeeping (`x.shape`, `getitem` of sizes, `_assert`)
+   * as nodes of its own, or folds it into its consumers again (the default). */
+  private bookkeepingToggle(button: (name: string, label: string, title: string, action: () => void) => HTMLElement): HTMLElement {
+    const toggle = button("fx-bookkeeping", "shape ops", "Show the shape bookkeeping (x.shape, sizes, asserts) as nodes; folded into their consumers when off", () => {
+      const show = !this.model.options.showBookkeeping;
+      this.rebuild(show);
+      toggle.classList.toggle("on", show);
+      toggle.setAttribute("aria-pressed", String(show));
+    });
+    toggle.setAttribute("aria-pressed", "false");
+    return toggle;
+  }
+
+  /** The model again with the shape bookkeeping shown or folded, drawn with the same groups
+   * open, the same selection, search and zoom. */
+  rebuild(showBookkeeping: boolean): void {
+    const open = new Set([...this.model.groups.values()].filter((g) => g.expanded).map((g) => g.path));
+    const selected = this.selected;
+    this.model = buildModel(this.model.doc, { showBookkeeping });
+    this.layouter = new Layouter(this.model);
+    for (const group of this.model.groups.values()) group.expanded = !group.parent || open.has(group.path);
+    const again = (item: Item | null): Item | null =>
+      !item ? null : item.kind === "node" ? this.model.nodes.get(item.data.name) ?? null : this.model.groups.get(item.path) ?? null;
+    this.selected = again(selected);
+    this.picked = [];
+    this.cursorNodes = this.cursorNodes.map((n) => this.model.nodes.get(n.data.name)).filter((n): n is GNode => !!n);
+    this.counterpart = this.counterpart ? this.model.nodes.get(this.counterpart.data.name) ?? null : null;
+    this.matches = findNodes(this.model, this.searchInput.value).nodes;
+    this.matchIndex = -1;
+    this.render();
+    this.showPanel();
   }
 
   /** One pressed button per graph of the module; a click on another asks for it. */
@@ -246,29 +294,36 @@ export class GraphView {
 
   // -- problems ---------------------------------------------------------------------------
 
-  private banner(doc: GraphDocument): HTMLElement | null {
-    const problems = doc.problems ?? [];
-    if (doc.status === "traced" && problems.length === 0) return null;
-    const banner = el("div", { class: "fx-banner", id: "fx-banner" });
-    const what = doc.status === "partial" ? "Partial graph: tracing could not follow the code everywhere." : doc.status === "traced" ? "" : `Graph ${doc.status}.`;
-    banner.append(document.createTextNode(`${what} ${problems.length} problem${problems.length === 1 ? "" : "s"} marked in red`));
-    const first = problems.find((p) => p.nodes.length) ?? problems[0];
-    if (first) {
-      banner.append(document.createTextNode(": "));
-      banner.append(this.problemLink(first));
-    }
-    return banner;
+  private problemLink(problem: GraphProblem): HTMLElement {
+    const marked = isMarked(this.model, problem);
+    const link = el("a", { class: marked ? "fx-problem-link" : "fx-problem-link unmarked", title: marked ? "show it on the graph" : "not on the graph: show its line" }, problemText(problem));
+    link.addEventListener("click", () => this.focusProblem(problem));
+    return link;
   }
 
-  private problemLink(problem: GraphProblem): HTMLElement {
-    const line = problem.span ? `${fileName(problem.span.file)}:${problem.span.line} ` : "";
-    const link = el("a", { class: "fx-problem-link" }, `${problem.code} ${line}${problem.message}`);
-    link.addEventListener("click", () => {
-      const node = problem.nodes.map((n) => this.model.nodes.get(n)).find((n) => n);
-      if (node) this.focusNode(node, true);
-      else if (problem.span) this.host.reveal(problem.span);
-    });
-    return link;
+  /** Selects the nodes (or the group) a problem is at and brings them into view; its line
+   * is revealed (the standalone page shows it). */
+  focusProblem(problem: GraphProblem): void {
+    const { nodes, group } = problemPlace(this.model, problem);
+    const items: Item[] = nodes.length ? nodes : group ? [group] : [];
+    if (items.length) {
+      const opened = items.flatMap((item) => reveal(item));
+      for (const g of opened) this.layouter.invalidate(g);
+      if (opened.length) this.render();
+      this.select(items[0]);
+      this.picked = nodes;
+      this.applyMarks();
+      const box = union(items.map((item) => this.scene.boxes.get(shownAs(item as GNode).id)).filter((b): b is Box => !!b));
+      if (box) this.look(bringIntoView(box, this.transform, this.size()));
+    }
+    const span = problem.span ?? nodes[0]?.data.span;
+    if (span) this.host.reveal(span);
+  }
+
+  /** The side panel's list of every problem (nothing selected). */
+  private showProblems(): void {
+    this.select(null);
+    this.panel.querySelector("#fx-problems")?.scrollIntoView();
   }
 
   // -- rendering --------------------------------------------------------------------------
@@ -278,7 +333,15 @@ export class GraphView {
     const started = performance.now();
     const before = opts.keep ? this.screenBox(opts.keep) : null;
     this.scene = this.layouter.scene();
-    if (opts.fit) this.fitTransform();
+    if (opts.fit && this.opening) {
+      this.opening = false;
+      // a graph that is whole and readable without it needs no overview
+      if (fitAll(this.scene, this.size()).k >= 1) {
+        this.minimap.setOpen(false, false);
+        this.viewSize = null;
+      }
+    }
+    if (opts.fit) this.place(openingView(this.scene, this.size()));
     else if (opts.keep && before) {
       const after = this.scene.boxes.get(opts.keep.id);
       if (after) {
@@ -287,7 +350,7 @@ export class GraphView {
       }
     }
     this.drawn = null;
-    this.drawMinimapBase();
+    this.minimap.setScene(this.scene);
     this.applyTransform();
     this.timing.lastRenderMs = performance.now() - started;
     this.timing.lastLayoutMs = this.layouter.lastLayoutMs;
@@ -346,6 +409,7 @@ export class GraphView {
           `<text class="frame-title" x="${fmt(x + 8)}" y="${fmt(y + 16)}">▾ ${esc(groupTitle(group))} (${group.nodeCount})</text></g>`,
       );
     }
+    const drawnEdges: SceneEdge[] = [];
     for (const edge of s.edges) {
       if (!overview) {
         let x0 = Infinity, x1 = -Infinity, y0 = Infinity, y1 = -Infinity;
@@ -359,11 +423,8 @@ export class GraphView {
       }
       const d = edge.points.map((p, i) => `${i ? "L" : "M"}${fmt(p.x)},${fmt(p.y)}`).join("");
       parts.push(`<path class="edge" d="${d}" marker-end="url(#${this.arrow})"/>`);
-      if (!overview && edge.label && edge.points.length >= 2) {
-        const a = edge.points[0];
-        const b = edge.points[1];
-        parts.push(`<text class="edge-label" x="${fmt((a.x + b.x) / 2 + 4)}" y="${fmt((a.y + b.y) / 2 + 3)}">${esc(edge.label)}</text>`);
-      }
+      drawnEdges.push(edge);
+      if (!overview && edge.label && edge.labelAt) parts.push(`<text class="edge-label" x="${fmt(edge.labelAt.x)}" y="${fmt(edge.labelAt.y)}">${esc(edge.label)}</text>`);
     }
     for (const { group, box } of s.collapsed) {
       if (!inside(box)) continue;
@@ -392,8 +453,9 @@ export class GraphView {
         );
         continue;
       }
-      // the side panel has the details: a <title> per node would double the page's parse
-      const tip = problem ? `<title>${esc(node.problems.map((p) => `${p.code} ${p.message}`).join("\n"))}</title>` : "";
+      // what the box shortened or folded away (a <title> per node would double the page's parse)
+      const tooltip = nodeTooltip(node);
+      const tip = tooltip ? `<title>${esc(tooltip)}</title>` : "";
       parts.push(
         `<g class="node op-${esc(node.data.op)}${mark}${problem ? " problem" : ""}" data-id="${esc(node.id)}" transform="translate(${fmt(x)},${fmt(y)})">` +
           `${tip}<rect width="${fmt(box.width)}" height="${fmt(box.height)}" rx="4"/>` +
@@ -403,6 +465,9 @@ export class GraphView {
       );
     }
     this.viewport.innerHTML = parts.join("");
+    this.drawnEdges = drawnEdges;
+    this.edgeElements = Array.from(this.viewport.querySelectorAll("path.edge"));
+    this.focusedEdges = [];
     this.elements = new Map();
     this.viewport.querySelectorAll("[data-id]").forEach((element) => this.elements.set(element.getAttribute("data-id")!, element));
     this.applyMarks();
@@ -420,7 +485,39 @@ export class GraphView {
     for (const node of this.matches) mark(node, "match");
     for (const node of this.cursorNodes) mark(node, "cursor");
     if (this.counterpart) mark(this.counterpart, "counterpart");
+    for (const node of this.picked) mark(node, "selected");
     if (this.selected) markItem(this.selected, "selected");
+    this.markEdges();
+  }
+
+  /** The shown item whose edges the selection colours: a node (or the closed group showing
+   * it), or a closed group; an open group's frame has no edges of its own. */
+  private focusId(): string | null {
+    const item = this.selected;
+    if (!item) return null;
+    if (item.kind === "node") return shownAs(item).id;
+    if (item.expanded) return null;
+    return ancestors(item).find((g) => !g.expanded)?.id ?? item.id;
+  }
+
+  /** The selection's input edges and output edges coloured, the other edges faded. */
+  private markEdges(): void {
+    for (const element of this.focusedEdges) {
+      element.classList.remove("edge-in", "edge-out");
+      element.setAttribute("marker-end", `url(#${this.arrow})`);
+    }
+    this.focusedEdges = [];
+    const focus = this.focusId();
+    this.svg.classList.toggle("fx-focus", focus !== null);
+    if (focus === null) return;
+    this.drawnEdges.forEach((edge, i) => {
+      const end = edge.to.id === focus ? "in" : edge.from.id === focus ? "out" : null;
+      const element = this.edgeElements[i];
+      if (!end || !element) return;
+      element.classList.add(`edge-${end}`);
+      element.setAttribute("marker-end", `url(#${this.arrow}-${end})`);
+      this.focusedEdges.push(element);
+    });
   }
 
   // -- zoom, pan, minimap -----------------------------------------------------------------
@@ -430,7 +527,7 @@ export class GraphView {
     this.svg.classList.toggle("far", this.k < 0.5);
     this.svg.classList.toggle("very-far", this.k < OVERVIEW);
     if (this.needsRedraw()) this.draw();
-    this.drawMinimap();
+    this.minimap.draw(this.transform, this.size());
     this.scheduleSave();
     this.host.transformed?.(this);
   }
@@ -461,30 +558,47 @@ export class GraphView {
   /** The graph area's size, read once and on resize: reading it after a redraw would
    * force a synchronous layout of the whole SVG (seconds at 5,000 nodes). */
   private size(): { width: number; height: number } {
-    if (!this.viewSize) this.viewSize = { width: this.graphBox.clientWidth || 800, height: this.graphBox.clientHeight || 600 };
+    if (!this.viewSize) this.viewSize = { width: this.drawArea.clientWidth || 800, height: this.drawArea.clientHeight || 600 };
     return this.viewSize;
   }
 
-  fit(): void {
-    this.fitTransform();
+  private place(t: Transform): void {
+    ({ k: this.k, tx: this.tx, ty: this.ty } = t);
+  }
+
+  /** Moves the view to `t` and draws it. */
+  private look(t: Transform): void {
+    this.place(t);
     this.applyTransform();
   }
 
-  private fitTransform(): void {
+  /** The whole graph in the window, width and height. */
+  fit(): void {
+    this.look(fitAll(this.scene, this.size()));
+  }
+
+  /** The graph's width across the window, from its top. */
+  fitWidth(): void {
+    this.look(fitWidth(this.scene, this.size()));
+  }
+
+  /** Centres the view on the scene point (x, y) (the overview's click). */
+  private lookAt(x: number, y: number): void {
     const { width, height } = this.size();
-    const sw = Math.max(this.scene.width, 1);
-    const sh = Math.max(this.scene.height, 1);
-    this.k = Math.min(1.2, Math.max(0.05, Math.min((width - 40) / sw, (height - 40) / sh)));
-    if (this.k < 0.35 && sw * 0.35 < width) this.k = Math.min(1.2, (width - 40) / sw); // tall: fit width, start at the top
-    this.tx = (width - sw * this.k) / 2;
-    this.ty = sh * this.k < height ? (height - sh * this.k) / 2 : 20;
+    this.look({ k: this.k, tx: width / 2 - x * this.k, ty: height / 2 - y * this.k });
+  }
+
+  /** Moves the view so that `item` (shown now) is in it: whole if it fits, else its top. */
+  bringIntoView(item: Item): void {
+    const box = this.scene.boxes.get(item.id);
+    if (box) this.look(bringIntoView(box, this.transform, this.size()));
   }
 
   zoomBy(factor: number, cx?: number, cy?: number): void {
     const { width, height } = this.size();
     const x = cx ?? width / 2;
     const y = cy ?? height / 2;
-    const k = Math.min(4, Math.max(0.03, this.k * factor));
+    const k = Math.min(MAX_ZOOM, Math.max(MIN_ZOOM, this.k * factor));
     this.tx = x - ((x - this.tx) * k) / this.k;
     this.ty = y - ((y - this.ty) * k) / this.k;
     this.k = k;
@@ -497,63 +611,6 @@ export class GraphView {
     if (this.k < 0.7) this.k = 0.9;
     this.tx = width / 2 - box.x * this.k;
     this.ty = height / 2 - box.y * this.k;
-    this.applyTransform();
-  }
-
-  private minimapScale(): { scale: number; ox: number; oy: number } {
-    const w = this.minimap.width;
-    const h = this.minimap.height;
-    const scale = Math.min(w / Math.max(this.scene.width, 1), h / Math.max(this.scene.height, 1));
-    return { scale, ox: (w - this.scene.width * scale) / 2, oy: (h - this.scene.height * scale) / 2 };
-  }
-
-  private drawMinimapBase(): void {
-    const base = this.minimapBase;
-    base.width = this.minimap.width;
-    base.height = this.minimap.height;
-    const ctx = base.getContext("2d");
-    if (!ctx) return;
-    const { scale, ox, oy } = this.minimapScale();
-    const rect = (b: Box) => ctx.fillRect(ox + (b.x - b.width / 2) * scale, oy + (b.y - b.height / 2) * scale, Math.max(b.width * scale, 1), Math.max(b.height * scale, 1));
-    ctx.fillStyle = "rgba(100,116,139,0.12)";
-    for (const { box } of this.scene.frames) rect(box);
-    ctx.fillStyle = "#94a3b8";
-    for (const { box } of this.scene.collapsed) rect(box);
-    ctx.fillStyle = "#64748b";
-    for (const { box } of this.scene.nodes) rect(box);
-    for (const [mark, colour] of [["added", "#1a7f37"], ["removed", "#cf222e"], ["rewired", "#bf8700"]]) {
-      ctx.fillStyle = colour;
-      for (const { node, box } of this.scene.nodes) if (node.data.mark === mark) rect(box);
-    }
-    ctx.fillStyle = "#e51400";
-    for (const { node, box } of this.scene.nodes) if (node.problems.length) rect(box);
-    for (const { group, box } of this.scene.collapsed) if (group.problemCount) rect(box);
-  }
-
-  private drawMinimap(): void {
-    const ctx = this.minimap.getContext("2d");
-    if (!ctx) return;
-    ctx.clearRect(0, 0, this.minimap.width, this.minimap.height);
-    ctx.drawImage(this.minimapBase, 0, 0);
-    const { scale, ox, oy } = this.minimapScale();
-    const { width, height } = this.size();
-    // no minimap while the whole graph is in view
-    const fits = this.scene.width * this.k + this.tx <= width && this.scene.height * this.k + this.ty <= height && this.tx >= 0 && this.ty >= 0;
-    this.minimap.classList.toggle("hidden", fits);
-    ctx.strokeStyle = "#1d4ed8";
-    ctx.lineWidth = 1.5;
-    ctx.strokeRect(ox + (-this.tx / this.k) * scale, oy + (-this.ty / this.k) * scale, (width / this.k) * scale, (height / this.k) * scale);
-  }
-
-  private minimapMove(event: MouseEvent): void {
-    const r = this.minimap.getBoundingClientRect();
-    const { scale, ox, oy } = this.minimapScale();
-    // the canvas may be drawn smaller than its pixels (narrow panels: see the style sheet)
-    const x = ((event.clientX - r.left) * (this.minimap.width / r.width) - ox) / scale;
-    const y = ((event.clientY - r.top) * (this.minimap.height / r.height) - oy) / scale;
-    const { width, height } = this.size();
-    this.tx = width / 2 - x * this.k;
-    this.ty = height / 2 - y * this.k;
     this.applyTransform();
   }
 
@@ -603,14 +660,6 @@ export class GraphView {
       }
       this.activate(target.getAttribute("data-id")!, target.classList.contains("frame") && !(event.target as Element).classList.contains("frame-title"));
     });
-    let minimapDrag = false;
-    this.minimap.addEventListener("pointerdown", (event) => {
-      event.stopPropagation();
-      minimapDrag = true;
-      this.minimapMove(event);
-    });
-    this.minimap.addEventListener("pointermove", (event) => minimapDrag && this.minimapMove(event));
-    window.addEventListener("pointerup", () => (minimapDrag = false));
     this.searchInput.addEventListener("input", () => this.search(this.searchInput.value));
     this.searchInput.addEventListener("keydown", (event) => {
       if (event.key === "Enter") this.nextMatch(event.shiftKey ? -1 : 1);
@@ -661,6 +710,7 @@ export class GraphView {
     this.layouter.invalidate(group);
     this.select(group);
     this.render({ keep: group });
+    this.bringIntoView(group);
     this.host.toggled?.(this, group.path, true);
   }
 
@@ -692,7 +742,7 @@ export class GraphView {
       const opened = reveal(node);
       for (const group of opened) this.layouter.invalidate(group);
       if (opened.length) this.render();
-      const box = this.scene.boxes.get(node.id);
+      const box = this.scene.boxes.get(shownAs(node).id);
       const { width, height } = this.size();
       if (box) {
         const sx = box.x * this.k + this.tx;
@@ -704,11 +754,12 @@ export class GraphView {
     return node;
   }
 
-  /** The view's box changed size (a split view showed or hid the other pane). */
+  /** The view's box changed size (a split view showed or hid the other pane, the
+   * overview folded or opened). */
   resized(): void {
     this.viewSize = null;
     this.drawn = null;
-    this.applyTransform();
+    if (this.scene) this.applyTransform();
   }
 
   expandAll(): void {
@@ -731,7 +782,7 @@ export class GraphView {
     for (const group of opened) this.layouter.invalidate(group);
     if (opened.length) this.render();
     this.select(node);
-    const box = this.scene.boxes.get(node.id);
+    const box = this.scene.boxes.get(shownAs(node).id);
     if (box) this.centerOn(box);
     if (revealSource && node.data.span) this.host.reveal(node.data.span);
   }
@@ -739,9 +790,13 @@ export class GraphView {
   // -- search -----------------------------------------------------------------------------
 
   search(query: string): GNode[] {
-    this.matches = search(this.model, query);
+    const found = findNodes(this.model, query);
+    this.matches = found.nodes;
     this.matchIndex = -1;
-    this.searchCount.textContent = query.trim() ? `${this.matches.length} found` : "";
+    this.searchInput.classList.toggle("fx-regex", found.regex);
+    this.searchCount.classList.toggle("fx-error", found.error !== null);
+    const modules = new Set(found.nodes.map((node) => node.parent)).size;
+    this.searchCount.textContent = found.error ?? (query.trim() ? `${found.nodes.length} found${modules > 1 ? ` in ${modules} modules` : ""}` : "");
     this.applyMarks();
     this.showPanel();
     return this.matches;
@@ -783,6 +838,7 @@ export class GraphView {
 
   select(item: Item | null): void {
     this.selected = item;
+    this.picked = [];
     if (this.pane) {
       this.active = true;
       this.counterpart = null;
@@ -822,13 +878,7 @@ export class GraphView {
     else panel.append(...this.summaryPanel());
     if (this.searchInput.value.trim()) {
       panel.append(el("h3", {}, `Matches (${this.matches.length})`));
-      const list = el("ul", { id: "fx-matches" });
-      for (const node of this.matches.slice(0, 200)) {
-        const li = el("li");
-        li.append(this.nodeLink(node.data.name), document.createTextNode(` ${node.data.op} ${nodeSubtitle(node)}`));
-        list.append(li);
-      }
-      panel.append(list);
+      panel.append(resultsList(this.matches, (node) => this.focusNode(node, false)));
     }
     const code = this.model.doc.code;
     if (code) {
@@ -871,6 +921,8 @@ export class GraphView {
       this.row(table, "model line", link);
     }
     out.push(table);
+    const lines = d.span ? sourceLines(this.sources, d.span) : null;
+    if (lines) out.push(lines);
     if (node.problems.length) {
       out.push(el("h3", {}, "Problems"));
       const list = el("ul");
@@ -906,6 +958,7 @@ export class GraphView {
       for (const problem of problems) {
         const li = el("li", { class: "problem-text" });
         li.append(this.problemLink(problem));
+        if (!isMarked(this.model, problem)) li.append(el("span", { class: "fx-muted" }, " (not on the graph)"));
         list.append(li);
       }
       out.push(list);
