@@ -23,6 +23,13 @@ from fxls.output.setting_problems import problem_lines, unique_problems
 from fxls.output.statistics import collect_statistics, why_not_traced
 from fxls.output.text import format_text
 from fxls.project.files import Skipped, SkippedFile, find_python_files, skip_reason
+from fxls.project.notebooks import (
+    NOTEBOOK_SUFFIX,
+    MalformedNotebook,
+    NotebookCells,
+    is_notebook,
+    read_notebook,
+)
 from fxls.project.python_source import UndecodableSource, read_python_source
 from fxls.project.settings import TARGET_NAMES, Settings, check_targets, load_settings
 from fxls.report import Diagnostic, FileReport, ModuleReport, Span, TraceStatus
@@ -137,8 +144,8 @@ def _read_requests(
     requests: list[AnalysisRequest | _Unread] = []
     for path in paths:
         try:
-            source = read_python_source(path)
-        except UndecodableSource as error:
+            source, cells = _read_source(path)
+        except (UndecodableSource, MalformedNotebook) as error:
             requests.append(_Unread(path, error.text, load_settings(path, overrides),
                                     error.message, error.line, error.col, error.end_col))
             continue
@@ -149,8 +156,16 @@ def _read_requests(
             reason = getattr(error, "reason", None) or f"cannot read the file: {error.strerror}"
             requests.append(_Unread(path, "", load_settings(path, overrides), reason, 1, 0, 0))
             continue
-        requests.append(AnalysisRequest(path, source, load_settings(path, overrides)))
+        requests.append(AnalysisRequest(path, source, load_settings(path, overrides), cells))
     return requests
+
+
+def _read_source(path: str) -> tuple[str, NotebookCells | None]:
+    """The Python text fxls analyses of ``path``, and for a notebook where its cells are."""
+    if is_notebook(path):
+        notebook = read_notebook(path)
+        return notebook.source, notebook.cells
+    return read_python_source(path), None
 
 
 def _say_skipped(skipped: Skipped) -> None:
@@ -216,7 +231,7 @@ def run_check(args: argparse.Namespace) -> int:
     missing = [p for p in args.paths if not os.path.lexists(p)]
     if missing:
         raise UsageError(f"no such file or folder: {', '.join(missing)}")
-    found = find_python_files(args.paths)
+    found = find_python_files(args.paths, (".py", NOTEBOOK_SUFFIX))
     for skipped in found.skipped:
         _say_skipped(skipped)
     requests = _read_requests(found.files, _overrides(args))
@@ -231,7 +246,8 @@ def run_check(args: argparse.Namespace) -> int:
     sys.stderr.write(_targets_lines(reports))
     sources = SourceCache()
     for request in requests:
-        sources.add(request.path, request.source)
+        sources.add(request.path, request.source,
+                    request.cells if isinstance(request, AnalysisRequest) else None)
     sources.claim(reports)
     formatter = {"text": format_text, "json": format_json, "sarif": format_sarif}[args.format]
     statistics = collect_statistics(reports) if args.statistics else None

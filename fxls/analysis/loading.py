@@ -11,6 +11,7 @@ import importlib.machinery
 import importlib.util
 import inspect
 import io
+import linecache
 import os
 import re
 import sys
@@ -58,6 +59,7 @@ def execute_file(
     the file still runs; any other error stops the file there (what ran is still analysed)."""
     sys.dont_write_bytecode = True  # never leave __pycache__ folders in the user's project
     sys.path[:] = import_path(location, extra_paths, sys.path)
+    _remember_source(str(path), source)
     runner = _DocumentRunner(str(path), source, tree)
     if tree is None:
         runner.report_syntax_error()
@@ -71,6 +73,17 @@ def execute_file(
         if finder in sys.meta_path:
             sys.meta_path.remove(finder)
     return LoadResult(module if runner.started else None, runner.failures)
+
+
+def _remember_source(filename: str, source: str) -> None:
+    """What ``inspect.getsource``, tracebacks and the analysis' own reads of the file get
+    through linecache: the analysed text, not the file on disk (an unsaved buffer; a
+    notebook, whose file is JSON). No mtime: ``linecache.checkcache`` keeps the entry."""
+    text = source_text(source)
+    ends = [*text.line_starts[1:], len(source)]
+    lines = [source[start:end] for start, end in zip(text.line_starts, ends, strict=True)
+             if start < end]
+    linecache.cache[filename] = (len(source), None, lines, filename)
 
 
 class InterpreterState:

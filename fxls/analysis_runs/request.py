@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fxls.project.notebooks import NotebookCells
 from fxls.project.settings import Settings
 
 ANALYZE_TARGET = "fxls.analysis.job:analyze"
@@ -26,6 +27,8 @@ class AnalysisRequest:
     path: str  # as the user gave it (reported back unchanged)
     source: str
     settings: Settings
+    #: a notebook's: where its code cells are in ``source`` (the job never sees it)
+    cells: NotebookCells | None = None
 
     def params(self) -> dict[str, Any]:
         return {

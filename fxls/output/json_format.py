@@ -9,6 +9,7 @@ from typing import Any
 from fxls.output.located import SourceCache, locate, pass_origin, tracer_of
 from fxls.output.setting_problems import problem_entries
 from fxls.output.statistics import Statistics
+from fxls.project.notebooks import NotebookCells
 from fxls.project.settings import SettingProblem
 from fxls.report import FileReport, ModuleReport, PassReport
 
@@ -16,7 +17,7 @@ from fxls.report import FileReport, ModuleReport, PassReport
 def report_to_json(report: FileReport, sources: SourceCache) -> dict[str, Any]:
     entry: dict[str, Any] = {
         "path": report.path,
-        "modules": [_module(m) for m in report.modules],
+        "modules": [_module(m, sources.cells(report.path)) for m in report.modules],
         "diagnostics": [_diagnostic(item, report.path) for item in locate(report, sources)],
     }
     if report.targets and not report.default_targets:  # additive: the tracers, and why
@@ -41,10 +42,13 @@ def _pass(report: PassReport) -> dict[str, Any]:
     }
 
 
-def _module(module: ModuleReport) -> dict[str, Any]:
+def _module(module: ModuleReport, cells: NotebookCells | None) -> dict[str, Any]:
+    built_by = module.entry
+    if cells is not None and built_by is not None:  # its line, in a notebook's cell
+        built_by = cells.relabel(built_by)
     entry: dict[str, Any] = {"name": module.name, "status": module.status,
                              "nodes": module.node_count, "via": module.via,
-                             "entry": module.entry}
+                             "entry": built_by}
     if module.reason is not None:
         entry["reason"] = module.reason
     if module.targets and set(module.targets) != {"symbolic_trace"}:
@@ -67,6 +71,8 @@ def _diagnostic(item: Any, own_path: str) -> dict[str, Any]:
     if item.path != own_path:
         # found while tracing this file, located in another (a submodule defined there)
         entry["path"] = item.path
+    if item.cell is not None:  # additive: a notebook's cell (0-based), the range in it
+        entry["cell"] = item.cell
     target = tracer_of(item.diagnostic)
     if target is not None:  # additive: the tracer whose problem it is
         entry["target"] = target

@@ -2,15 +2,17 @@
 
 Spans in a report are Python units (1-based lines, UTF-8 byte columns); outputs show
 LSP positions (0-based lines, UTF-16 code units) in JSON/SARIF and 1-based code-point
-columns in text.
+columns in text. In a notebook, positions are in the code cell they fall in (``cell``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass
 
 from fxls.codes import target_of
+from fxls.project.notebooks import NotebookCells
 from fxls.project.python_source import read_python_source_or_replace
 from fxls.project.source_text import UTF16, Position, SourceText
 from fxls.report import Diagnostic, FileReport
@@ -23,6 +25,8 @@ class LocatedDiagnostic:
     end: Position
     #: where the span lives, as shown to the user (the report path for this file)
     path: str
+    #: in a notebook: the cell (0-based, among all cells) ``start`` and ``end`` are in
+    cell: int | None = None
 
 
 class SourceCache:
@@ -34,11 +38,17 @@ class SourceCache:
         self._given: dict[str, str] = {}
         #: (resolved file, code, line, column) of each diagnostic a file's own report has
         self._own: set[tuple[str, str, int, int]] = set()
+        #: the notebooks' cells, by resolved path
+        self._cells: dict[str, NotebookCells] = {}
 
-    def add(self, path: str, text: str) -> None:
+    def add(self, path: str, text: str, cells: NotebookCells | None = None) -> None:
+        """``text`` is what was analysed of ``path``; ``cells`` where a notebook's cells
+        are in it."""
         key = _resolved(path)
         self._indexes[key] = SourceText(text)
         self._given.setdefault(key, path)
+        if cells is not None:
+            self._cells[key] = cells
 
     def claim(self, reports: list[FileReport]) -> None:
         """The diagnostics each checked file reports in its own report: another file's
@@ -56,6 +66,9 @@ class SourceCache:
 
     def reported_by_its_file(self, file: str, code: str, line: int, col: int) -> bool:
         return (_resolved(file), code, line, col) in self._own
+
+    def cells(self, path: str) -> NotebookCells | None:
+        return self._cells.get(_resolved(path))
 
     def index(self, path: str) -> SourceText:
         key = _resolved(path)
@@ -86,8 +99,21 @@ def locate(
             continue
         start, end = sources.index(span.file).to_range(span, encoding)
         shown = report.path if mine else sources.shown_path(span.file)
-        located.append(LocatedDiagnostic(diagnostic, start, end, shown))
+        item = LocatedDiagnostic(diagnostic, start, end, shown)
+        cells = sources.cells(span.file)
+        located.append(item if cells is None else _in_cell(item, cells, span.file))
     return located
+
+
+def _in_cell(item: LocatedDiagnostic, cells: NotebookCells, file: str) -> LocatedDiagnostic:
+    """``item`` in its notebook cell; the lines of the notebook its message names too."""
+    start, end = cells.to_cell_range(item.start, item.end)
+    message = cells.relabel(item.diagnostic.message, os.path.basename(file))
+    item.diagnostic = dataclasses.replace(item.diagnostic, message=message)
+    item.cell = start.cell
+    item.start = Position(start.line, start.character)
+    item.end = Position(end.line, end.character)
+    return item
 
 
 def pass_origin(diagnostic: Diagnostic) -> dict[str, str]:

@@ -9,7 +9,13 @@ from typing import Any
 
 from fxls import __version__
 from fxls.codes import CODES, doc_url
-from fxls.output.located import SourceCache, locate, pass_origin, tracer_of
+from fxls.output.located import (
+    LocatedDiagnostic,
+    SourceCache,
+    locate,
+    pass_origin,
+    tracer_of,
+)
 from fxls.output.setting_problems import sarif_notifications
 from fxls.output.statistics import Statistics
 from fxls.project.settings import SettingProblem
@@ -29,6 +35,14 @@ def _rules() -> list[dict[str, Any]]:
         }
         for code in CODES.values()
     ]
+
+
+def _physical_location(item: LocatedDiagnostic, region: dict[str, int]) -> dict[str, Any]:
+    location: dict[str, Any] = {
+        "artifactLocation": {"uri": Path(item.path).as_posix()}, "region": region}
+    if item.cell is not None:  # SARIF has no cells: the region is in the cell its bag names
+        location["properties"] = {"cell": item.cell}
+    return location
 
 
 def format_sarif(
@@ -51,10 +65,7 @@ def format_sarif(
                 "ruleIndex": rule_index.get(d.code, 0),
                 "level": _LEVELS.get(d.severity, "warning"),
                 "message": {"text": d.message},
-                "locations": [{"physicalLocation": {
-                    "artifactLocation": {"uri": Path(item.path).as_posix()},
-                    "region": region,
-                }}],
+                "locations": [{"physicalLocation": _physical_location(item, region)}],
             }
             properties = pass_origin(d)  # the FX pass (and graph) it was found in
             target = tracer_of(d)

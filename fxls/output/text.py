@@ -1,4 +1,5 @@
-"""``path:line:col: CODE message``, one diagnostic per line (1-based line and column)."""
+"""``path:line:col: CODE message``, one diagnostic per line (1-based line and column); in a
+notebook ``path:cell N:line:col: CODE message`` (N 1-based among all cells, line in the cell)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ def format_text(
     for report in reports:
         for item in locate(report, sources, UTF32, once=True):
             d = item.diagnostic
-            where = f"{item.path}:{item.start.line + 1}:{item.start.character + 1}"
+            cell = "" if item.cell is None else f"cell {item.cell + 1}:"  # as ruff names it
+            where = f"{item.path}:{cell}{item.start.line + 1}:{item.start.character + 1}"
             lines.append(f"{where}: {d.code} {d.message}")
     text = "\n".join(lines) + ("\n" if lines else "")
     if statistics is not None:

@@ -135,9 +135,10 @@ def collect_python_files(paths: Iterable[str]) -> list[str]:
     return find_python_files(paths).files
 
 
-def find_python_files(paths: Iterable[str]) -> Discovery:
-    """Expand folders into their ``.py`` files (sorted), keeping files as given; names that
-    are not regular files are left out and listed in ``skipped``.
+def find_python_files(paths: Iterable[str], suffixes: tuple[str, ...] = (".py",)
+                      ) -> Discovery:
+    """Expand folders into their files ending in ``suffixes`` (sorted), keeping files as
+    given; names that are not regular files are left out and listed in ``skipped``.
 
     Paths keep the form the user gave them, so reports name files the way the user did.
     Folders reached through a symbolic link are not entered (a link to ``/`` would walk the
@@ -146,7 +147,8 @@ def find_python_files(paths: Iterable[str]) -> Discovery:
     found = Discovery()
     for given in paths:
         if os.path.isdir(given):
-            found.files.extend(walk_python_files(given, SKIPPED_DIRS, found.skipped))
+            found.files.extend(walk_python_files(given, SKIPPED_DIRS, found.skipped,
+                                                 suffixes))
             continue
         reason = skip_reason(given)
         if reason is None:
@@ -158,10 +160,12 @@ def find_python_files(paths: Iterable[str]) -> Discovery:
 
 
 def walk_python_files(root: str, skipped_dirs: Iterable[str],
-                      skipped: list[Skipped] | None = None) -> Iterator[str]:
-    """The regular ``.py`` files under ``root``, folder by folder in sorted order; hidden
-    folders, ``skipped_dirs`` and virtual environments (a ``pyvenv.cfg``) are not entered.
-    Names that are not regular files are appended to ``skipped``."""
+                      skipped: list[Skipped] | None = None,
+                      suffixes: tuple[str, ...] = (".py",)) -> Iterator[str]:
+    """The regular files ending in ``suffixes`` (``.py``) under ``root``, folder by folder in
+    sorted order; hidden folders (``.ipynb_checkpoints`` too), ``skipped_dirs`` and virtual
+    environments (a ``pyvenv.cfg``) are not entered. Names that are not regular files are
+    appended to ``skipped``."""
     excluded = set(skipped_dirs)
     for folder, dirs, files in os.walk(root):
         dirs[:] = sorted(
@@ -170,7 +174,7 @@ def walk_python_files(root: str, skipped_dirs: Iterable[str],
             and not os.path.lexists(os.path.join(folder, d, "pyvenv.cfg"))
         )
         for name in sorted(files):
-            if not name.endswith(".py"):
+            if not name.endswith(suffixes):
                 continue
             path = os.path.join(folder, name)
             reason = skip_reason(path)
