@@ -58,7 +58,7 @@ def test_the_hook_is_defined_like_other_python_linters() -> None:
     assert hook["id"] == "fxls" and hook["name"] == "fxls"
     assert hook["entry"] == "fxls check"
     assert hook["language"] == "python"
-    assert hook["types"] == ["python"]
+    assert hook["types_or"] == ["python", "jupyter"]  # notebooks too, as ruff's hook
     # fxls spreads the files over its own jobs; pre-commit must pass them all to one run
     assert hook["require_serial"] is True
 
