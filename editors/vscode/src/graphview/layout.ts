@@ -7,7 +7,12 @@
 // again, never the rest: the cost of a click is the size of the groups on its path, not of
 // the model (Model Explorer lays out its groups the same way).
 import { graphlib, layout as dagreLayout } from "@dagrejs/dagre";
+import { DETAIL_PX, NODE_MAX_WIDTH, NODE_MIN_WIDTH, NODE_TEXT_PAD, TITLE_PX, frameTitle, groupDetail, groupTitle, nodeSubtitle, nodeTitle, textWidth } from "./labels";
 import { GEdge, GNode, GraphModel, Group, Item, ancestors, shapeText, shownAs } from "./model";
+import { placeLabels } from "./edgelabels";
+
+// what the view draws on the boxes (fitted to them): labels.ts
+export { frameTitle, groupTitle, nodeSubtitle, nodeTitle, nodeTooltip } from "./labels";
 
 export interface Box {
   x: number;
@@ -40,39 +45,27 @@ export const NODE_HEIGHT = 38;
 export const GROUP_HEIGHT = 46;
 export const GROUP_PAD = 14;
 export const GROUP_HEADER = 26;
-const CHAR = 6.8;
 
 function clamp(value: number, low: number, high: number): number {
   return Math.max(low, Math.min(high, value));
 }
 
-export function nodeTitle(node: GNode): string {
-  return node.data.name;
-}
-
-/** The second line of a node's box: its target, shortened. */
-export function nodeSubtitle(node: GNode): string {
-  const { op, target } = node.data;
-  let text = node.data.swap ?? (op === "placeholder" || op === "output" ? op : target);
-  text = text.replace(/^<built-in (function|method) (\w+)[^>]*>$/, "$2").replace(/^torch\._C\._nn\./, "");
-  return text.length > 34 ? `${text.slice(0, 33)}…` : text;
-}
-
-/** `blocks : Sequential`: the class by its own name (its module in the tooltip and panel). */
-export function groupTitle(group: Group): string {
-  return group.type ? `${group.label} : ${group.type.slice(group.type.lastIndexOf(".") + 1)}` : group.label;
-}
-
 export function nodeSize(node: GNode): { width: number; height: number } {
-  const chars = Math.max(nodeTitle(node).length, nodeSubtitle(node).length);
+  const text = Math.max(textWidth(nodeTitle(node), TITLE_PX), textWidth(nodeSubtitle(node), DETAIL_PX));
   // widths in steps of 24 px: repeated blocks whose node names differ by a digit or two
   // keep the same layout shape (see Layouter.layoutOf)
-  return { width: clamp(Math.ceil((chars * CHAR + 22) / 24) * 24, 80, 264), height: NODE_HEIGHT };
+  return { width: clamp(Math.ceil((text + NODE_TEXT_PAD) / 24) * 24, NODE_MIN_WIDTH, NODE_MAX_WIDTH), height: NODE_HEIGHT };
 }
 
 export function collapsedSize(group: Group): { width: number; height: number } {
-  const chars = Math.max(groupTitle(group).length + 3, 14);
-  return { width: clamp(chars * CHAR + 26, 110, 320), height: GROUP_HEIGHT };
+  // the title is drawn from 10 px in: `▸ title`
+  const text = Math.max(textWidth(`▸ ${groupTitle(group)}`, TITLE_PX), textWidth(groupDetail(group), DETAIL_PX));
+  return { width: Math.max(text + 24, 110), height: GROUP_HEIGHT };
+}
+
+/** The width an open group's frame needs for its title (drawn from 8 px in). */
+function frameTitleWidth(group: Group): number {
+  return textWidth(frameTitle(group), TITLE_PX) + 24;
 }
 
 export interface Scene {
@@ -95,6 +88,9 @@ export interface SceneEdge {
   points: Point[];
   /** the source node's shape when every lifted edge carries the same one */
   label: string;
+  /** where the label is drawn (its baseline's start), null where it would cover something
+   * (edgelabels.ts) */
+  labelAt: Point | null;
 }
 
 /** A layout by child index: what `Layouter` shares between groups of the same shape. */
@@ -256,8 +252,7 @@ export class Layouter {
     if (item.kind === "node") return nodeSize(item);
     if (!item.expanded) return collapsedSize(item);
     const inner = this.layoutOf(item);
-    const titleWidth = groupTitle(item).length * CHAR + 60;
-    return { width: Math.max(inner.width + 2 * GROUP_PAD, titleWidth), height: inner.height + GROUP_HEADER + GROUP_PAD };
+    return { width: Math.max(inner.width + 2 * GROUP_PAD, frameTitleWidth(item)), height: inner.height + GROUP_HEADER + GROUP_PAD };
   }
 
   private layoutOf(group: Group): GroupLayout {
@@ -371,6 +366,8 @@ export class Layouter {
     const points: Point[] = [];
     parts.forEach((part, i) => {
       let p = part;
+      if (i > m) p = straightIn(p);
+      if (i < m) p = straightOut(p);
       if (i > 0 && i <= m && p.length > 1) p = p.slice(1); // after an @out
       if (i >= m && i + 1 < parts.length && p.length > 1) p = p.slice(0, -1); // before an @in
       points.push(...p);
@@ -379,7 +376,7 @@ export class Layouter {
   }
 
   private sceneEdges(scene: Scene, origins: Map<Group, Point>): SceneEdge[] {
-    const byPair = new Map<string, SceneEdge & { labels: Set<string> }>();
+    const byPair = new Map<string, Omit<SceneEdge, "labelAt"> & { labels: Set<string> }>();
     for (const edge of this.model.edges) {
       if (edge.folded) continue;
       const from = shownAs(edge.from);
@@ -403,13 +400,55 @@ export class Layouter {
       }
       byPair.set(key, { from, to, points, label, labels: new Set([label]) });
     }
-    return [...byPair.values()].map(({ from, to, points, labels }) => ({
+    const edges = [...byPair.values()].map(({ from, to, points, labels }) => ({
       from,
       to,
       points,
       label: labels.size === 1 ? [...labels][0] : "",
+      labelAt: null as Point | null,
     }));
+    const places = placeLabels(
+      edges.map((e) => ({ key: `${e.from.id}|${e.label}`, text: e.label, points: e.points })),
+      labelObstacles(scene),
+    );
+    edges.forEach((edge, i) => (edge.labelAt = places[i]));
+    return edges;
   }
+}
+
+/** An entering part's points in its group's title band (above the content) moved over its
+ * first point inside the content: the edge drops straight in, instead of running along
+ * the band (under the title) to where dagre put the port. */
+function straightIn(part: Point[]): Point[] {
+  const top = part[0].y + GROUP_HEADER - 0.5;
+  const inside = part.findIndex((p) => p.y >= top);
+  if (inside <= 0) return part;
+  return part.map((p, i) => (i < inside ? { x: part[inside].x, y: p.y } : p));
+}
+
+/** A leaving part's points below its group's content moved under its last point inside. */
+function straightOut(part: Point[]): Point[] {
+  const bottom = part[part.length - 1].y - GROUP_PAD + 0.5;
+  let inside = -1;
+  part.forEach((p, i) => (p.y <= bottom ? (inside = i) : undefined));
+  if (inside < 0 || inside === part.length - 1) return part;
+  return part.map((p, i) => (i > inside ? { x: part[inside].x, y: p.y } : p));
+}
+
+/** What an edge label must not cover: nodes (with their problem badge, on the top right
+ * corner), closed groups, open groups' titles. */
+function labelObstacles(scene: Scene): Box[] {
+  const boxes: Box[] = [];
+  const BADGE = 9;
+  for (const { node, box } of scene.nodes) {
+    boxes.push(node.problems.length ? { x: box.x + BADGE / 2, y: box.y - BADGE / 2, width: box.width + BADGE, height: box.height + BADGE } : box);
+  }
+  for (const { box } of scene.collapsed) boxes.push(box);
+  for (const { group, box } of scene.frames) {
+    const width = frameTitleWidth(group);
+    boxes.push({ x: box.x - box.width / 2 + width / 2, y: box.y - box.height / 2 + GROUP_HEADER / 2, width, height: GROUP_HEADER });
+  }
+  return boxes;
 }
 
 /** Whether `item` is inside `group` (at any depth). */

@@ -38,8 +38,8 @@ body { font-family: var(--vscode-font-family, system-ui, sans-serif); font-size:
 #graph svg, .fx-graph svg { width: 100%; height: 100%; display: block; user-select: none; }
 #graph text, .fx-graph text { font-family: var(--vscode-editor-font-family, ui-monospace, Menlo, Consolas, monospace); fill: #1f2328; }
 .node rect { stroke: #8c959f; stroke-width: 1; fill: #ffffff; }
-.node .t1 { font-size: 12px; font-weight: 600; }
-.node .t2 { font-size: 11px; fill: #57606a; }
+.node .t1 { font-size: 13px; font-weight: 600; }
+.node .t2 { font-size: 11px; fill: #4b5563; }
 .node.op-placeholder rect { fill: #dbeafe; stroke: #60a5fa; }
 .node.op-output rect { fill: #dcfce7; stroke: #4ade80; }
 .node.op-get_attr rect { fill: #fff3e0; stroke: #f0a030; }
@@ -47,13 +47,17 @@ body { font-family: var(--vscode-font-family, system-ui, sans-serif); font-size:
 .node.op-call_method rect { fill: #e0f2f1; stroke: #4db6ac; }
 .node, .group, .frame-title { cursor: pointer; }
 .group rect { fill: #eef2f7; stroke: #64748b; stroke-width: 1.2; }
-.group .t1 { font-size: 12px; font-weight: 600; }
-.group .t2 { font-size: 11px; fill: #57606a; }
-.frame rect { fill: rgba(100, 116, 139, 0.05); stroke: #94a3b8; stroke-dasharray: 4 3; }
-.frame .frame-title { font-size: 11px; font-weight: 600; fill: #475569; }
-.edge { fill: none; stroke: #94a3b8; stroke-width: 1.2; pointer-events: none; }
-.edge-label { font-size: 10px; fill: #64748b !important; pointer-events: none; }
-marker.arrow path { fill: #94a3b8; }
+.group .t1 { font-size: 13px; font-weight: 600; }
+.group .t2 { font-size: 11px; fill: #4b5563; }
+/* one light, opaque fill: frames nested ten deep look as light as one (sizes: labels.ts) */
+.frame-fill { fill: #f3f6f9; stroke: none; }
+.frame rect { fill: transparent; stroke: #b8c4d2; stroke-width: 1; }
+.frame .frame-title { font-size: 13px; font-weight: 600; fill: #334155;
+  paint-order: stroke; stroke: #f3f6f9; stroke-width: 4px; stroke-linejoin: round; }
+.edge { fill: none; stroke: #5f6f84; stroke-width: 1.3; pointer-events: none; }
+.edge-label { font-size: 11px; fill: #334155 !important; pointer-events: none;
+  paint-order: stroke; stroke: #fbfbfc; stroke-width: 3px; stroke-linejoin: round; }
+marker.arrow path { fill: #5f6f84; }
 .problem > rect { stroke: #e51400 !important; stroke-width: 2.2 !important; }
 .badge { fill: #e51400; }
 .badge-text { fill: #fff !important; font-size: 10px; font-weight: 700; }
