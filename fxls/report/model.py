@@ -262,6 +262,9 @@ class PassGraphRun:
     #: the graph's code before and after the pass (the before/after view)
     before: str | None = None
     after: str | None = None
+    #: the modules the pass put in place of others (``setattr(parent, name, fused)``), by
+    #: the path the graph calls: the class of the new one
+    swapped: dict[str, str] = field(default_factory=dict)
 
     def summary(self) -> str:
         """``Net: +1 -2, 1 rewired`` (or ``Net: no change`` / ``Net: <problem>``)."""
@@ -278,7 +281,8 @@ class PassGraphRun:
         return {"graph": self.graph, "added": list(self.added), "removed": list(self.removed),
                 "rewired": list(self.rewired), "problem": self.problem,
                 "nodes": [n.to_dict() for n in self.nodes], "before": self.before,
-                "after": self.after}
+                "after": self.after,
+                **({"swapped": dict(self.swapped)} if self.swapped else {})}
 
 
 @dataclass(slots=True)

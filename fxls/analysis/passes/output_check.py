@@ -16,7 +16,7 @@ from fxls.analysis.passes.checks import EXPORT_SUFFIX, Where, in_graph
 from fxls.analysis.passes.discovery import PassSpec
 from fxls.analysis.passes.edits import EditKind, EditLog
 from fxls.analysis.passes.module_copies import realistic_copy
-from fxls.report import Diagnostic, RelatedInfo
+from fxls.report import Diagnostic, PassGraphRun, RelatedInfo
 
 #: a pass whose outputs differ by more than this (relative to the outputs' scale) is FX017
 _OUTPUT_TOLERANCE = 1e-4
@@ -33,6 +33,8 @@ class Outcome:
     result: Any
     log: EditLog
     where: Where
+    #: what the report says of the run (the shapes of its nodes are added after the check)
+    run: PassGraphRun | None = None
 
 
 def compare_outputs(outcomes: list[Outcome]) -> list[Diagnostic]:
@@ -150,7 +152,7 @@ def _line_that_made(node: Any, log: EditLog) -> SourceSpan | None:
 def _failing_node(module: Any, inputs: tuple[Any, ...]) -> Any:
     """The node of ``module``'s graph whose run raises on ``inputs`` (None when it is not
     a graph module or the run by node does not raise)."""
-    interpreter = _interpreter_class(module)
+    interpreter = interpreter_class(module)
     if interpreter is None:
         return None
     current: list[Any] = [None]
@@ -169,7 +171,7 @@ def _failing_node(module: Any, inputs: tuple[Any, ...]) -> Any:
     return None
 
 
-def _interpreter_class(module: Any) -> type | None:
+def interpreter_class(module: Any) -> type | None:
     import torch.fx
 
     from fxcore.graph_module import GraphModule as CoreGraphModule

@@ -27,6 +27,7 @@ from fxls.analysis.passes.module_copies import (
     give_realistic_values,
     realistic_copy,
 )
+from fxls.analysis.passes.module_swaps import modules_by_path, swapped_modules
 from fxls.analysis.passes.output_check import Outcome
 from fxls.analysis.passes.output_check import compare_outputs as compare_outputs
 from fxls.report import Diagnostic, NodeInfo, PassGraphRun, PassReport, RelatedInfo
@@ -103,6 +104,7 @@ def _run_one(spec: PassSpec, subject: Subject, log: EditLog,
     before_code = _before(subject, fresh.graph)
     mark, calls_mark, traces = log.mark(), len(log.stale_calls), log.traces
     run = PassGraphRun(subject.label, before=before_code)
+    modules_before = modules_by_path(instance if instance is not None else fresh)
     try:
         result = _call(spec, fresh, instance, inputs)
     except Exception as error:
@@ -122,12 +124,16 @@ def _run_one(spec: PassSpec, subject: Subject, log: EditLog,
         run.problem = found[0].message
         return run, found, None
     found = _checked_result(result, spec, fresh, subject, log, where, mark, run)
+    module, graph = _graph_module_of(result, spec, fresh), _graph_of(result, spec, fresh)
+    if graph is not None:
+        run.swapped = swapped_modules(modules_before, module if module is not None else fresh,
+                                      graph)
     found.extend(stale_calls(log, calls_mark, subject.label))
     if found:
         run.problem = found[0].message
     if subject.fresh_copy is not None and not found:
         result = _module_to_run(result, fresh)
-    outcome = Outcome(spec, subject, result, log, where) if not found else None
+    outcome = Outcome(spec, subject, result, log, where, run) if not found else None
     return run, found, outcome
 
 

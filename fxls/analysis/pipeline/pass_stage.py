@@ -23,6 +23,7 @@ from fxls.analysis.passes import (
     project_subjects,
     representative_subjects,
 )
+from fxls.analysis.passes.after_shapes import record_changed_shapes
 from fxls.analysis.passes.discovery import PassSpec
 from fxls.analysis.passes.file_graphs import file_graph_subjects
 from fxls.analysis.passes.module_copies import file_instance
@@ -64,6 +65,7 @@ def _on_fx_graphs(passes: PassAnalysis, specs: list[PassSpec], context: FileCont
         passes, runnable, results)
     report.diagnostics.extend(results.diagnostics)
     report.diagnostics.extend(compare_outputs(results.outcomes))
+    record_changed_shapes(results.outcomes)
     raised_on_stand_ins_as_information(report, {s.label for s in stand_ins})
     return with_passes_not_run(specs, results.reports, [s.label for s in subjects])
 
