@@ -105,9 +105,11 @@ def render_pass_json(report: PassReport, graphs: dict[str, ModuleReport]) -> str
             "graph": run.graph, "summary": run_summary(run), "added": list(run.added),
             "removed": list(run.removed), "rewired": list(run.rewired), "problem": run.problem,
             "before": _code(run.before), "after": _code(run.after), "diff": run_diff(run),
-            "nodes": [{**m.node.to_dict(), "mark": m.mark, "inputs": m.inputs}
+            "nodes": [{**m.node.to_dict(), "mark": m.mark, "inputs": m.inputs,
+                       **({"swap": m.swap} if m.swap is not None else {})}
                       for m in nodes],
             "changed": [n.to_dict() for n in run.nodes],
+            "swapped": dict(run.swapped),
         })
     document = {"name": report.name, "kind": report.kind, "graphs_from": report.graphs_from,
                 "span": report.span.to_dict() if report.span is not None else None,

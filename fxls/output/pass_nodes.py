@@ -16,6 +16,8 @@ import textwrap
 from dataclasses import dataclass, field, replace
 
 from fxls.graph_view.pass_view import graph_label
+from fxls.output.pass_placement import place_added
+from fxls.output.pass_swaps import module_swaps
 from fxls.report import ModuleReport, NodeInfo, NodeOp, PassGraphRun
 
 ADDED, REWIRED, REMOVED, KEPT = "+", "~", "-", " "
@@ -34,11 +36,15 @@ class MarkedNode:
     inputs: list[str] = field(default_factory=list)
     #: the lines it came from: the pass's lines for a node the pass made or changed
     lines: str = ""
+    #: a call of a module the pass put in place of another: ``Conv2d+BatchNorm2d → Conv2d``
+    swap: str | None = None
 
 
 def after_graph(run: PassGraphRun, before: ModuleReport | None) -> list[MarkedNode]:
-    """The graph after the pass in node order, each node marked; the graph before it when
-    the pass left none (it raised)."""
+    """The graph after the pass in node order, each node marked, with what the model knew
+    of the nodes the pass changed (module, shape), the added ones placed in the module of
+    the node whose uses they took, and the module swaps; the graph before it when the pass
+    left none (it raised)."""
     known = {n.name: n for n in before.nodes} if before is not None else {}
     changed: dict[str, NodeInfo] = {}
     lines: dict[str, list[str]] = {}
@@ -56,7 +62,8 @@ def after_graph(run: PassGraphRun, before: ModuleReport | None) -> list[MarkedNo
     names = {name for name, _ in order}
     marked = []
     for name, expression in order:
-        node = changed.get(name) or known.get(name) or guessed_node(name, expression, names)
+        node = _with_model_info(changed[name], known.get(name)) if name in changed \
+            else known.get(name) or guessed_node(name, expression, names)
         mark = KEPT if run.after is None else ADDED if name in run.added \
             else REWIRED if name in run.rewired else KEPT
         inputs = names_in(expression, names - {name})
@@ -68,7 +75,28 @@ def after_graph(run: PassGraphRun, before: ModuleReport | None) -> list[MarkedNo
             users[name].append(m.node.name)
     for m in marked:  # a kept node's users are those of the graph before the pass
         m.node = replace(m.node, users=users[m.node.name])
+    if run.after is None:
+        return marked
+    kept = {name: node for name, node in known.items() if name not in run.added}
+    placed = place_added([m.node for m in marked], kept, set(run.added))
+    swaps = module_swaps(run, list(known.values()))
+    for m, node in zip(marked, placed, strict=True):
+        swap = swaps.get(node.target) if node.op == "call_module" else None
+        if swap is not None:
+            m.swap, node = swap.text, replace(node, module_type=swap.module_type)
+        m.node = node
     return marked
+
+
+def _with_model_info(node: NodeInfo, model: NodeInfo | None) -> NodeInfo:
+    """A node the pass changed, as the pass run reports it (its span the pass line), with
+    what the traced model knew of it: its module, shape and dtype."""
+    if model is None or node is model:
+        return node
+    return replace(node, module_path=node.module_path or model.module_path,
+                   module_type=node.module_type or model.module_type,
+                   shape=node.shape if node.shape is not None else model.shape,
+                   dtype=node.dtype or model.dtype)
 
 
 def removed_nodes(run: PassGraphRun, before: ModuleReport | None) -> list[MarkedNode]:

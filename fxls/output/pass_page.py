@@ -29,10 +29,13 @@ from fxls.output.pass_nodes import (
     guessed_node,
     names_in,
 )
+from fxls.output.pass_swaps import ModuleSwap, module_swaps
 from fxls.report import Diagnostic, ModuleReport, NodeInfo, PassGraphRun, PassReport, TraceStatus
 
+#: a call of a module the pass swapped (and did nothing else to)
+SWAPPED = "swapped"
 #: ``mark`` of a node in the page's documents
-MARKS = {ADDED: "added", REWIRED: "rewired", REMOVED: "removed"}
+MARKS = {ADDED: "added", REWIRED: "rewired", REMOVED: "removed", SWAPPED: "swapped"}
 
 
 def pass_diagnostics(report: PassReport, diagnostics: Sequence[Diagnostic]) -> list[Diagnostic]:
@@ -56,62 +59,14 @@ def _before_nodes(run: PassGraphRun, before: ModuleReport | None) -> list[NodeIn
     return [replace(n, users=users[n.name]) for n in nodes]
 
 
-def _common_path(paths: list[str]) -> str | None:
-    """The longest module path all ``paths`` are inside ("" for none in common)."""
-    if not paths:
-        return None
-    parts = [p.split(".") if p else [] for p in paths]
-    common: list[str] = []
-    for column in zip(*parts, strict=False):
-        if any(part != column[0] for part in column):
-            break
-        common.append(column[0])
-    return ".".join(common)
-
-
-def _place_added(nodes: list[NodeInfo], known: dict[str, NodeInfo]) -> list[NodeInfo]:
-    """Added nodes without a module path are put in the module their inputs and users share
-    (a fused conv lands in its block, not at the root); a ``call_module`` in its target's."""
-    by_name = {n.name: n for n in nodes}
-    inputs: dict[str, list[str]] = {n.name: [] for n in nodes}
-    for node in nodes:
-        for user in node.users:
-            if user in inputs:
-                inputs[user].append(node.name)
-    placed = []
-    for node in nodes:
-        if node.module_path or node.name in known or node.op in ("placeholder", "output"):
-            placed.append(node)
-            continue
-        if node.op == "call_module":
-            placed.append(replace(node, module_path=node.target))
-            continue
-        neighbours = [by_name[n] for n in [*inputs[node.name], *node.users] if n in by_name]
-        # a call of a leaf module sits in that module: its neighbours in the module around it
-        paths = [(n.module_path or "").rpartition(".")[0] if n.op == "call_module"
-                 else n.module_path or "" for n in neighbours
-                 if n.name in known and n.op not in ("placeholder", "output", "get_attr")]
-        path = _common_path(paths)
-        placed.append(replace(node, module_path=path) if path else node)
-    return placed
-
-
-def _with_model_info(node: NodeInfo, model: NodeInfo | None) -> NodeInfo:
-    """A node the pass changed, as the pass run reports it (its span the pass line), with
-    what the traced model knew of it: its module, shape and dtype."""
-    if model is None or node is model:
-        return node
-    return replace(node, module_path=node.module_path or model.module_path,
-                   module_type=node.module_type or model.module_type,
-                   shape=node.shape if node.shape is not None else model.shape,
-                   dtype=node.dtype or model.dtype)
-
-
-def _node_entry(node: NodeInfo, mark: str | None, origin: NodeInfo | None) -> dict[str, Any]:
+def _node_entry(node: NodeInfo, mark: str | None, origin: NodeInfo | None,
+                swap: str | None) -> dict[str, Any]:
     entry = node.to_dict()
     for unused in ("named_args", "backward", "module_params"):
         entry.pop(unused, None)
     entry["mark"] = mark
+    if swap is not None:
+        entry["swap"] = swap
     # the model line a node the pass changed came from (its span is the pass line)
     if origin is not None and origin.span is not None and origin.span != node.span:
         entry["origin"] = origin.span.to_dict()
@@ -131,16 +86,23 @@ def _problem_entry(diagnostic: Diagnostic, nodes: Sequence[NodeInfo]) -> dict[st
 
 
 def _document(name: str, status: str, nodes: list[NodeInfo], marks: dict[str, str],
-              origins: dict[str, NodeInfo], before: ModuleReport | None, code: str | None,
+              origins: dict[str, NodeInfo], swaps: dict[str, ModuleSwap],
+              before: ModuleReport | None, code: str | None,
               problems: list[dict[str, Any]]) -> dict[str, Any]:
+    module_types = dict(before.module_types) if before is not None else {}
     module = ModuleReport(name, TraceStatus.TRACED, len(nodes), nodes=nodes,
-                          module_types=dict(before.module_types) if before is not None else {})
+                          module_types=module_types)
+    swapped = {n.name: swaps[n.target] for n in nodes
+               if n.op == "call_module" and n.target in swaps}
     return {
         "version": 1,
         "name": name,
         "status": status,
         "file": before.span.file if before is not None and before.span is not None else None,
-        "nodes": [_node_entry(n, marks.get(n.name), origins.get(n.name)) for n in nodes],
+        "nodes": [_node_entry(n, marks.get(n.name, MARKS[SWAPPED] if n.name in swapped
+                                          else None), origins.get(n.name),
+                              swapped[n.name].text if n.name in swapped else None)
+                  for n in nodes],
         "groups": module_groups(module),
         "problems": problems,
         "code": code,
@@ -166,12 +128,11 @@ def run_documents(run: PassGraphRun, before: ModuleReport | None,
     after_nodes: list[NodeInfo] = []
     marks: dict[str, str] = {}
     origins: dict[str, NodeInfo] = {}
+    swaps = module_swaps(run, before_nodes)
     if run.after is not None:
         marked = after_graph(run, before if before is not None and before.nodes else
                              ModuleReport(label, TraceStatus.TRACED, nodes=before_nodes))
-        kept = {n: known[n] for n in known if n not in added}
-        after_nodes = _place_added([_with_model_info(m.node, kept.get(m.node.name))
-                                    for m in marked], kept)
+        after_nodes = [m.node for m in marked]
         marks = {n.name: MARKS[ADDED] if n.name in added else MARKS[REWIRED]
                  for n in after_nodes if n.name in added or n.name in rewired}
         origins = {name: known[name] for name in rewired if name in known}
@@ -187,11 +148,11 @@ def run_documents(run: PassGraphRun, before: ModuleReport | None,
             before_problems.append(_problem_entry(diagnostic, before_nodes))
     if run.after is not None:
         after_doc = _document(f"{label}, after", "traced", after_nodes, marks, origins,
-                              before, _code_text(run.after), after_problems)
+                              swaps, before, _code_text(run.after), after_problems)
     before_marks = {name: MARKS[REMOVED] for name in removed}
     before_marks.update({name: MARKS[REWIRED] for name in rewired if name in known})
     before_doc = _document(f"{label}, before", str(before.status) if before else "traced",
-                           before_nodes, before_marks, {}, before, _code_text(run.before),
+                           before_nodes, before_marks, {}, swaps, before, _code_text(run.before),
                            before_problems)
     return {
         "graph": label,

@@ -2,8 +2,13 @@
 split pane, driven in headless Chromium: both graphs load, the nodes the pass added, removed
 and rewired are marked, the pass's FX005 sits on the node it concerns, a click on a node the
 pass made shows the pass line that made it (and marks the same node in the other pane), a
-click on a removed node its model line; and the page's data (``pass_document``) on a model
-with nested modules, where a node the pass adds is put in the module of its neighbours."""
+click on a removed node its model line; the panes open at the same expansion and zoom and
+keep them; a conv-bn fuser's swapped convs say both classes; a node a pass added sits in the
+module of the node it replaced, with its shape. And the page's data (``pass_document``) on a
+model with nested modules, where a node the pass adds is put in the module of its neighbours.
+
+Both sample files are analysed once, in one child process, and each page and JSON document
+(what ``fxls graph FILE::pass --format html|json`` writes) rendered from that report."""
 
 from __future__ import annotations
 
@@ -11,6 +16,7 @@ import json
 import re
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +24,7 @@ import pytest
 
 from fxls.output.pass_page import pass_document
 from fxls.report import NodeInfo, PassGraphRun, PassReport, Span
-from tests.graph_view.test_graph_page import EXTENSION, browser  # noqa: F401
+from tests.graph_view.browser import EXTENSION, browser, drive_steps  # noqa: F401
 from tests.passes.samples import PASSES
 
 REPO = Path(__file__).resolve().parents[2]
@@ -29,19 +35,119 @@ GELU_LINE = next(i for i, line in enumerate(LINES, 1) if "functional.gelu" in li
 MODEL_LINE = next(i for i, line in enumerate(LINES, 1) if "torch.relu(self.lin(x))" in line)
 
 
+# torch's conv-bn fusion tutorial (pytorch.org/tutorials/intermediate/fx_conv_bn_fuser.html)
+# on a model whose convs sit in blocks, and a pass that adds a node inside each block
+FUSER = """import copy
+
+import torch
+import torch.fx as fx
+from torch import nn
+from torch.nn.utils.fusion import fuse_conv_bn_eval
+
+
+class Block(nn.Module):
+    def __init__(self, channels):
+        super().__init__()
+        self.conv = nn.Conv2d(channels, channels, 3, padding=1)
+        self.bn = nn.BatchNorm2d(channels)
+
+    def forward(self, x):
+        return torch.relu(self.bn(self.conv(x)))
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 8, 3, padding=1)
+        self.blocks = nn.Sequential(Block(8), Block(8))
+        self.head = nn.Linear(8, 4)
+
+    def forward(self, x):
+        h = self.blocks(self.stem(x))
+        return self.head(h.mean((2, 3)))
+
+
+def _parent_name(target):
+    *parent, name = target.rsplit(".", 1)
+    return parent[0] if parent else "", name
+
+
+def replace_node_module(node, modules, new_module):
+    parent_name, name = _parent_name(node.target)
+    modules[node.target] = new_module
+    setattr(modules[parent_name], name, new_module)
+
+
+def fuse(model: nn.Module) -> fx.GraphModule:
+    model = copy.deepcopy(model).eval()
+    fx_model = fx.symbolic_trace(model)
+    modules = dict(fx_model.named_modules())
+    for node in fx_model.graph.nodes:
+        if node.op != "call_module" or not isinstance(modules[node.target], nn.BatchNorm2d):
+            continue
+        conv = node.args[0]
+        if conv.op != "call_module" or not isinstance(modules[conv.target], nn.Conv2d):
+            continue
+        if len(conv.users) > 1:
+            continue
+        fused_conv = fuse_conv_bn_eval(modules[conv.target], modules[node.target])
+        replace_node_module(conv, modules, fused_conv)
+        node.replace_all_uses_with(conv)
+        fx_model.graph.erase_node(node)
+    fx_model.graph.lint()
+    fx_model.recompile()
+    return fx_model
+
+
+def gelu_in_blocks(gm: fx.GraphModule) -> fx.GraphModule:
+    for node in list(gm.graph.nodes):
+        if node.target is torch.relu:
+            with gm.graph.inserting_after(node):
+                gelu = gm.graph.call_function(torch.nn.functional.gelu, node.args)
+            node.replace_all_uses_with(gelu)
+            gm.graph.erase_node(node)
+    gm.recompile()
+    return gm
+"""
+
+#: what the child writes: (file, pass, format)
+OUTPUTS = [("passes.py", "negate_after_relu", "html"), ("passes.py", "relu_to_gelu", "html"),
+           ("fuser.py", "fuse", "html"), ("fuser.py", "fuse", "json"),
+           ("fuser.py", "gelu_in_blocks", "html"), ("fuser.py", "gelu_in_blocks", "json")]
+
+_RENDER = """
+import json, sys
+from pathlib import Path
+from fxls.analysis.pipeline import analyze_source
+from fxls.output.pass_graph import graphs_of, render_pass
+from fxls.project.setting_groups import ProjectLayout
+from fxls.project.settings import Settings
+
+folder = Path(sys.argv[1])
+outputs = json.loads(sys.argv[2])
+settings = Settings(project=ProjectLayout(root=str(folder)))
+for file in sorted({file for file, _, _ in outputs}):
+    path = folder / file
+    report = analyze_source(str(path), path.read_text(), settings)
+    for _, name, fmt in (o for o in outputs if o[0] == file):
+        found = next(p for p in report.passes if p.name == name)
+        text = render_pass(found, fmt, graphs_of(report), report.diagnostics)
+        (folder / f"{name}.{fmt}").write_text(text, encoding="utf-8")
+"""
+
+
 @pytest.fixture(scope="module")
 def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Each pass's page (``name``) and JSON document (``name.json``)."""
     folder = tmp_path_factory.mktemp("pass_page")
     (folder / "passes.py").write_text(PASSES, encoding="utf-8")
-    written = {}
-    for name in ("negate_after_relu", "relu_to_gelu"):
-        done = subprocess.run([sys.executable, "-m", "fxls", "graph", f"passes.py::{name}",
-                               "--format", "html"], capture_output=True, text=True,
-                              timeout=240, cwd=folder)
-        assert done.returncode == 0, done.stderr
-        written[name] = folder / f"{name}.html"
-        written[name].write_text(done.stdout, encoding="utf-8")
-    return written
+    (folder / "fuser.py").write_text(FUSER, encoding="utf-8")
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(_RENDER), str(folder),
+                           json.dumps(OUTPUTS)], capture_output=True, text=True, timeout=240,
+                          cwd=folder)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return {name if fmt == "html" else f"{name}.json": folder / f"{name}.{fmt}"
+            for _, name, fmt in OUTPUTS}
 
 
 def _data(page: Path) -> dict[str, Any]:
@@ -159,3 +265,125 @@ def test_an_added_node_goes_into_the_module_of_its_neighbours() -> None:
     assert after["clamp"]["module_path"] == "blocks.1" and after["clamp"]["mark"] == "added"
     assert after["bn"]["module_path"] == "blocks.1" and after["bn"]["mark"] == "rewired"
     assert after["bn"]["span"]["line"] == 31 and after["bn"]["origin"]["line"] == 6
+
+
+# -- a fuser's module swaps, an added node's module and shape, panes kept in step ----------
+
+FUSED = "Conv2d+BatchNorm2d → Conv2d"
+CONV = "torch.nn.modules.conv.Conv2d"
+
+
+def _json_run(pages: dict[str, Path], name: str) -> dict[str, Any]:
+    (run,) = json.loads(pages[f"{name}.json"].read_text(encoding="utf-8"))["runs"]
+    return run
+
+
+def test_a_fusers_swapped_convs_say_both_classes(pages: dict[str, Path]) -> None:
+    """The tutorial's fuser puts a new conv in place of each conv+bn (``setattr``): the calls
+    of those convs, unchanged in the graph, are marked with the classes before and after;
+    the stem conv and the head, copied with the model, are not."""
+    run = _json_run(pages, "fuse")
+    assert run["removed"] == ["blocks_0_bn", "blocks_1_bn"] and run["added"] == []
+    assert run["swapped"] == {"blocks.0.conv": CONV, "blocks.1.conv": CONV}
+    nodes = {n["name"]: n for n in run["nodes"]}
+    assert {name: n["swap"] for name, n in nodes.items() if "swap" in n} == {
+        "blocks_0_conv": FUSED, "blocks_1_conv": FUSED}
+    assert nodes["blocks_0_conv"]["module_type"] == CONV
+    (page_run,) = _data(pages["fuse"])["runs"]
+    for side in ("before", "after"):
+        drawn = {n["name"]: n for n in page_run[side]["nodes"]}
+        assert (drawn["blocks_0_conv"]["mark"], drawn["blocks_0_conv"]["swap"]) == (
+            "swapped", FUSED)
+        assert drawn["stem"]["mark"] is None and "swap" not in drawn["stem"]
+
+
+def test_an_added_node_sits_in_the_module_of_the_node_it_replaced_with_its_shape(
+    pages: dict[str, Path]
+) -> None:
+    """``gelu`` took the uses of ``blocks.0``'s relu: it is drawn in ``blocks.0`` (its
+    neighbours, ``blocks.0.bn`` and ``blocks.1.conv``, share only ``blocks``), with the shape
+    the graph after the pass gives it on the model's example inputs."""
+    run = _json_run(pages, "gelu_in_blocks")
+    assert (run["added"], run["removed"]) == (["gelu", "gelu_1"], ["relu", "relu_1"])
+    nodes = {n["name"]: n for n in run["nodes"]}
+    assert (nodes["gelu"]["mark"], nodes["gelu"]["module_path"]) == ("+", "blocks.0")
+    assert (nodes["gelu_1"]["mark"], nodes["gelu_1"]["module_path"]) == ("+", "blocks.1")
+    relu = nodes["relu"]  # removed: as the model traced it
+    assert relu["mark"] == "-" and relu["shape"] is not None and len(relu["shape"]) == 4
+    assert (nodes["gelu"]["shape"], nodes["gelu"]["dtype"]) == (relu["shape"], "float32")
+    (page_run,) = _data(pages["gelu_in_blocks"])["runs"]
+    drawn = {n["name"]: n for n in page_run["after"]["nodes"]}
+    assert (drawn["gelu"]["module_path"], drawn["gelu"]["shape"]) == ("blocks.0", relu["shape"])
+
+
+_EXPANDED = "[...{side}.model.groups.values()].filter((g) => g.parent && g.expanded)" \
+    ".map((g) => g.path).sort()"
+
+
+def _pane_state(key: str) -> list[dict[str, Any]]:
+    """Steps that read both panes' open groups and their zoom and pan as drawn (the SVG
+    transform) as ``key``."""
+    return [{"eval": f"[{_EXPANDED.format(side='pass.before')}, "
+                     f"{_EXPANDED.format(side='pass.after')}]", "as": f"{key}Expanded"},
+            {"eval": "['before', 'after'].map((side) => document.querySelector("
+                     "`#fx-pane-${side} g.viewport`).getAttribute('transform'))",
+             "as": f"{key}Transform"}]
+
+
+@pytest.mark.usefixtures("browser")
+def test_in_a_browser_the_panes_keep_in_step_and_the_swapped_convs_are_marked(
+    pages: dict[str, Path], tmp_path: Path
+) -> None:
+    shot = tmp_path / "pass-page.png"
+    result = drive_steps(pages["fuse"], [
+        *_pane_state("open"),
+        {"click": "#fx-pane-after g.frame[data-id='g:blocks.1'] .frame-title"},
+        *_pane_state("collapsed"),
+        {"click": "#fx-pane-before g.group[data-id='g:blocks.1']"},
+        *_pane_state("expanded"),
+        {"eval": "pass.before.zoomBy(0.8)", "as": "zoom"},
+        *_pane_state("zoomed"),
+        {"boxes": "#fx-pane-after g.node.mark-swapped", "as": "swapped"},
+        {"boxes": "#fx-pane-before g.node.mark-swapped", "as": "swappedBefore"},
+        {"click": "#fx-pane-after g.node[data-id='n:blocks_0_conv']"},
+        {"boxes": "#fx-node-table .fx-swap", "as": "panel"},
+        {"screenshot": str(shot)},
+    ])
+    before, after = result["openExpanded"]
+    assert before == after == ["blocks", "blocks.0", "blocks.1"]
+    assert result["openTransform"][0] == result["openTransform"][1]
+    # a click on blocks.1's title in the graph after the pass closes it in both panes
+    assert result["collapsedExpanded"] == [["blocks", "blocks.0"]] * 2
+    assert result["collapsedTransform"][0] == result["collapsedTransform"][1]
+    # a click on the closed blocks.1 in the graph before it opens it in both
+    assert result["expandedExpanded"] == [["blocks", "blocks.0", "blocks.1"]] * 2
+    assert result["expandedTransform"][0] == result["expandedTransform"][1]
+    # zooming one pane zooms the other
+    assert result["zoomedTransform"][0] == result["zoomedTransform"][1]
+    assert result["zoomedTransform"] != result["expandedTransform"]
+    for boxes in (result["swapped"], result["swappedBefore"]):
+        assert sorted(b["id"] for b in boxes) == ["n:blocks_0_conv", "n:blocks_1_conv"]
+        assert all(FUSED in b["text"] for b in boxes)
+    assert [b["text"] for b in result["panel"]] == [FUSED]
+    assert shot.stat().st_size > 10_000
+
+
+@pytest.mark.usefixtures("browser")
+def test_in_a_browser_an_added_node_is_drawn_in_its_modules_frame_with_its_shape(
+    pages: dict[str, Path]
+) -> None:
+    result = drive_steps(pages["gelu_in_blocks"], [
+        {"boxes": "#fx-pane-after g.frame[data-id='g:blocks.0'] > rect", "as": "frame"},
+        {"boxes": "#fx-pane-after g.node[data-id='n:gelu'] > rect", "as": "gelu"},
+        {"click": "#fx-pane-after g.node[data-id='n:gelu']"},
+        {"boxes": "#fx-node-table tr", "as": "rows"},
+    ])
+    ((frame,), (gelu,)) = result["frame"], result["gelu"]
+    assert frame["x"] < gelu["x"] and gelu["x"] + gelu["width"] < frame["x"] + frame["width"]
+    assert frame["y"] < gelu["y"] and gelu["y"] + gelu["height"] < frame["y"] + frame["height"]
+    rows = [r["text"] for r in result["rows"]]
+    assert "passadded by the pass" in rows
+    shape = next(r for r in rows if r.startswith("shape"))
+    relu = next(n for n in _json_run(pages, "gelu_in_blocks")["nodes"] if n["name"] == "relu")
+    assert shape == f"shapefloat32[{', '.join(map(str, relu['shape']))}]"
+    assert "moduleblocks.0" in rows

@@ -2,10 +2,12 @@
 // graph after it in two panes side by side (or one of them), as Model Explorer compares two
 // graphs in its split pane. Each pane is a GraphView (grouped by module, collapsible,
 // searchable) of its own; the nodes the pass added, removed or rewired are marked (legend
-// in the bar), the pass's problems sit on the nodes they concern, selecting a node in one
-// pane marks the node of the same name in the other (and expanding a module expands it
-// there), and a click on a node reveals the pass line that made or changed it (its model
-// line for the others). The document is `fxls graph FILE::pass --format json`'s page data
+// in the bar; a call of a module the pass swapped, `setattr(parent, name, fused_conv)`, says
+// both classes), the pass's problems sit on the nodes they concern. The panes open at the
+// same expansion and zoom and stay so: expanding a module in one expands it in the other,
+// zoom and pan follow, selecting a node marks the node of the same name in the other; a
+// click on a node reveals the pass line that made or changed it (its model line for the
+// others). The document is `fxls graph FILE::pass --format json`'s page data
 // (fxls/output/pass_page.py).
 import { GraphDocument, GraphProblem, Item, Span, fileName } from "./model";
 import { GraphView, Host, ViewState } from "./view";
@@ -67,6 +69,11 @@ function el<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string,
   return element;
 }
 
+/** The module paths of the view's open groups (its root is always open). */
+function expandedPaths(view: GraphView): string[] {
+  return [...view.model.groups.values()].filter((g) => g.parent && g.expanded).map((g) => g.path);
+}
+
 export function isPassDocument(doc: unknown): doc is PassDocument {
   return !!doc && typeof doc === "object" && (doc as { kind?: unknown }).kind === "pass" && Array.isArray((doc as { runs?: unknown }).runs);
 }
@@ -83,6 +90,8 @@ export class PassView {
   private readonly location: HTMLElement;
   private readonly modeButtons = new Map<PassMode, HTMLButtonElement>();
   private states: { before?: ViewState | null; after?: ViewState | null } = {};
+  /** set while one pane follows the other: the follower's own changes are not echoed */
+  private following = false;
 
   constructor(
     root: HTMLElement,
@@ -123,7 +132,7 @@ export class PassView {
       this.modeButtons.set(mode, button);
       bar.append(button);
     }
-    const syncLabel = el("label", { title: "Selecting a node or expanding a module in one pane does it in the other" });
+    const syncLabel = el("label", { title: "Selecting a node, expanding a module, zooming or panning in one pane does it in the other" });
     const syncBox = el("input", { type: "checkbox", id: "fx-sync" });
     syncBox.checked = this.sync;
     syncBox.addEventListener("change", () => {
@@ -133,7 +142,8 @@ export class PassView {
     syncLabel.append(syncBox, document.createTextNode(" sync"));
     bar.append(syncLabel);
     const legend = el("span", { class: "fx-legend", id: "fx-legend" });
-    for (const [cls, text] of [["added", "added"], ["removed", "removed"], ["rewired", "rewired"], ["problem", "problem"]]) {
+    const swaps = doc.runs.some((run) => (run.after?.nodes ?? []).some((n) => n.swap));
+    for (const [cls, text] of [["added", "added"], ["removed", "removed"], ["rewired", "rewired"], ...(swaps ? [["swapped", "module swapped"]] : []), ["problem", "problem"]]) {
       const item = el("span", { class: cls });
       item.append(el("i"), document.createTextNode(text));
       legend.append(item);
@@ -182,21 +192,52 @@ export class PassView {
         this.save();
       },
       selected: (view, item) => this.selected(view, item),
-      toggled: (view, path, expanded) => {
-        if (!this.sync) return;
-        this.other(view)?.setExpanded(path, expanded);
-      },
+      toggled: (view, path, expanded) => this.follow(view, (other) => other.setExpanded(path, expanded)),
+      transformed: (view) => this.follow(view, () => undefined),
       summary: () => this.summary(),
     });
+    const saved = !!(this.states.before || this.states.after);
     this.before = new GraphView(this.panes.before, run.before, host("before"), this.states.before ?? null, { title: `Before · ${run.graph}`, panel: this.panel });
     if (run.after) {
-      this.after = new GraphView(this.panes.after, run.after, host("after"), this.states.after ?? null, { title: `After · ${run.graph}`, panel: this.panel });
+      // the graph after the pass opens as the graph before it is shown
+      const start = this.states.after ?? (this.sync ? { expanded: expandedPaths(this.before), transform: this.before.transform, selected: null } : null);
+      this.after = new GraphView(this.panes.after, run.after, host("after"), start, { title: `After · ${run.graph}`, panel: this.panel });
+      if (!saved && this.sync) this.fitTogether();
     } else {
       this.panes.after.append(el("p", { class: "note fx-no-after" }, `No graph after the pass: ${run.problem ?? "it returned none"}`));
     }
     this.fillBanner();
     this.showSummary();
     this.save();
+  }
+
+  /** The other pane does what `view` did (`change`) and takes its zoom and pan. */
+  private follow(view: GraphView, change: (other: GraphView) => void): void {
+    const other = this.other(view);
+    if (!other || !this.sync || this.following) return;
+    this.following = true;
+    try {
+      change(other);
+      other.setTransform(view.transform);
+    } finally {
+      this.following = false;
+    }
+  }
+
+  /** Both panes at the zoom that shows the larger graph whole. */
+  private fitTogether(): void {
+    const { before, after } = this;
+    if (!before || !after) return;
+    this.following = true;
+    try {
+      before.fit();
+      after.fit();
+      const shared = before.transform.k <= after.transform.k ? before.transform : after.transform;
+      before.setTransform(shared);
+      after.setTransform(shared);
+    } finally {
+      this.following = false;
+    }
   }
 
   private other(view: GraphView): GraphView | null {
@@ -221,11 +262,9 @@ export class PassView {
     this.panes.before.classList.toggle("hidden", this.mode === "after");
     this.panes.after.classList.toggle("hidden", this.mode === "before");
     if (!refit) return;
-    for (const view of [this.before, this.after]) {
-      if (!view) continue;
-      view.resized();
-      view.fit();
-    }
+    for (const view of [this.before, this.after]) view?.resized();
+    if (this.mode === "split" && this.sync && this.before && this.after) this.fitTogether();
+    else for (const view of [this.before, this.after]) view?.fit();
   }
 
   private fillBanner(): void {
@@ -296,6 +335,7 @@ export class PassView {
     run.added.forEach((n) => chip("added", "+", n, "after"));
     run.removed.forEach((n) => chip("removed", "−", n, "before"));
     run.rewired.forEach((n) => chip("rewired", "~", n, "after"));
+    for (const node of run.after?.nodes ?? []) if (node.swap && !run.added.includes(node.name)) chip("swapped", "⇄", node.name, "after");
     if (chips.childElementCount) out.push(el("h3", {}, "Changes"), chips);
     else out.push(el("p", { class: "fx-muted" }, "No change to this graph."));
     const problems = [...(this.doc.problems ?? []), ...(run.after?.problems ?? []), ...run.before.problems ?? []];
