@@ -2,7 +2,8 @@
 tested against torch.fx: each class of ``models.py`` through ``fxls check`` (the real
 worker) and, in a plain process, through ``torch._dynamo.explain`` and ``torch.export``
 (``torch_reference.py``). fxls reports each break and failure they report, at the user's
-line, and nothing they do not; each code at its exact range."""
+line, and nothing they do not; each code at its exact range. The cases (each class, each
+project setting, a library's break) are checked by one ``fxls check``."""
 
 from __future__ import annotations
 
@@ -23,22 +24,8 @@ HERE = Path(__file__).parent
 MODELS = (HERE / "models.py").read_text(encoding="utf-8")
 
 
-def _check(folder: Path, source: str, *flags: str, pyproject: str = "") -> dict[str, Any]:
-    path = folder / "models.py"
-    path.write_text(source, encoding="utf-8")
-    if pyproject:
-        (folder / "pyproject.toml").write_text(pyproject, encoding="utf-8")
-    done = subprocess.run(
-        [sys.executable, "-m", "fxls", "check", "--format", "json", "--no-progress",
-         *flags, str(path)],
-        capture_output=True, text=True, cwd=folder, timeout=600)
-    assert done.returncode in (0, 1), done.stderr
-    report = json.loads(done.stdout)["files"][0]
-    report["stderr"] = done.stderr
-    return report
-
-
 TARGETED = '[tool.fxls]\ntargets = ["export", "compile"]\n'
+LIBRARY_CASE = HERE / "library_case"
 
 
 def _only(*classes: str, source: str = MODELS) -> str:
@@ -52,9 +39,63 @@ def _only(*classes: str, source: str = MODELS) -> str:
     return "\n".join(lines) + "\n"
 
 
+MISMATCH = '''
+
+class Mismatch(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+        self.proj = nn.Linear(5, 8)
+
+    def forward(self, x):  # the input inferred from `self.lin` cannot fit `self.proj`
+        return self.lin(x) + self.proj(x)
+'''
+#: each case's ``models.py`` and its project's ``pyproject.toml`` (none: the default)
+CASES = {
+    "both": (MODELS, TARGETED),
+    "strict": (_only("CallsOs", "Clean"),
+               '[tool.fxls]\ntargets = ["export"]\nexport_strict = true\n'),
+    "fullgraph": (_only("Printing", "Clean"),
+                  '[tool.fxls]\ntargets = ["compile"]\nfullgraph = true\n'),
+    "compile_only": (_only("RowLoop", "ValueBranch") + "\n\ncompiled = torch.compile(RowLoop())\n",
+                     ""),
+    "pragma": (_only("RowLoop", "ValueBranch").replace(
+        "class RowLoop(nn.Module):\n", "class RowLoop(nn.Module):\n    # fxls: targets compile\n"),
+        ""),
+    "mismatch": (_only() + MISMATCH, TARGETED),
+}
+
+
 @pytest.fixture(scope="module")
-def both(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    return _check(tmp_path_factory.mktemp("both"), MODELS, pyproject=TARGETED)
+def checked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Every case in a folder of its own, and the library case's project (compile targeted)
+    with its library on PYTHONPATH, all checked by one ``fxls check``: each report by its
+    case's folder name, and the run's stderr."""
+    root = tmp_path_factory.mktemp("cases")
+    for name, (source, pyproject) in CASES.items():
+        (root / name).mkdir()
+        (root / name / "models.py").write_text(source, encoding="utf-8")
+        if pyproject:
+            (root / name / "pyproject.toml").write_text(pyproject, encoding="utf-8")
+    shutil.copytree(LIBRARY_CASE, root / "library_case")
+    project = root / "library_case" / "project"
+    (project / "pyproject.toml").write_text('[tool.fxls]\ntargets = ["compile"]\n',
+                                            encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "fxls", "check", "--format", "json", "--no-progress",
+         "--timeout", "300", *CASES, str(project / "model.py")],
+        capture_output=True, text=True, cwd=root, timeout=900,
+        env={**os.environ, "PYTHONPATH": str(root / "library_case" / "lib")})
+    assert done.returncode in (0, 1), done.stderr
+    reports = {(root / f["path"]).resolve().relative_to(root.resolve()).parts[0]: f
+               for f in json.loads(done.stdout)["files"]}
+    assert sorted(reports) == sorted([*CASES, "library_case"])
+    return {**reports, "stderr": done.stderr}
+
+
+@pytest.fixture(scope="module")
+def both(checked: dict[str, Any]) -> dict[str, Any]:
+    return checked["both"]
 
 
 @pytest.fixture(scope="module")
@@ -146,35 +187,31 @@ def test_a_graph_break_is_a_warning_with_torchs_page(both: dict[str, Any]) -> No
     assert "GB0059" in printing["message"] and "print" in printing["message"]
 
 
-def test_strict_export_reports_what_dynamo_cannot_trace(tmp_path: Path) -> None:
-    report = _check(tmp_path, _only("CallsOs", "Clean"),
-                    pyproject='[tool.fxls]\ntargets = ["export"]\nexport_strict = true\n')
+def test_strict_export_reports_what_dynamo_cannot_trace(checked: dict[str, Any]) -> None:
+    report = checked["strict"]
     strict = [d for d in report["diagnostics"] if d["code"] == "FX202"]
     assert [d["range"] for d in strict if d["module"] == "CallsOs"] == [_range_of("os.getcwd()")]
     assert all(d["target"] == "export" for d in report["diagnostics"])
 
 
-def test_fullgraph_makes_breaks_errors(tmp_path: Path) -> None:
-    report = _check(tmp_path, _only("Printing", "Clean"),
-                    pyproject='[tool.fxls]\ntargets = ["compile"]\nfullgraph = true\n')
-    breaks = [d for d in report["diagnostics"] if d["code"] == "FX301"]
+def test_fullgraph_makes_breaks_errors(checked: dict[str, Any]) -> None:
+    breaks = [d for d in checked["fullgraph"]["diagnostics"] if d["code"] == "FX301"]
     assert breaks and {d["severity"] for d in breaks} == {"error"}
 
 
-def test_compile_only_project_gets_no_symbolic_trace_codes(tmp_path: Path) -> None:
-    compile_only = _check(tmp_path, _only("RowLoop", "ValueBranch")
-                          + "\n\ncompiled = torch.compile(RowLoop())\n")
+def test_compile_only_project_gets_no_symbolic_trace_codes(checked: dict[str, Any]) -> None:
+    compile_only = checked["compile_only"]
     assert compile_only["targets"]["targets"] == ["compile"]
-    assert "torch.compile" in compile_only["stderr"]
+    because = compile_only["targets"]["because"]
+    assert "torch.compile" in because
+    assert f"fxls: targets compile: {because}\n" in checked["stderr"]
     assert not [d for d in compile_only["diagnostics"] if d["code"].startswith("FX0")]
     (row_loop,) = [m for m in compile_only["modules"] if m["name"] == "RowLoop"]
     assert row_loop["targets"] == {"compile": "compiled"}
 
 
-def test_symbolic_trace_by_default_and_a_class_pragma(tmp_path: Path) -> None:
-    source = _only("RowLoop", "ValueBranch").replace(
-        "class RowLoop(nn.Module):\n", "class RowLoop(nn.Module):\n    # fxls: targets compile\n")
-    report = _check(tmp_path, source)
+def test_symbolic_trace_by_default_and_a_class_pragma(checked: dict[str, Any]) -> None:
+    report = checked["pragma"]
     assert "targets" not in report  # the default, unsaid (the output as it always was)
     codes = {(d["module"], d["code"]) for d in report["diagnostics"]}
     assert ("ValueBranch", "FX001") in codes  # symbolic tracing, as always
@@ -194,44 +231,32 @@ def test_statistics_and_code_lens_say_each_targets_status(tmp_path: Path) -> Non
            "export exported · compile 1 graph break" in done.stdout
 
 
-def test_inputs_the_module_cannot_run_on_are_no_export_failure(tmp_path: Path) -> None:
-    source = _only() + '''
-
-class Mismatch(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.lin = nn.Linear(8, 8)
-        self.proj = nn.Linear(5, 8)
-
-    def forward(self, x):  # the input inferred from `self.lin` cannot fit `self.proj`
-        return self.lin(x) + self.proj(x)
-'''
-    report = _check(tmp_path, source, pyproject=TARGETED)
+def test_inputs_the_module_cannot_run_on_are_no_export_failure(checked: dict[str, Any]) -> None:
+    report = checked["mismatch"]
     (module,) = [m for m in report["modules"] if m["name"] == "Mismatch"]
     assert module["targets"]["export"].startswith("not run: the module raises on the example")
     assert not [d for d in report["diagnostics"] if d["module"] == "Mismatch"]
 
 
-def test_a_break_inside_a_library_is_at_the_users_call(tmp_path: Path) -> None:
+_LIBRARY_BREAKS_IN_TORCH = (
+    "import torch, torch._dynamo; from model import Net; "
+    "e = torch._dynamo.explain(Net())(torch.ones(2, 8)); "
+    "print(len({(r.user_stack[-1].filename, r.user_stack[-1].lineno) "
+    "for r in e.break_reasons}))")
+
+
+def test_a_break_inside_a_library_is_at_the_users_call(checked: dict[str, Any],
+                                                       tmp_path: Path) -> None:
     """dynamo's stack for the second break has library frames only (it compiled
     ``Block.forward`` on its own): fxls finds the user's call from an eager run."""
-    case = HERE / "library_case"
-    shutil.copytree(case, tmp_path / "case")
+    shutil.copytree(LIBRARY_CASE, tmp_path / "case")
     project = tmp_path / "case" / "project"
-    reference = subprocess.run(
-        [sys.executable, "-c", "import sys, torch, torch._dynamo; from model import Net; "
-         "e = torch._dynamo.explain(Net())(torch.ones(2, 8)); "
-         "print(len({(r.user_stack[-1].filename, r.user_stack[-1].lineno) "
-         "for r in e.break_reasons}))"],
-        capture_output=True, text=True, cwd=project, timeout=600,
-        env={**os.environ, "PYTHONPATH": f"{project.parent / 'lib'}:{project}"})
-    assert reference.stdout.strip().splitlines()[-1] == "2"  # two sites, both in the library
-    done = subprocess.run(
-        [sys.executable, "-m", "fxls", "check", "--format", "json", "--no-progress",
-         "--target", "compile", "model.py"],
-        capture_output=True, text=True, cwd=project, timeout=600,
-        env={**os.environ, "PYTHONPATH": str(project.parent / "lib")})
-    (found,) = json.loads(done.stdout)["files"][0]["diagnostics"]
+    answer = torch_answer(
+        [sys.executable, "-c", _LIBRARY_BREAKS_IN_TORCH],
+        [project / "model.py", tmp_path / "case" / "lib" / "breaky_lib.py"], cwd=project,
+        env={**os.environ, "PYTHONPATH": f"{project.parent / 'lib'}:{project}"}, timeout=600)
+    assert answer.strip().splitlines()[-1] == "2"  # two sites, both in the library
+    (found,) = checked["library_case"]["diagnostics"]
     line = (project / "model.py").read_text().splitlines().index("        y = self.block(x)")
     assert found["code"] == "FX301" and found["range"] == {
         "start": {"line": line, "character": 12}, "end": {"line": line, "character": 25}}
