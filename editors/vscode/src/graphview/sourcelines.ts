@@ -26,11 +26,13 @@ export function sourceLines(sources: Sources | null, span: Span): HTMLElement | 
   for (let n = span.line - AROUND; n <= last + AROUND; n++) if (typeof lines[String(n)] === "string") numbers.push(n);
   if (!numbers.includes(span.line)) return null;
   const width = String(numbers[numbers.length - 1]).length;
+  // the lines' common indentation is dropped: the panel is narrow
+  const indent = Math.min(...numbers.map((n) => lines[String(n)]).filter((t) => t.trim()).map((t) => t.length - t.trimStart().length));
   const pre = el("pre", { class: "fx-source-lines", id: "fx-source-lines" });
   for (const n of numbers) {
     const own = n >= span.line && n <= last;
     const row = el("span", { class: own ? "line here" : "line", "data-line": String(n) });
-    row.append(el("span", { class: "number" }, String(n).padStart(width)), document.createTextNode(` ${lines[String(n)]}`));
+    row.append(el("span", { class: "number" }, String(n).padStart(width)), el("span", { class: "code" }, ` ${lines[String(n)].slice(Number.isFinite(indent) ? indent : 0)}`));
     pre.append(row);
   }
   return pre;

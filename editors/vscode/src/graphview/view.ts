@@ -5,7 +5,7 @@
 import { isMarked, problemBanner, problemPlace, problemText } from "./banner";
 import { MAX_ZOOM, MIN_ZOOM, Transform, bringIntoView, fitAll, fitWidth, openingView, union } from "./camera";
 import { el, esc, fmt } from "./dom";
-import { Box, Layouter, Scene, SceneEdge, groupTitle, nodeSubtitle, nodeTitle, nodeTooltip } from "./layout";
+import { Box, Layouter, Scene, SceneEdge, frameTitle, groupTitle, nodeSubtitle, nodeTitle, nodeTooltip } from "./layout";
 import { Minimap } from "./minimap";
 import {
   GNode,
@@ -117,6 +117,8 @@ export class GraphView {
   private drawnEdges: SceneEdge[] = [];
   private edgeElements: Element[] = [];
   private focusedEdges: Element[] = [];
+  /** the groups holding a problem attached to a group (see holdsProblem) */
+  private problemGroups: Set<Group> | null = null;
   /** the graph's first fit has not happened yet */
   private opening = true;
   private cursorNodes: GNode[] = [];
@@ -232,6 +234,7 @@ export class GraphView {
     const open = new Set([...this.model.groups.values()].filter((g) => g.expanded).map((g) => g.path));
     const selected = this.selected;
     this.model = buildModel(this.model.doc, { showBookkeeping });
+    this.problemGroups = null;
     this.layouter = new Layouter(this.model);
     for (const group of this.model.groups.values()) group.expanded = !group.parent || open.has(group.path);
     const again = (item: Item | null): Item | null =>
@@ -400,13 +403,18 @@ export class GraphView {
     const ry0 = region.y - region.height / 2;
     const ry1 = region.y + region.height / 2;
     const inside = (b: Box) => overview || (b.x + b.width / 2 >= rx0 && b.x - b.width / 2 <= rx1 && b.y + b.height / 2 >= ry0 && b.y - b.height / 2 <= ry1);
+    // a frame's fill under the edges, its border and title over them (edges into a group
+    // cross its title band)
+    const frames: string[] = [];
     for (const { group, box } of s.frames) {
       if (!inside(box)) continue;
       const x = box.x - box.width / 2;
       const y = box.y - box.height / 2;
-      parts.push(
-        `<g class="frame${group.problemCount ? " problem" : ""}" data-id="${esc(group.id)}"><rect x="${fmt(x)}" y="${fmt(y)}" width="${fmt(box.width)}" height="${fmt(box.height)}" rx="6"/>` +
-          `<text class="frame-title" x="${fmt(x + 8)}" y="${fmt(y + 16)}">▾ ${esc(groupTitle(group))} (${group.nodeCount})</text></g>`,
+      const rect = `x="${fmt(x)}" y="${fmt(y)}" width="${fmt(box.width)}" height="${fmt(box.height)}" rx="6"`;
+      parts.push(`<rect class="frame-fill" ${rect}/>`);
+      frames.push(
+        `<g class="frame${this.holdsProblem(group) ? " problem" : ""}" data-id="${esc(group.id)}"><rect ${rect}/>` +
+          `<text class="frame-title" x="${fmt(x + 8)}" y="${fmt(y + 16)}">${esc(frameTitle(group))}</text></g>`,
       );
     }
     const drawnEdges: SceneEdge[] = [];
@@ -426,18 +434,19 @@ export class GraphView {
       drawnEdges.push(edge);
       if (!overview && edge.label && edge.labelAt) parts.push(`<text class="edge-label" x="${fmt(edge.labelAt.x)}" y="${fmt(edge.labelAt.y)}">${esc(edge.label)}</text>`);
     }
+    parts.push(...frames);
     for (const { group, box } of s.collapsed) {
       if (!inside(box)) continue;
       const x = box.x - box.width / 2;
       const y = box.y - box.height / 2;
       const detail = `${group.nodeCount} nodes${group.changeCount ? ` · ${group.changeCount} changed` : ""}${group.problemCount ? ` · ${group.problemCount} problem${group.problemCount === 1 ? "" : "s"}` : ""}`;
       parts.push(
-        `<g class="group collapsed${group.changeCount ? " changed" : ""}${group.problemCount ? " problem" : ""}" data-id="${esc(group.id)}" transform="translate(${fmt(x)},${fmt(y)})">` +
+        `<g class="group collapsed${group.changeCount ? " changed" : ""}${this.holdsProblem(group) ? " problem" : ""}" data-id="${esc(group.id)}" transform="translate(${fmt(x)},${fmt(y)})">` +
           `<title>${esc(group.path)}${group.type ? ` (${esc(group.type)})` : ""}: click to expand</title>` +
           `<rect width="${fmt(box.width)}" height="${fmt(box.height)}" rx="8"/>` +
           (group.changeCount ? `<rect class="change-bar" width="5" height="${fmt(box.height)}" rx="2"/>` : "") +
           `<text class="t1" x="10" y="18">▸ ${esc(groupTitle(group))}</text><text class="t2" x="10" y="35">${detail}</text>` +
-          (group.problemCount ? this.badge(box.width, String(group.problemCount)) : "") +
+          (this.holdsProblem(group) ? this.badge(box.width, group.problemCount ? String(group.problemCount) : "!") : "") +
           `</g>`,
       );
     }
@@ -471,6 +480,20 @@ export class GraphView {
     this.elements = new Map();
     this.viewport.querySelectorAll("[data-id]").forEach((element) => this.elements.set(element.getAttribute("data-id")!, element));
     this.applyMarks();
+  }
+
+  /** Whether a problem is marked inside `group`: at its nodes, or attached to the group
+   * itself or one inside it (a problem in library code the module called). */
+  private holdsProblem(group: Group): boolean {
+    if (group.problemCount) return true;
+    if (!this.problemGroups) {
+      this.problemGroups = new Set();
+      for (const problem of this.model.doc.problems ?? []) {
+        const { group: at } = problemPlace(this.model, problem);
+        for (let g = at; g; g = g.parent) this.problemGroups.add(g);
+      }
+    }
+    return this.problemGroups.has(group);
   }
 
   private badge(width: number, text: string): string {

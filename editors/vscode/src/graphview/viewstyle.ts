@@ -18,8 +18,10 @@ export const VIEW_CSS = `
 .fx-matches ul { margin: 2px 0 6px; }
 .fx-matches li { font-size: 12px; overflow-wrap: anywhere; }
 .fx-panel, .fx-panel h2, .fx-panel li, .fx-panel td, .fx-panel a, .fx-banner { overflow-wrap: anywhere; }
-.fx-source-lines { padding: 4px 0; margin: 6px 0; white-space: pre; overflow-x: auto; }
-.fx-source-lines .line { display: block; padding: 0 8px; }
+.fx-source-lines { padding: 4px 0; margin: 6px 0; }
+/* a long line wraps under its own text, not under the line number */
+.fx-source-lines .line { display: grid; grid-template-columns: auto 1fr; padding: 0 8px; }
+.fx-source-lines .code { white-space: pre-wrap; overflow-wrap: anywhere; }
 .fx-source-lines .line.here { background: rgba(250, 204, 21, 0.28); font-weight: 600; }
 .fx-source-lines .number { color: var(--vscode-editorLineNumber-foreground, #8c959f); margin-right: 6px; user-select: none; }
 svg.fx-focus .edge { opacity: 0.22; }

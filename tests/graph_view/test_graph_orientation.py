@@ -1,0 +1,334 @@
+"""Finding one's way on the graph page (issue 36: orientation, search, problems, source):
+expanding a group brings it into view, Fit shows the whole graph and Fit width its width, the
+overview has a column of its own that a tall graph fills, search results are grouped by
+module with counts (a `/regex/` too, a bad one said), the banner counts only the problems it
+marks and a click on one selects its nodes, the side panel shows the node's source lines, and
+the selected node's edges are coloured. Each page is driven once in headless Chromium (one
+list of steps per page, module-scoped); the tests read what those steps saw."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmarks.graph_models import model_source
+from fxls.graph_view.module_graph import graph_page
+from tests.graph_view.browser import browser, drive_steps  # noqa: F401
+
+ZOO_SITE = Path(os.environ.get("FXLS_MODEL_ZOO", "~/.cache/fxls-model-zoo")).expanduser() / "site"
+NO_ZOO = not (ZOO_SITE / "timm").is_dir()
+
+Box = dict[str, Any]
+
+
+def _fxls(folder: Path, *arguments: str, env: dict[str, str] | None = None) -> str:
+    done = subprocess.run([sys.executable, "-m", "fxls", *arguments], capture_output=True,
+                          text=True, timeout=600, cwd=folder, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def _inside(box: Box, area: Box) -> bool:
+    return (box["x"] >= area["x"] - 0.5 and box["y"] >= area["y"] - 0.5
+            and box["x"] + box["width"] <= area["x"] + area["width"] + 0.5
+            and box["y"] + box["height"] <= area["y"] + area["height"] + 0.5)
+
+
+def _overlap(a: Box, b: Box) -> bool:
+    return (a["x"] < b["x"] + b["width"] and b["x"] < a["x"] + a["width"]
+            and a["y"] < b["y"] + b["height"] and b["y"] < a["y"] + a["height"])
+
+
+def _line(text: str, fragment: str) -> int:
+    return next(i for i, line in enumerate(text.splitlines(), 1) if fragment in line)
+
+
+#: the graph's width in the overview: columns of its canvas with a node's grey in them (not
+#: the blue outline of the part in view)
+PAINTED_COLUMNS = """(() => {
+  const c = document.querySelector('.fx-overview-map');
+  const data = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+  const grey = (i) =>
+    data[i + 3] === 255 && data[i] > 60 && data[i] < 180 && data[i + 2] - data[i] < 60;
+  let columns = 0;
+  for (let x = 0; x < c.width; x++) {
+    for (let y = 0; y < c.height; y++) if (grey((y * c.width + x) * 4)) { columns++; break; }
+  }
+  return { columns, width: c.width, height: c.height };
+})()"""
+
+
+# -- the 5,000-node model ------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def big_run(browser: None, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:  # noqa: F811
+    folder = tmp_path_factory.mktemp("big")
+    (folder / "big.py").write_text(model_source(10, 28), encoding="utf-8")
+    page = folder / "big.html"
+    page.write_text(_fxls(folder, "graph", "big.py::Big", "--format", "html"), encoding="utf-8")
+    frame = "g.frame[data-id='g:{}'] > rect"
+    return drive_steps(page, [
+        {"boxes": ".fx-draw", "as": "area"},
+        {"boxes": ".fx-overview-map", "as": "overview"},
+        {"boxes": "g.group.collapsed[data-id='g:stages.9']", "as": "closed"},
+        # the last stage, at the bottom of the view: it opens below the window's edge
+        {"click": "g.group.collapsed[data-id='g:stages.9']"},
+        {"boxes": frame.format("stages.9"), "as": "stage"},
+        # its 28 blocks make a column taller than the window
+        {"click": "g.group.collapsed[data-id='g:stages.9.blocks']"},
+        {"boxes": frame.format("stages.9.blocks"), "as": "blocks"},
+        {"eval": "view.transform.k", "as": "blocksZoom"},
+        {"click": "#fx-expand-all"},
+        {"click": "#fx-fit"},
+        {"boxes": "#graph g[data-id]", "as": "fitted"},
+        {"eval": "view.shown().nodes.length", "as": "total"},
+        {"click": "#fx-fit-width"},
+        {"boxes": "#graph g.node", "as": "across"},
+        {"eval": "view.transform.k", "as": "acrossZoom"},
+        {"eval": PAINTED_COLUMNS, "as": "painted"},
+        {"eval": "document.querySelector('#fx-fit').title", "as": "fitTitle"},
+    ])
+
+
+def test_expanding_a_group_brings_it_into_view(big_run: dict[str, Any]) -> None:
+    (area,), (closed,), (stage,) = big_run["area"], big_run["closed"], big_run["stage"]
+    assert _inside(closed, area)
+    assert stage["y"] + stage["height"] > closed["y"] + closed["height"], "it grew downwards"
+    assert _inside(stage, area), "the whole stage is in the window after the click"
+
+
+def test_a_group_taller_than_the_window_opens_at_its_top_at_a_readable_zoom(
+        big_run: dict[str, Any]) -> None:
+    (area,), (blocks,) = big_run["area"], big_run["blocks"]
+    assert blocks["height"] > area["height"]
+    assert area["y"] <= blocks["y"] <= area["y"] + 40, "its top is at the window's top"
+    assert area["x"] <= blocks["x"] and blocks["x"] + blocks["width"] <= area["x"] + area["width"]
+    assert big_run["blocksZoom"] >= 0.6
+
+
+def test_fit_shows_the_whole_graph(big_run: dict[str, Any]) -> None:
+    (area,) = big_run["area"]
+    fitted = big_run["fitted"]
+    assert big_run["fitTitle"] == "Fit the whole graph in the window (width and height)"
+    # zoomed that far out every item is drawn, as a bare box
+    assert sum(1 for b in fitted if b["id"].startswith("n:")) == big_run["total"] > 4000
+    outside = [b["id"] for b in fitted if not _inside(b, area)]
+    assert outside == []
+
+
+def test_fit_width_reads_the_graph_from_its_top(big_run: dict[str, Any]) -> None:
+    (area,) = big_run["area"]
+    assert big_run["acrossZoom"] >= 1
+    top = min(big_run["across"], key=lambda b: b["y"])
+    assert top["id"] == "n:x" and _inside(top, area)
+
+
+def test_the_overview_covers_no_node_and_a_tall_graph_fills_it(big_run: dict[str, Any]) -> None:
+    (area,), (overview,) = big_run["area"], big_run["overview"]
+    assert not _overlap(overview, area), "the overview has a column of its own"
+    drawn = [b for b in big_run["across"] if _overlap(b, area)]
+    assert drawn and not [b["id"] for b in drawn if _overlap(b, overview)]
+    # the expanded graph is ~300 times as tall as wide: drawn across the column (scrolling
+    # with the view), not as a line down it
+    painted = big_run["painted"]
+    assert painted["height"] >= 400 and painted["width"] >= 100
+    assert painted["columns"] >= painted["width"] * 0.4
+
+
+# -- problems and source lines, on a small partial graph -------------------------------------
+
+NESTED = """\
+import torch
+from torch import nn
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        return self.fc(x).relu() + x
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.Sequential(Block(), Block())
+        self.head = nn.Linear(8, 2)
+
+    def forward(self, x):
+        h = self.blocks(x)
+        if h.sum() > 0:
+            h = h * 2
+        return self.head(h)
+"""
+
+#: a problem no node of the graph is at, with an identifier longer than the side panel
+LONG_NAME = "bert_encoder_layer_0_attention_self_value_" * 3
+UNMARKED = {"code": "FX013", "severity": "warning", "message": f"`{LONG_NAME}` is printed",
+            "span": None, "nodes": []}
+
+
+@pytest.fixture(scope="module")
+def nested_run(browser: None, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:  # noqa: F811
+    folder = tmp_path_factory.mktemp("nested")
+    path = folder / "net.py"
+    path.write_text(NESTED, encoding="utf-8")
+    document = json.loads(_fxls(folder, "graph", "net.py::Net", "--format", "json"))
+    (marked,) = [p for p in document["problems"] if p["code"] == "FX001"]
+    branch = _line(NESTED, "if h.sum() > 0:")
+    unmarked = {**UNMARKED, "span": {**marked["span"], "line": branch + 1, "end_line": branch + 1}}
+    # the view's side of the document's sources: written here, whatever the CLI embeds
+    sources = {str(path): {str(n): text for n, text in enumerate(NESTED.splitlines(), 1)}}
+    page = folder / "net.html"
+    page.write_text(graph_page({**document, "problems": [marked, unmarked], "sources": sources}),
+                    encoding="utf-8")
+    result = drive_steps(page, [
+        {"eval": "document.querySelector('#fx-banner').textContent", "as": "banner"},
+        {"eval": "(() => { const p = document.querySelector('#fx-panel');"
+                 " return [p.scrollWidth, p.clientWidth]; })()", "as": "panelWidths"},
+        {"click": "#fx-banner a.fx-problem-link"},
+        {"boxes": "#graph g.selected", "as": "selected"},
+        {"boxes": "#fx-source-lines .line", "as": "lines"},
+        {"boxes": "#fx-source-lines .line.here", "as": "here"},
+        {"boxes": "#fx-selected", "as": "panelTitle"},
+        {"click": "#fx-banner a.fx-problem-link.unmarked"},
+        {"eval": "document.querySelector('#fx-source-location').textContent", "as": "location"},
+    ], width=1200, height=800)
+    return {**result, "path": path, "marked": marked, "branch": branch}
+
+
+def test_the_banner_counts_only_the_problems_it_marks(nested_run: dict[str, Any]) -> None:
+    branch = nested_run["branch"]
+    assert nested_run["banner"] == (
+        "Partial graph: tracing could not follow the code everywhere. 2 problems, 1 marked in "
+        f"red: {nested_run['marked']['code']} net.py:{branch} {nested_run['marked']['message']}"
+        f" · FX013 net.py:{branch + 1} {UNMARKED['message']}")
+
+
+def test_a_click_on_a_problem_selects_its_nodes(nested_run: dict[str, Any]) -> None:
+    assert {b["id"] for b in nested_run["selected"]} == \
+        {f"n:{name}" for name in nested_run["marked"]["nodes"]}
+    # a problem that no node is at shows its line
+    assert nested_run["location"] == f"{nested_run['path']}:{nested_run['branch'] + 1}"
+
+
+def test_the_panel_shows_the_source_lines_around_the_node(nested_run: dict[str, Any]) -> None:
+    branch = nested_run["branch"]
+    assert [line["text"] for line in nested_run["lines"]] == [
+        f"{n} {text[4:]}" for n, text in
+        enumerate(NESTED.splitlines()[branch - 3:branch + 2], branch - 2)]
+    (here,) = nested_run["here"]
+    assert here["text"] == f"{branch}     if h.sum() > 0:"
+
+
+def test_long_identifiers_wrap_in_the_side_panel(nested_run: dict[str, Any]) -> None:
+    scroll_width, client_width = nested_run["panelWidths"]
+    assert scroll_width <= client_width
+
+
+# -- timm's ViT: search, regular expressions, the selected node's edges ----------------------
+
+VIT = """\
+import timm
+import torch
+from torch import nn
+
+# the attention as its parts (matmul, softmax), not one fused call
+timm.layers.set_fused_attn(False)
+
+
+class Vit(nn.Module):
+    # fxls: args (torch.randn(1, 3, 224, 224),)
+    def __init__(self):
+        super().__init__()
+        self.vit = timm.create_model("vit_base_patch16_224", pretrained=False)
+
+    def forward(self, x):
+        return self.vit(x)
+"""
+
+EDGE_STYLE = """Array.from(document.querySelectorAll('#graph path.edge')).map((e) => ({
+  cls: e.getAttribute('class'), stroke: getComputedStyle(e).stroke,
+  opacity: getComputedStyle(e).opacity }))"""
+
+
+@pytest.fixture(scope="module")
+def vit_run(browser: None, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:  # noqa: F811
+    folder = tmp_path_factory.mktemp("vit")
+    (folder / "vit.py").write_text(VIT, encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        p for p in (str(ZOO_SITE), os.environ.get("PYTHONPATH")) if p)}
+    page = folder / "vit.html"
+    page.write_text(_fxls(folder, "graph", "vit.py::Vit", "--format", "html", env=env),
+                    encoding="utf-8")
+    count = "document.querySelector('#fx-search-count')"
+    return drive_steps(page, [
+        {"fill": "#fx-search", "text": "softmax"},
+        {"eval": f"{count}.textContent", "as": "count"},
+        {"boxes": "#fx-matches summary", "as": "modules"},
+        {"boxes": "#fx-matches li", "as": "results"},
+        {"click": "#fx-matches details[data-module='vit.blocks.3.attn'] a"},
+        {"boxes": "#graph g.selected", "as": "selected"},
+        {"boxes": ".fx-draw", "as": "area"},
+        {"eval": EDGE_STYLE, "as": "edges"},
+        {"eval": "view.model.nodes.get('softmax_3').data.users", "as": "users"},
+        {"boxes": "#fx-source-lines .line.here", "as": "here"},
+        {"screenshot": str(folder / "graph-vit-search.png")},
+        {"fill": "#fx-search", "text": "/matmul|SOFTMAX/"},
+        {"eval": f"{count}.textContent", "as": "regexCount"},
+        {"boxes": "#fx-matches summary", "as": "regexModules"},
+        {"fill": "#fx-search", "text": "/soft(max/"},
+        {"eval": f"[{count}.textContent, {count}.className]", "as": "badRegex"},
+        {"eval": "document.querySelectorAll('#graph g.match').length", "as": "badMatches"},
+    ])
+
+
+@pytest.mark.skipif(NO_ZOO, reason="model zoo not installed (scripts/install_model_zoo.py)")
+def test_search_results_are_grouped_by_module_with_counts(vit_run: dict[str, Any]) -> None:
+    assert vit_run["count"] == "12 found in 12 modules"
+    assert [m["text"] for m in vit_run["modules"]] == [
+        f"vit.blocks.{i}.attn (1) Attention" for i in range(12)]
+    # each result says where it is: the module above it, its file and line here
+    assert all(re.fullmatch(r"softmax(_\d+)? softmax · attention\.py:\d+", r["text"])
+               for r in vit_run["results"]), vit_run["results"]
+    # a click on one goes to it
+    (selected,) = vit_run["selected"]
+    (area,) = vit_run["area"]
+    assert selected["id"] == "n:softmax_3" and _inside(selected, area)
+
+
+@pytest.mark.skipif(NO_ZOO, reason="model zoo not installed (scripts/install_model_zoo.py)")
+def test_a_regular_expression_search_and_a_bad_one(vit_run: dict[str, Any]) -> None:
+    assert vit_run["regexCount"] == "36 found in 12 modules"
+    assert [m["text"] for m in vit_run["regexModules"]] == [
+        f"vit.blocks.{i}.attn (3) Attention" for i in range(12)]
+    message, classes = vit_run["badRegex"]
+    assert message.startswith("bad regular expression: ") and "fx-error" in classes
+    assert vit_run["badMatches"] == 0
+
+
+@pytest.mark.skipif(NO_ZOO, reason="model zoo not installed (scripts/install_model_zoo.py)")
+def test_the_selected_nodes_edges_are_coloured_the_rest_faded(vit_run: dict[str, Any]) -> None:
+    edges = vit_run["edges"]
+    inputs = [e for e in edges if "edge-in" in e["cls"]]
+    outputs = [e for e in edges if "edge-out" in e["cls"]]
+    assert len(inputs) == 1 and len(outputs) == len(vit_run["users"]) == 1
+    assert {e["stroke"] for e in inputs} == {"rgb(37, 99, 235)"}
+    assert {e["stroke"] for e in outputs} == {"rgb(234, 88, 12)"}
+    rest = [e for e in edges if e not in inputs and e not in outputs]
+    assert rest and {e["opacity"] for e in rest} == {"0.22"}
+
+
+@pytest.mark.skipif(NO_ZOO, reason="model zoo not installed (scripts/install_model_zoo.py)")
+def test_the_panel_shows_the_library_line_of_a_node(vit_run: dict[str, Any]) -> None:
+    (here,) = vit_run["here"]
+    assert re.fullmatch(r"\d+ attn = attn\.softmax\(dim=-1\)", here["text"])
