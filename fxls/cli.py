@@ -250,7 +250,7 @@ def run_check(args: argparse.Namespace) -> int:
                     request.cells if isinstance(request, AnalysisRequest) else None)
     sources.claim(reports)
     formatter = {"text": format_text, "json": format_json, "sarif": format_sarif}[args.format]
-    statistics = collect_statistics(reports) if args.statistics else None
+    statistics = collect_statistics(reports, sources.cells) if args.statistics else None
     sys.stdout.write(formatter(reports, sources, statistics, setting_problems))
     return EXIT_ERRORS if _has_errors(reports) else EXIT_OK
 

@@ -8,10 +8,14 @@ key and the SARIF run property all come from one :class:`Statistics`.
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from fxls.project.notebooks import NotebookCells
+from fxls.project.source_text import Position
 from fxls.report import FileReport, ModuleReport, PassReport
 
 #: module statuses in the order the figures show them, with the words the text uses
@@ -80,10 +84,12 @@ class NotTraced:
     status: str
     reason: str
     line: int | None = None
+    #: in a notebook: the cell (0-based among all cells) ``line`` counts in
+    cell: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"path": self.path, "module": self.name, "status": self.status,
-                "line": self.line, "reason": self.reason}
+                "line": self.line, **_cell_key(self), "reason": self.reason}
 
 
 @dataclass(slots=True)
@@ -128,10 +134,11 @@ class PassProblem:
     graph: str
     problem: str
     line: int | None = None
+    cell: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"path": self.path, "pass": self.name, "graph": self.graph, "line": self.line,
-                "problem": self.problem}
+                **_cell_key(self), "problem": self.problem}
 
 
 @dataclass(slots=True)
@@ -142,6 +149,7 @@ class ClassTargets:
     name: str
     statuses: dict[str, str]
     line: int | None = None
+    cell: int | None = None
 
     def summary(self) -> str:
         """``symbolic_trace traced · export exported · compile 2 graph breaks``"""
@@ -149,7 +157,7 @@ class ClassTargets:
 
     def to_dict(self) -> dict[str, Any]:
         return {"path": self.path, "module": self.name, "line": self.line,
-                "targets": dict(self.statuses)}
+                **_cell_key(self), "targets": dict(self.statuses)}
 
 
 @dataclass(slots=True)
@@ -192,42 +200,68 @@ class Statistics:
         }
 
 
-def collect_statistics(reports: list[FileReport]) -> Statistics:
+def _no_cells(path: str) -> NotebookCells | None:
+    return None
+
+
+def collect_statistics(
+    reports: list[FileReport],
+    cells_of: Callable[[str], NotebookCells | None] = _no_cells,
+) -> Statistics:
+    """The figures of ``reports``; ``cells_of`` gives a notebook's cells (its lines are
+    shown in them)."""
     statistics = Statistics()
     for report in reports:
+        cells = cells_of(report.path)
         coverage = Coverage()
         for module in report.modules:
+            line = _in_cell(module.span.line if module.span is not None else None, cells)
             coverage.count(module.status)
             if set(module.targets) - {"symbolic_trace"}:
                 statistics.class_targets.append(ClassTargets(
-                    report.path, module.name, dict(module.targets),
-                    module.span.line if module.span is not None else None))
+                    report.path, module.name, dict(module.targets), *line))
             if module.status in ("skipped", "failed"):
-                line = module.span.line if module.span is not None else None
+                reason = _relabel(why_not_traced(module, report), report.path, cells)
                 statistics.not_traced.append(NotTraced(
-                    report.path, module.name, module.status,
-                    why_not_traced(module, report), line))
+                    report.path, module.name, module.status, reason, *line))
         failure = next((d for d in report.diagnostics if d.code in _FILE_FAILURES), None)
         not_analysed = False
         if failure is not None and not report.modules:
             not_analysed = True
-            statistics.not_traced.append(
-                NotTraced(report.path, None, "not analysed", f"{failure.code} {failure.message}",
-                          failure.span.line))
+            reason = _relabel(f"{failure.code} {failure.message}", report.path, cells)
+            statistics.not_traced.append(NotTraced(report.path, None, "not analysed", reason,
+                                                   *_in_cell(failure.span.line, cells)))
         passes = PassCounts()
         for pass_report in report.passes:
             passes.count(pass_report)
-            statistics.pass_problems += _pass_problems(report.path, pass_report)
+            statistics.pass_problems += _pass_problems(report.path, pass_report, cells)
         statistics.files.append(FileCoverage(report.path, coverage, not_analysed, passes))
         statistics.total.add(coverage)
         statistics.passes.add(passes)
     return statistics
 
 
-def _pass_problems(path: str, report: PassReport) -> list[PassProblem]:
-    line = report.span.line if report.span is not None else None
-    return [PassProblem(path, report.name, run.graph, run.problem, line)
+def _pass_problems(path: str, report: PassReport, cells: NotebookCells | None
+                   ) -> list[PassProblem]:
+    line = _in_cell(report.span.line if report.span is not None else None, cells)
+    return [PassProblem(path, report.name, run.graph, _relabel(run.problem, path, cells), *line)
             for run in report.runs if run.problem is not None]
+
+
+def _in_cell(line: int | None, cells: NotebookCells | None) -> tuple[int | None, int | None]:
+    """(line, cell): a 1-based line of a notebook's source as the 1-based line in its cell."""
+    if line is None or cells is None:
+        return line, None
+    where = cells.to_cell(Position(line - 1, 0))
+    return where.line + 1, where.cell
+
+
+def _relabel(text: str, path: str, cells: NotebookCells | None) -> str:
+    return text if cells is None else cells.relabel(text, os.path.basename(path))
+
+
+def _cell_key(item: NotTraced | PassProblem | ClassTargets) -> dict[str, int]:
+    return {} if item.cell is None else {"cell": item.cell}
 
 
 def why_not_traced(module: ModuleReport, report: FileReport) -> str:
@@ -279,7 +313,8 @@ def format_statistics_text(statistics: Statistics) -> str:
 
 
 def _where(item: NotTraced | PassProblem | ClassTargets) -> str:
-    place = item.path if item.line is None else f"{item.path}:{item.line}"
+    line = item.line if item.cell is None else f"cell {item.cell + 1}:{item.line}"
+    place = item.path if item.line is None else f"{item.path}:{line}"
     return place if item.name is None else f"{place} {item.name}"
 
 

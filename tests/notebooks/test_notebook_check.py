@@ -80,6 +80,16 @@ class Scaled(Base):
 
     def forward(self, x):
         return super().forward(x) * self.scale
+
+
+class Sized(nn.Module):
+    def __init__(self, classes):
+        super().__init__()
+        assert classes % 11 == 0, 'classes: a multiple of 11'
+        self.fc = nn.Linear(16, classes)
+
+    def forward(self, x):
+        return self.fc(x)
 '''
 CELLS = [("markdown", "# A model in a notebook"), ("code", BLOCK), ("code", GATE),
          ("code", NET), ("code", BASH), ("markdown", "Done."), ("code", LAST)]
@@ -123,7 +133,8 @@ def _run(arguments: list[str]) -> Run:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
-    """``fxls check --format F nbs gate.ipynb`` for each format, on one analysis."""
+    """``fxls check --format F nbs gate.ipynb`` for each format (and JSON with
+    ``--statistics``), on one analysis."""
     folder = tmp_path_factory.mktemp("notebooks")
     for name, text in FILES.items():
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
@@ -139,8 +150,11 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(folder)
         patch.setattr(cli, "analyze_many", analyze_once)
-        return {format_: _run(["check", "--no-progress", "--format", format_, "nbs",
+        runs = {format_: _run(["check", "--no-progress", "--format", format_, "nbs",
                                "gate.ipynb"]) for format_ in ("json", "text", "sarif")}
+        runs["statistics"] = _run(["check", "--no-progress", "--statistics", "--format", "json",
+                                   "nbs", "gate.ipynb"])
+        return runs
 
 
 def _in_cell(cell: str, text: str) -> tuple[int, int, int]:
@@ -153,6 +167,8 @@ def _in_cell(cell: str, text: str) -> tuple[int, int, int]:
 
 PRINT = _in_cell(BLOCK, "print('block')")
 CONDITION = _in_cell(GATE, "x.sum() > 0")
+SIZED = _in_cell(LAST, "Sized")
+ASSERT = _in_cell(LAST, "assert classes")
 _SOURCE_KEY = _in_cell(MISSING_COMMA, '"source"')
 JSON_ERROR = (_SOURCE_KEY[0], _SOURCE_KEY[1], _SOURCE_KEY[1] + 1)  # the character JSON stops at
 
@@ -180,7 +196,8 @@ def test_modules_of_every_cell_are_analysed_as_jupyter_runs_them(runs):
                        "Net": ("traced", None),
                        "Base": ("traced", f"Base({INFERRED}), arguments inferred from their use"),
                        "Scaled": ("traced",
-                                  f"Scaled({INFERRED}), arguments inferred from their use")}
+                                  f"Scaled({INFERRED}), arguments inferred from their use"),
+                       "Sized": ("skipped", None)}
 
 
 def _diagnostic(code: str, cell: int, where: tuple[int, int, int], **more: Any) -> dict:
@@ -196,7 +213,8 @@ def test_json_gives_each_diagnostic_its_cell_and_range_in_it(runs):
     # no FX100: the magics, shell lines and the %%bash cell had no effect; Gate's print is
     # ignored by its pragma
     assert found == [_diagnostic("FX013", 1, PRINT, module="Block"),
-                     _diagnostic("FX001", 2, CONDITION, module="Gate")]
+                     _diagnostic("FX001", 2, CONDITION, module="Gate"),
+                     _diagnostic("FX101", 6, SIZED, module="Sized")]
 
 
 def test_text_names_the_cell_as_ruff_does(runs):
@@ -206,6 +224,7 @@ def test_text_names_the_cell_as_ruff_does(runs):
         f"nbs/broken.ipynb:{JSON_ERROR[0] + 1}:{JSON_ERROR[1] + 1}: FX100",
         f"nbs/model.ipynb:cell 2:{PRINT[0] + 1}:{PRINT[1] + 1}: FX013",
         f"nbs/model.ipynb:cell 3:{CONDITION[0] + 1}:{CONDITION[1] + 1}: FX001",
+        f"nbs/model.ipynb:cell 7:{SIZED[0] + 1}:{SIZED[1] + 1}: FX101",
         "nbs/no_cells.ipynb:1:1: FX100",
         f"gate.ipynb:cell 1:{CONDITION[0] + 3}:{CONDITION[1] + 1}: FX001",
     ]
@@ -221,8 +240,8 @@ def test_sarif_regions_are_in_the_cell_its_location_names(runs):
                    "endColumn": end + 1},
         "properties": {"cell": 2}})
     assert [(rule, where.get("properties")) for rule, where in locations] == [
-        ("FX100", None), ("FX013", {"cell": 1}), ("FX001", {"cell": 2}), ("FX100", None),
-        ("FX001", {"cell": 0})]
+        ("FX100", None), ("FX013", {"cell": 1}), ("FX001", {"cell": 2}),
+        ("FX101", {"cell": 6}), ("FX100", None), ("FX001", {"cell": 0})]
 
 
 def test_a_malformed_notebook_is_one_fx100_where_it_breaks(runs):
@@ -236,3 +255,17 @@ def test_a_malformed_notebook_is_one_fx100_where_it_breaks(runs):
     (no_cells,) = files["nbs/no_cells.ipynb"]["diagnostics"]
     assert (no_cells["code"], no_cells["message"], no_cells["range"]["start"]) == (
         "FX100", "the notebook has no list of `cells`", {"line": 0, "character": 0})
+
+
+def test_lines_a_message_names_are_in_their_cells(runs):
+    (sized,) = [line for line in runs["text"].stdout.splitlines() if " FX101 " in line]
+    assert f" at model.ipynb:cell 7:{ASSERT[0] + 1} (`assert classes % 11 == 0, " in sized
+
+
+def test_statistics_name_the_cell_of_a_class_not_traced(runs):
+    not_traced = json.loads(runs["statistics"].stdout)["statistics"]["not_traced"]
+    assert [(item["path"], item["module"], item.get("cell"), item["line"])
+            for item in not_traced] == [("nbs/broken.ipynb", None, None, JSON_ERROR[0] + 1),
+                                        ("nbs/model.ipynb", "Sized", 6, SIZED[0] + 1),
+                                        ("nbs/no_cells.ipynb", None, None, 1)]
+    assert f" at model.ipynb:cell 7:{ASSERT[0] + 1} (`assert" in not_traced[1]["reason"]
