@@ -256,6 +256,12 @@ class Vit(nn.Module):
         return self.vit(x)
 """
 
+#: what the view shows: how many nodes, the selection, the open groups, the zoom
+SHOWN = """({ nodes: view.shown().nodes.length,
+  selected: document.querySelector('#fx-selected').textContent,
+  open: Array.from(view.model.groups.values()).filter((g) => g.expanded).map((g) => g.path),
+  zoom: view.transform, pressed: document.querySelector('#fx-bookkeeping').ariaPressed })"""
+
 EDGE_STYLE = """Array.from(document.querySelectorAll('#graph path.edge')).map((e) => ({
   cls: e.getAttribute('class'), stroke: getComputedStyle(e).stroke,
   opacity: getComputedStyle(e).opacity }))"""
@@ -283,6 +289,11 @@ def vit_run(browser: None, tmp_path_factory: pytest.TempPathFactory) -> dict[str
         {"eval": "view.model.nodes.get('softmax_3').data.users", "as": "users"},
         {"boxes": "#fx-source-lines .line.here", "as": "here"},
         {"screenshot": str(folder / "graph-vit-search.png")},
+        {"eval": SHOWN, "as": "folded"},
+        {"click": "#fx-bookkeeping"},
+        {"eval": SHOWN, "as": "unfolded"},
+        {"click": "#fx-bookkeeping"},
+        {"eval": SHOWN, "as": "foldedAgain"},
         {"fill": "#fx-search", "text": "/matmul|SOFTMAX/"},
         {"eval": f"{count}.textContent", "as": "regexCount"},
         {"boxes": "#fx-matches summary", "as": "regexModules"},
@@ -332,3 +343,16 @@ def test_the_selected_nodes_edges_are_coloured_the_rest_faded(vit_run: dict[str,
 def test_the_panel_shows_the_library_line_of_a_node(vit_run: dict[str, Any]) -> None:
     (here,) = vit_run["here"]
     assert re.fullmatch(r"\d+ attn = attn\.softmax\(dim=-1\)", here["text"])
+
+
+@pytest.mark.skipif(NO_ZOO, reason="model zoo not installed (scripts/install_model_zoo.py)")
+def test_shape_ops_toggle_keeps_the_open_groups_selection_and_zoom(
+        vit_run: dict[str, Any]) -> None:
+    folded, unfolded = vit_run["folded"], vit_run["unfolded"]
+    assert (folded["pressed"], unfolded["pressed"]) == ("false", "true")
+    # the open attention shows its shape bookkeeping (x.shape, getitem of sizes) again
+    assert unfolded["nodes"] > folded["nodes"]
+    assert vit_run["foldedAgain"] == folded
+    for key in ("selected", "open", "zoom"):
+        assert unfolded[key] == folded[key], key
+    assert folded["selected"] == "softmax_3" and "vit.blocks.3.attn" in folded["open"]

@@ -199,6 +199,8 @@ export class GraphView {
       () => this.resized(),
       (dx, dy) => this.look({ k: this.k, tx: this.tx - dx * this.k, ty: this.ty - dy * this.k }),
     );
+    // a pane opens without it: two panes keep equal drawing areas (their zoom is synced)
+    if (pane) this.minimap.setOpen(false, false);
     this.graphBox.append(this.drawArea, this.minimap.element);
     this.panel = pane ? pane.panel : el("aside", { class: "fx-panel", id: "fx-panel" });
     main.append(this.graphBox);
@@ -207,6 +209,7 @@ export class GraphView {
     root.append(app);
     this.wire();
     if (saved && this.restore(saved)) {
+      this.opening = false;
       this.render();
     } else {
       this.render({ fit: true });
