@@ -3,7 +3,8 @@
 the workspace, on PYTHONPATH) at the user's call, with the chain into the library as related
 information; torch's graph-break page as FX301's ``codeDescription``; the symbolic-trace
 diagnostics published before compile's; a newer save cancels a running tier; a compile-only
-project gets no symbolic-trace code on a loop over a tensor."""
+project gets no symbolic-trace code on a loop over a tensor. The library tests read one
+analysis of the user's file; the others share one server, each in its own folder."""
 
 from __future__ import annotations
 
@@ -19,12 +20,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_asyncio
 import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from tests.lsp_client import (
     editor_session,
+    on_the_module_server,
     open_and_wait,
     save_and_wait,
     serve_config,
@@ -49,7 +52,8 @@ def _library_case() -> Iterator[None]:
     shutil.rmtree(TMP, ignore_errors=True)
 
 
-@pytest_lsp.fixture(config=serve_config(env={"PYTHONPATH": str(LIBRARY.parent)}, cwd=PROJECT))
+@pytest_lsp.fixture(config=serve_config(env={"PYTHONPATH": str(LIBRARY.parent)}, cwd=PROJECT),
+                    scope="module")
 async def library_client(lsp_client: LanguageClient):
     """The editor open on ``project/``, the library it imports outside it, on PYTHONPATH; the
     editor setting ``fxls.targets`` asks for export and compile."""
@@ -57,11 +61,11 @@ async def library_client(lsp_client: LanguageClient):
         yield
 
 
-@pytest_lsp.fixture(config=serve_config())
-async def patient_client(lsp_client: LanguageClient, tmp_path: Path):
-    """An editor on ``tmp_path`` whose analyses may take minutes on a busy machine (a slow
-    tier is cancelled, never timed out)."""
-    async with editor_session(lsp_client, root=tmp_path, timeout=300):
+@pytest_lsp.fixture(config=serve_config(), scope="module")
+async def module_client(lsp_client: LanguageClient, module_workspace: Path):
+    """The module's server (each test in its ``own_folder``), whose analyses may take
+    minutes on a busy machine (a slow tier is cancelled, never timed out)."""
+    async with editor_session(lsp_client, root=module_workspace, timeout=300):
         yield
 
 
@@ -93,12 +97,18 @@ async def _open(client: LanguageClient, path: Path, text: str) -> list[types.Dia
         return await open_and_wait(client, path, text)
 
 
+@pytest_asyncio.fixture(loop_scope="module", scope="module")
+async def library_diagnostics(library_client: LanguageClient) -> list[types.Diagnostic]:
+    """The user's file opened in the library case's editor: its diagnostics."""
+    return await _open(library_client, USER_FILE, USER_TEXT)
+
+
+@on_the_module_server
 async def test_a_graph_break_inside_a_library_is_at_the_users_call(
-        library_client: LanguageClient) -> None:
+        library_diagnostics: list[types.Diagnostic]) -> None:
     from torch._dynamo.exc import get_gbid_documentation_link
 
-    diagnostics = await _open(library_client, USER_FILE, USER_TEXT)
-    graph_break = _only(diagnostics, "FX301")
+    graph_break = _only(library_diagnostics, "FX301")
     assert graph_break.range == _where(USER_TEXT, "self.block(x)")
     assert graph_break.severity == types.DiagnosticSeverity.Warning
     assert "breaky_lib.noisy" in graph_break.message
@@ -112,10 +122,10 @@ async def test_a_graph_break_inside_a_library_is_at_the_users_call(
     assert page.startswith("https://") and page.endswith("/gb0059.html")
 
 
+@on_the_module_server
 async def test_an_export_failure_inside_a_library_is_at_the_users_call(
-        library_client: LanguageClient) -> None:
-    diagnostics = await _open(library_client, USER_FILE, USER_TEXT)
-    failure = _only(diagnostics, "FX201")
+        library_diagnostics: list[types.Diagnostic]) -> None:
+    failure = _only(library_diagnostics, "FX201")
     assert failure.range == _where(USER_TEXT, "self.block(x)")
     assert failure.severity == types.DiagnosticSeverity.Error
     assert "breaky_lib.Block.forward" in failure.message
@@ -136,15 +146,16 @@ class RowLoop(nn.Module):
 """
 
 
+@on_the_module_server
 async def test_a_compile_only_project_gets_no_fx002_on_a_loop_over_a_tensor(
-        patient_client: LanguageClient, tmp_path: Path) -> None:
-    path = tmp_path / "rows.py"
-    traced = await _open(patient_client, path, ROW_LOOP)  # nothing says compile: symbolic tracing
+        module_client: LanguageClient, own_folder: Path) -> None:
+    path = own_folder / "rows.py"
+    traced = await _open(module_client, path, ROW_LOOP)  # nothing says compile: symbolic tracing
     assert [d.range.start for d in traced if d.code == "FX002"] == [
         _where(ROW_LOOP, "for row in x").start]
     compiled_text = ROW_LOOP + "\n\ncompiled = torch.compile(RowLoop())\n"
     async with asyncio.timeout(300):
-        compiled = await save_and_wait(patient_client, path, compiled_text, 2)
+        compiled = await save_and_wait(module_client, path, compiled_text, 2)
     assert compiled == []  # dynamo unrolls the loop: no break either
 
 
@@ -193,17 +204,18 @@ def _open_document(client: LanguageClient, path: Path, text: str) -> None:
         types.TextDocumentItem(path.as_uri(), "python", 1, text)))
 
 
+@on_the_module_server
 async def test_tracings_diagnostics_are_published_before_compiles(
-        patient_client: LanguageClient, tmp_path: Path) -> None:
-    (tmp_path / "pyproject.toml").write_text(TRACE_AND_COMPILE, encoding="utf-8")
-    path = tmp_path / "gate.py"
-    publishes = _publishes(patient_client, path)
-    _open_document(patient_client, path, GATE)
+        module_client: LanguageClient, own_folder: Path) -> None:
+    (own_folder / "pyproject.toml").write_text(TRACE_AND_COMPILE, encoding="utf-8")
+    path = own_folder / "gate.py"
+    publishes = _publishes(module_client, path)
+    _open_document(module_client, path, GATE)
     async with asyncio.timeout(300):
         while not publishes:
             await asyncio.sleep(0.01)
-        first_done = (path.as_uri(), 1) in patient_client.fxls_done  # type: ignore[attr-defined]
-        final = await wait_for_version(patient_client, path.as_uri(), 1)
+        first_done = (path.as_uri(), 1) in module_client.fxls_done  # type: ignore[attr-defined]
+        final = await wait_for_version(module_client, path.as_uri(), 1)
     assert _codes(publishes[0]) == ["FX001"] and not first_done  # the tier has not run yet
     branch = _where(GATE, "h.sum() > 0")
     assert sorted((str(d.code), d.range == branch) for d in final) == [
@@ -268,23 +280,24 @@ def _sleep_is_visible() -> bool:
         sleeper.wait()
 
 
+@on_the_module_server
 async def test_a_newer_save_cancels_a_running_tier(
-        patient_client: LanguageClient, tmp_path: Path) -> None:
+        module_client: LanguageClient, own_folder: Path) -> None:
     if not _sleep_is_visible():
         pytest.skip("/proc/<pid>/wchan does not show a sleeping process's wait here")
-    (tmp_path / "pyproject.toml").write_text(TRACE_AND_COMPILE, encoding="utf-8")
-    path = tmp_path / "slow.py"
-    publishes = _publishes(patient_client, path)
-    _open_document(patient_client, path, SLOW_COMPILE)
+    (own_folder / "pyproject.toml").write_text(TRACE_AND_COMPILE, encoding="utf-8")
+    path = own_folder / "slow.py"
+    publishes = _publishes(module_client, path)
+    _open_document(module_client, path, SLOW_COMPILE)
     async with asyncio.timeout(300):
         while not _sleeping_descendants():  # dynamo is running forward: the tier has begun
             await asyncio.sleep(0.1)
-    assert publishes and (path.as_uri(), 1) not in patient_client.fxls_done  # type: ignore[attr-defined]
+    assert publishes and (path.as_uri(), 1) not in module_client.fxls_done  # type: ignore[attr-defined]
     async with asyncio.timeout(300):
-        quick = await save_and_wait(patient_client, path, QUICK, 2)
+        quick = await save_and_wait(module_client, path, QUICK, 2)
         while _sleeping_descendants():  # the job of version 1 was ended, not left to sleep
             await asyncio.sleep(0.1)
     assert quick == []
-    assert (path.as_uri(), 1) not in patient_client.fxls_done  # type: ignore[attr-defined]
+    assert (path.as_uri(), 1) not in module_client.fxls_done  # type: ignore[attr-defined]
     old = [p for p in publishes if p.version == 1]
     assert old and not [code for p in old for code in _codes(p) if code.startswith("FX3")]
