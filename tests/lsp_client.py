@@ -70,12 +70,16 @@ async def wait_for_version(
 
 
 def track_analyses(client: LanguageClient) -> None:
-    """Record the server's ``fxls/analysisDone`` notifications as (uri, version) pairs."""
+    """Record the server's ``fxls/analysisDone`` notifications as (uri, version) pairs
+    (``client.fxls_done``), and each one's params by its pair (``client.fxls_done_params``:
+    the targets the status item shows)."""
     client.fxls_done = set()  # type: ignore[attr-defined]
+    client.fxls_done_params = {}  # type: ignore[attr-defined]
 
     @client.feature(ANALYSIS_DONE)
     def _analysis_done(params: Any) -> None:  # not `object`: pygls would pass the client
         uri, version = _field(params, "uri"), _field(params, "version")
+        client.fxls_done_params[(uri, version)] = params  # type: ignore[attr-defined]
         client.fxls_done.add((uri, version))  # type: ignore[attr-defined]
 
 

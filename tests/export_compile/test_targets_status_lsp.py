@@ -5,16 +5,14 @@ break, at its expression with torch's page for its GB type, and no symbolic-trac
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
 import pytest_lsp
 from lsprotocol import types
-from pytest_lsp import LanguageClient, client_capabilities
+from pytest_lsp import LanguageClient
 
-from fxls.server.scheduler import ANALYSIS_DONE
-from tests.lsp_client import accept_registrations, serve_config
+from tests.lsp_client import editor_session, on_the_module_server, serve_config, wait_for_version
 
 TALKY = """\
 import torch
@@ -37,25 +35,12 @@ class Talky(nn.Module):
 COMPILE_ONLY = '[tool.fxls]\ntargets = ["compile"]\n'
 
 
-@pytest_lsp.fixture(config=serve_config())
-async def client(lsp_client: LanguageClient, tmp_path: Path):
-    """A VS Code session that keeps each ``fxls/analysisDone``'s params by (uri, version)."""
-    lsp_client.done = {}  # type: ignore[attr-defined]
-
-    @lsp_client.feature(ANALYSIS_DONE)
-    def _analysis_done(params: Any) -> None:
-        lsp_client.done[(params.uri, params.version)] = params  # type: ignore[attr-defined]
-
-    accept_registrations(lsp_client)
-    for refresh in (types.WORKSPACE_CODE_LENS_REFRESH, types.WORKSPACE_INLAY_HINT_REFRESH):
-        lsp_client.feature(refresh)(lambda _params: None)
-    await lsp_client.initialize_session(types.InitializeParams(
-        capabilities=client_capabilities("visual-studio-code"),
-        root_uri=tmp_path.as_uri(),
-        initialization_options={"fxls": {"trace": {"timeout": 120}}},
-    ))
-    yield
-    await lsp_client.shutdown_session()
+@pytest_lsp.fixture(config=serve_config(), scope="module")
+async def module_client(lsp_client: LanguageClient, module_workspace: Path):
+    """The module's VS Code session (each test in its ``own_folder``), with a trace timeout
+    for a busy machine."""
+    async with editor_session(lsp_client, root=module_workspace, timeout=120):
+        yield
 
 
 async def _open(client: LanguageClient, path: Path, text: str) -> tuple[Any, list[Any]]:
@@ -65,10 +50,8 @@ async def _open(client: LanguageClient, path: Path, text: str) -> tuple[Any, lis
     uri = path.as_uri()
     client.text_document_did_open(types.DidOpenTextDocumentParams(
         types.TextDocumentItem(uri, "python", 1, text)))
-    done: dict[tuple[str, int], Any] = client.done  # type: ignore[attr-defined]
-    while (uri, 1) not in done:
-        await asyncio.sleep(0.01)
-    return done[(uri, 1)], list(client.diagnostics.get(uri, []))
+    diagnostics = await wait_for_version(client, uri, 1)
+    return client.fxls_done_params[(uri, 1)], diagnostics  # type: ignore[attr-defined]
 
 
 def _range(text: str, needle: str) -> types.Range:
@@ -78,13 +61,14 @@ def _range(text: str, needle: str) -> types.Range:
     return types.Range(types.Position(line, col), types.Position(line, col + len(needle)))
 
 
+@on_the_module_server
 async def test_a_compile_only_project_its_targets_and_its_graph_break(
-    client: LanguageClient, tmp_path: Path
+    module_client: LanguageClient, own_folder: Path
 ):
-    (tmp_path / "compiled").mkdir()
-    (tmp_path / "compiled" / "pyproject.toml").write_text(COMPILE_ONLY, encoding="utf-8")
+    (own_folder / "compiled").mkdir()
+    (own_folder / "compiled" / "pyproject.toml").write_text(COMPILE_ONLY, encoding="utf-8")
     text = TALKY.format(pragma="")
-    status, diagnostics = await _open(client, tmp_path / "compiled" / "talky.py", text)
+    status, diagnostics = await _open(module_client, own_folder / "compiled" / "talky.py", text)
 
     assert status.targets == ["compile"]
     assert status.targetsBecause == "from the settings"
@@ -97,11 +81,12 @@ async def test_a_compile_only_project_its_targets_and_its_graph_break(
         "https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0059")
 
 
+@on_the_module_server
 async def test_a_class_pragma_adds_its_targets_to_the_files(
-    client: LanguageClient, tmp_path: Path
+    module_client: LanguageClient, own_folder: Path
 ):
     text = TALKY.format(pragma="# fxls: targets compile")
-    status, diagnostics = await _open(client, tmp_path / "pragma" / "talky.py", text)
+    status, diagnostics = await _open(module_client, own_folder / "pragma" / "talky.py", text)
 
     assert status.targets == ["symbolic_trace", "compile"]
     assert status.targetsBecause.startswith("the default: ")
@@ -109,10 +94,11 @@ async def test_a_class_pragma_adds_its_targets_to_the_files(
     assert [d.code for d in diagnostics] == ["FX301"]
 
 
+@on_the_module_server
 async def test_the_default_is_symbolic_tracing_and_says_so(
-    client: LanguageClient, tmp_path: Path
+    module_client: LanguageClient, own_folder: Path
 ):
-    status, diagnostics = await _open(client, tmp_path / "plain" / "talky.py",
+    status, diagnostics = await _open(module_client, own_folder / "plain" / "talky.py",
                                       TALKY.format(pragma=""))
 
     assert status.targets == ["symbolic_trace"]
