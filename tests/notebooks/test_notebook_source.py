@@ -3,10 +3,12 @@ code cells joined in order, positions mapped to their cell and back (no analysis
 
 from __future__ import annotations
 
+import doctest
 import json
 
 import pytest
 
+from fxls.project import ipython_syntax, notebooks
 from fxls.project.files import SkippedFile
 from fxls.project.ipython_syntax import neutralise_cell
 from fxls.project.notebooks import (
@@ -134,3 +136,8 @@ def test_a_notebook_in_another_language_is_skipped():
         parse_cells(_json(document), "r.ipynb")
     python = {"metadata": {"language_info": {"name": "python"}}, "cells": []}
     assert parse_cells(_json(python)) == []
+
+
+@pytest.mark.parametrize("module", [ipython_syntax, notebooks])
+def test_the_docstrings_examples_hold(module):
+    assert doctest.testmod(module).failed == 0
