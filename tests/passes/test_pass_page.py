@@ -348,6 +348,8 @@ def test_in_a_browser_the_panes_keep_in_step_and_the_swapped_convs_are_marked(
         {"click": "#fx-pane-after g.node[data-id='n:blocks_0_conv']"},
         {"boxes": "#fx-node-table .fx-swap", "as": "panel"},
         {"screenshot": str(shot)},
+        {"click": "#fx-pane-before button.fx-collapse-all"},
+        *_pane_state("collapsedAll"),
     ])
     before, after = result["openExpanded"]
     assert before == after == ["blocks", "blocks.0", "blocks.1"]
@@ -361,6 +363,9 @@ def test_in_a_browser_the_panes_keep_in_step_and_the_swapped_convs_are_marked(
     # zooming one pane zooms the other
     assert result["zoomedTransform"][0] == result["zoomedTransform"][1]
     assert result["zoomedTransform"] != result["expandedTransform"]
+    # Collapse (every module) in one pane: in both
+    assert result["collapsedAllExpanded"] == [[], []]
+    assert result["collapsedAllTransform"][0] == result["collapsedAllTransform"][1]
     for boxes in (result["swapped"], result["swappedBefore"]):
         assert sorted(b["id"] for b in boxes) == ["n:blocks_0_conv", "n:blocks_1_conv"]
         assert all(FUSED in b["text"] for b in boxes)

@@ -158,6 +158,7 @@ export class PassView {
     const split = el("div", { class: "fx-split" });
     this.panes = { before: el("div", { class: "fx-pane", id: "fx-pane-before" }), after: el("div", { class: "fx-pane", id: "fx-pane-after" }) };
     split.append(this.panes.before, this.panes.after);
+    for (const side of ["before", "after"] as const) this.panes[side].addEventListener("click", (event) => this.paneButton(side, event));
     this.panel = el("aside", { class: "fx-panel", id: "fx-panel" });
     main.append(split, this.panel);
     app.append(main);
@@ -222,6 +223,24 @@ export class PassView {
     } finally {
       this.following = false;
     }
+  }
+
+  /** A pane's Expand or Collapse (every module): the other pane does the same, and both
+   * are fitted together. */
+  private paneButton(side: "before" | "after", event: Event): void {
+    const button = (event.target as Element).closest("button");
+    const view = this[side];
+    const other = view && this.other(view);
+    if (!button || !other || !this.sync) return;
+    const all = button.classList.contains("fx-expand-all") ? () => other.expandAll() : button.classList.contains("fx-collapse-all") ? () => other.collapseAll() : null;
+    if (!all) return;
+    this.following = true;
+    try {
+      all();
+    } finally {
+      this.following = false;
+    }
+    this.fitTogether();
   }
 
   /** Both panes at the zoom that shows the larger graph whole. */
