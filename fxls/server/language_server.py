@@ -24,12 +24,19 @@ from fxls.server.session import Session
 
 log = logging.getLogger("fxls.server")
 
+#: Jupyter notebooks' Python cells are synced; each notebook is analysed as one document
+NOTEBOOK_SYNC = types.NotebookDocumentSyncOptions(
+    notebook_selector=[types.NotebookDocumentFilterWithNotebook(
+        notebook="jupyter-notebook", cells=[types.NotebookCellLanguage("python")])],
+    save=True,
+)
+
 
 class FxlsServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__(
             "fxls", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
-            protocol_cls=FxlsProtocol,
+            notebook_document_sync=NOTEBOOK_SYNC, protocol_cls=FxlsProtocol,
         )
         self.session = Session()
         #: the window's worker and those of the workspace folders with an interpreter of

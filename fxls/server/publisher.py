@@ -136,6 +136,9 @@ class Publisher:
         shown = self._session.diagnostics
         for uri in sorted(uris):
             self._revisions[uri] = self._revisions.get(uri, 0) + 1
+            if self._session.notebooks.is_notebook(uri):
+                self._push_cells(uri)
+                continue
             if self._session.pull_diagnostics and uri in self._server.workspace.text_documents:
                 refresh = True
                 continue
@@ -145,6 +148,20 @@ class Publisher:
                 self._server.workspace_diagnostic_refresh(None)
             except Exception:
                 log.warning("could not ask the client to pull diagnostics", exc_info=True)
+
+    def _push_cells(self, notebook_uri: str) -> None:
+        """A notebook's diagnostics, pushed to each of its cells (also to a client that
+        pulls: editors pull a document's, never a cell's), none to the notebook itself."""
+        shown = self._session.diagnostics
+        cells = self._session.notebooks.per_cell(
+            notebook_uri, shown.shown(notebook_uri), shown.version(notebook_uri))
+        for cell_uri, (diagnostics, version) in cells.items():
+            self._push(cell_uri, diagnostics, version)
+
+    def clear_cells(self, cell_uris: set[str]) -> None:
+        """Cells of a closed notebook, or removed from one, show nothing any more."""
+        for cell_uri in sorted(cell_uris):
+            self._push(cell_uri, [], None)
 
     def stop_pushing(self, uri: str) -> None:
         """``uri`` was opened in a client that pulls: what was pushed to it while it was

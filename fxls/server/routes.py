@@ -19,6 +19,7 @@ from typing import Any
 
 from lsprotocol import types
 
+from fxls.server.cell_requests import CODE_ACTIONS, CODE_LENSES, HOVER, INLAY_HINTS, in_cells
 from fxls.server.handler_guard import guarded
 from fxls.server.handlers import (
     check_project,
@@ -35,6 +36,10 @@ from fxls.server.handlers import (
     initialize,
     initialized,
     inlay_hint,
+    notebook_did_change,
+    notebook_did_close,
+    notebook_did_open,
+    notebook_did_save,
     progress_cancel,
     restart_worker,
     show_graph,
@@ -71,13 +76,21 @@ FEATURES = (
     Route(types.TEXT_DOCUMENT_DID_SAVE, did_save.on_save, types.SaveOptions(include_text=False),
           user_facing=True),
     Route(types.TEXT_DOCUMENT_DID_CLOSE, did_close.on_close),
-    Route(types.TEXT_DOCUMENT_HOVER, hover.on_hover),
-    Route(types.TEXT_DOCUMENT_INLAY_HINT, inlay_hint.on_inlay_hint, types.InlayHintOptions(),
-          empty=[]),
-    Route(types.TEXT_DOCUMENT_CODE_LENS, code_lens.on_code_lens,
+    # a notebook is one document, its cells' texts one source (server/notebooks.py)
+    Route(types.NOTEBOOK_DOCUMENT_DID_OPEN, notebook_did_open.on_notebook_open,
+          user_facing=True),
+    Route(types.NOTEBOOK_DOCUMENT_DID_CHANGE, notebook_did_change.on_notebook_change),
+    Route(types.NOTEBOOK_DOCUMENT_DID_SAVE, notebook_did_save.on_notebook_save,
+          user_facing=True),
+    Route(types.NOTEBOOK_DOCUMENT_DID_CLOSE, notebook_did_close.on_notebook_close),
+    # requests on a notebook's cell are asked of the notebook (cell_requests.py)
+    Route(types.TEXT_DOCUMENT_HOVER, in_cells(hover.on_hover, HOVER)),
+    Route(types.TEXT_DOCUMENT_INLAY_HINT, in_cells(inlay_hint.on_inlay_hint, INLAY_HINTS),
+          types.InlayHintOptions(), empty=[]),
+    Route(types.TEXT_DOCUMENT_CODE_LENS, in_cells(code_lens.on_code_lens, CODE_LENSES),
           types.CodeLensOptions(resolve_provider=False), empty=[]),
-    Route(types.TEXT_DOCUMENT_CODE_ACTION, code_action.on_code_action, code_action.OPTIONS,
-          empty=[]),
+    Route(types.TEXT_DOCUMENT_CODE_ACTION, in_cells(code_action.on_code_action, CODE_ACTIONS),
+          code_action.OPTIONS, empty=[]),
     Route(types.SHUTDOWN, shutdown.on_shutdown),
 )
 

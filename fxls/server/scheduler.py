@@ -33,7 +33,13 @@ from fxls.server.folders import FolderInterpreters
 from fxls.server.progress import TraceProgress
 from fxls.server.publisher import Publisher
 from fxls.server.reporting import tell
-from fxls.server.session import DocumentController, DocumentSnapshot, Session, open_text
+from fxls.server.session import (
+    DocumentController,
+    DocumentSnapshot,
+    Session,
+    editor_text,
+    open_text,
+)
 from fxls.server.targets_status import targets_status
 
 log = logging.getLogger("fxls.server")
@@ -166,8 +172,7 @@ class AnalysisScheduler:
     async def _analyze(self, document: DocumentController, generation: int, track: bool,
                        unless_unchanged: bool = False) -> None:
         uri = document.uri
-        text_document = self._server.workspace.get_text_document(uri)
-        text, version = text_document.source, text_document.version
+        text, version = editor_text(self._session, self._server.workspace, uri)
         settings = load_settings(document.path, self._session.config.overrides())
         self._publisher.publish_settings(settings)
         request = AnalysisRequest(document.path, text, settings)

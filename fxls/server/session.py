@@ -22,6 +22,7 @@ from fxls.server.code_actions import FixCache
 from fxls.server.config import ServerConfig
 from fxls.server.diagnostics_by_uri import DiagnosticsByUri
 from fxls.server.lsp_convert import RangeConverter
+from fxls.server.notebooks import Notebooks, current_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,12 +98,28 @@ class Session:
     diagnostics: DiagnosticsByUri = field(default_factory=DiagnosticsByUri)
     #: the client pulls diagnostics (textDocument/diagnostic) for its open documents
     pull_diagnostics: bool = False
+    #: the open notebooks' cell layouts (a notebook is one document; its cells show it)
+    notebooks: Notebooks = field(default_factory=Notebooks)
 
 
 def open_text(workspace: Workspace, uri: str, analysed_text: str) -> str:
-    """The document's text in the editor (``analysed_text`` if the editor's is gone)."""
+    """The document's text in the editor (``analysed_text`` if the editor's is gone); a
+    notebook's is the Python source of its cells."""
     document = workspace.text_documents.get(uri)
-    return document.source if document is not None else analysed_text
+    if document is not None:
+        return document.source
+    notebook = current_text(workspace, uri)
+    return notebook.source if notebook is not None else analysed_text
+
+
+def editor_text(session: Session, workspace: Workspace, uri: str) -> tuple[str, int | None]:
+    """The text of the open document ``uri`` to analyse, and its version; a notebook's
+    layout is remembered with its version (its diagnostics are published per cell)."""
+    notebook = session.notebooks.read(workspace, uri)
+    if notebook is not None:
+        return notebook.source, notebook.version
+    document = workspace.get_text_document(uri)
+    return document.source, document.version
 
 
 def workspace_roots(workspace: Workspace) -> list[str]:

@@ -1,0 +1,227 @@
+"""Notebooks in the editor (LSP 3.17 notebook sync): a notebook is analysed as one document,
+the cells before a cell with it; its diagnostics are published to each cell's URI (an empty
+list for a cell without any, nothing to the notebook's URI); hover, code lenses and quick
+fixes asked on a cell are answered from the notebook's analysis, in the cell. One server for
+the module, each test in a folder of its own."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import LanguageClient, client_capabilities
+
+from tests.lsp_client import (
+    editor_session,
+    on_the_module_server,
+    own_folder_in,
+    serve_config,
+    wait_for_version,
+)
+
+BLOCK = """\
+%matplotlib inline
+import torch
+from torch import nn
+
+
+class Block(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.proj = nn.Linear(width, width)
+
+    def forward(self, x):
+        return torch.relu(self.proj(x))
+"""
+GATE = """\
+class Gate(nn.Module):
+    def forward(self, x):
+        if x.sum() > 0:
+            return x
+        return -x
+"""
+NET = """\
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.block = Block(8)
+
+    def forward(self, x):
+        return self.block(x)
+
+
+net = Net()
+"""
+PRINTS = NET.replace("        return self.block(x)",
+                     "        print(x.shape)\n        return self.block(x)")
+#: cell 1 markdown, cell 2 the model cell 4 uses, cell 3 an FX001 (1-based, as ruff names them)
+CELLS = [("markdown", "# A model in a notebook"), ("python", BLOCK), ("python", GATE),
+         ("python", NET)]
+
+
+def notebook_capabilities() -> types.ClientCapabilities:
+    """VS Code's capabilities, with notebook document sync (as VS Code 1.99 announces)."""
+    capabilities = client_capabilities("visual-studio-code")
+    capabilities.notebook_document = types.NotebookDocumentClientCapabilities(
+        synchronization=types.NotebookDocumentSyncClientCapabilities(
+            dynamic_registration=True, execution_summary_support=True))
+    return capabilities
+
+
+@pytest.fixture(scope="module")
+def notebook_workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("notebooks")
+
+
+@pytest_lsp.fixture(config=serve_config(), scope="module")
+async def notebook_client(lsp_client: LanguageClient, notebook_workspace: Path):
+    async with editor_session(lsp_client, editor=notebook_capabilities(),
+                              root=notebook_workspace) as result:
+        sync = result.capabilities.notebook_document_sync
+        assert sync is not None and sync.save, result.capabilities
+        (selector,) = sync.notebook_selector
+        assert selector.notebook == "jupyter-notebook"
+        assert [cell.language for cell in selector.cells] == ["python"]
+        yield
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def folder(notebook_workspace: Path, request: pytest.FixtureRequest
+                 ) -> AsyncIterator[Path]:
+    yield own_folder_in(notebook_workspace, request.node.name)
+
+
+class Notebook:
+    """A notebook open in the client: its uri, its cells' uris and texts."""
+
+    def __init__(self, client: LanguageClient, path: Path, cells: list[tuple[str, str]]):
+        self.client, self.uri, self.version = client, path.as_uri(), 1
+        self.cells = [f"vscode-notebook-cell:{path}#cell{i}" for i in range(len(cells))]
+        self.texts = [text for _language, text in cells]
+        path.write_text("{}", encoding="utf-8")  # the file exists; the editor's text counts
+        kinds = [types.NotebookCellKind.Markup if language == "markdown"
+                 else types.NotebookCellKind.Code for language, _text in cells]
+        client.notebook_document_did_open(types.DidOpenNotebookDocumentParams(
+            types.NotebookDocument(self.uri, "jupyter-notebook", 1, [
+                types.NotebookCell(kind, uri) for kind, uri in zip(kinds, self.cells,
+                                                                     strict=True)]),
+            [types.TextDocumentItem(uri, language, 1, text)
+             for uri, (language, text) in zip(self.cells, cells, strict=True)]))
+
+    async def analysed(self) -> None:
+        await wait_for_version(self.client, self.uri, self.version)
+
+    def shown(self, cell: int) -> list[types.Diagnostic]:
+        """What cell ``cell`` (0-based) shows; KeyError when nothing was published to it."""
+        return list(self.client.diagnostics[self.cells[cell]])
+
+    def change_and_save(self, cell: int, text: str) -> None:
+        """Replace cell ``cell``'s text, then save the notebook (as VS Code sends them)."""
+        self.version += 1
+        self.texts[cell] = text
+        self.client.notebook_document_did_change(types.DidChangeNotebookDocumentParams(
+            types.VersionedNotebookDocumentIdentifier(self.version, self.uri),
+            types.NotebookDocumentChangeEvent(cells=types.NotebookDocumentCellChanges(
+                text_content=[types.NotebookDocumentCellContentChanges(
+                    types.VersionedTextDocumentIdentifier(self.version, self.cells[cell]),
+                    [types.TextDocumentContentChangeWholeDocument(text)])]))))
+        self.client.notebook_document_did_save(types.DidSaveNotebookDocumentParams(
+            types.NotebookDocumentIdentifier(self.uri)))
+
+    def close(self) -> None:
+        self.client.notebook_document_did_close(types.DidCloseNotebookDocumentParams(
+            types.NotebookDocumentIdentifier(self.uri),
+            [types.TextDocumentIdentifier(uri) for uri in self.cells]))
+
+
+def cell_range(text: str, needle: str) -> types.Range:
+    """The range of ``needle`` in a cell's text (one line, ASCII)."""
+    line = next(i for i, row in enumerate(text.splitlines()) if needle in row)
+    start = text.splitlines()[line].index(needle)
+    return types.Range(types.Position(line, start), types.Position(line, start + len(needle)))
+
+
+def position_of(text: str, needle: str) -> types.Position:
+    return cell_range(text, needle).start
+
+
+@on_the_module_server
+async def test_diagnostics_go_to_their_cell_and_requests_are_answered_in_cells(
+        notebook_client: LanguageClient, folder: Path):
+    notebook = Notebook(notebook_client, folder / "model.ipynb", CELLS)
+    await notebook.analysed()
+    (fx001,) = notebook.shown(2)
+    assert (fx001.code, fx001.range) == ("FX001", cell_range(GATE, "x.sum() > 0"))
+    assert notebook.shown(1) == [] and notebook.shown(3) == []
+    assert notebook.cells[0] not in notebook_client.diagnostics  # markdown: not python
+    assert notebook.uri not in notebook_client.diagnostics
+
+    # cell 4 builds Net of cell 2's Block: hovering its call shows the submodule
+    hover = await notebook_client.text_document_hover_async(types.HoverParams(
+        types.TextDocumentIdentifier(notebook.cells[3]), position_of(NET, "block(x)")))
+    assert hover is not None and "Block" in hover.contents.value, hover
+    lenses = await notebook_client.text_document_code_lens_async(types.CodeLensParams(
+        types.TextDocumentIdentifier(notebook.cells[3])))
+    assert [(lens.range.start.line, lens.command.title.split(" ·")[0]) for lens in lenses] \
+        == [(0, "fxls: traced")], lenses
+    notebook.close()
+
+
+@on_the_module_server
+async def test_a_changed_cell_is_analysed_again_and_its_diagnostic_moves(
+        notebook_client: LanguageClient, folder: Path):
+    notebook = Notebook(notebook_client, folder / "moves.ipynb", CELLS)
+    await notebook.analysed()
+    assert [d.range for d in notebook.shown(2)] == [cell_range(GATE, "x.sum() > 0")]
+    # two lines more in cell 2 and one in cell 3: the FX001 moves one line, in cell 3
+    notebook.change_and_save(1, "# the block\n# of the model\n" + BLOCK)
+    moved_gate = GATE.replace("    def forward", "    # gates\n    def forward")
+    notebook.change_and_save(2, moved_gate)
+    await notebook.analysed()
+    (fx001,) = notebook.shown(2)
+    assert fx001.range == cell_range(moved_gate, "x.sum() > 0")
+    assert fx001.range.start.line == 3
+    assert notebook.shown(1) == [] and notebook.shown(3) == []
+    notebook.close()
+
+
+@on_the_module_server
+async def test_a_quick_fix_edits_its_cell(notebook_client: LanguageClient, folder: Path):
+    notebook = Notebook(notebook_client, folder / "fix.ipynb", [*CELLS[:3], ("python", PRINTS)])
+    await notebook.analysed()
+    (fx013,) = [d for d in notebook.shown(3) if d.code == "FX013"]
+    assert fx013.range == cell_range(PRINTS, "print(x.shape)")
+    actions = await notebook_client.text_document_code_action_async(types.CodeActionParams(
+        types.TextDocumentIdentifier(notebook.cells[3]), fx013.range,
+        types.CodeActionContext(diagnostics=[fx013])))
+    (remove,) = [a for a in actions if "Remove trace-time call" in a.title]
+    (change,) = remove.edit.document_changes
+    assert (change.text_document.uri, change.text_document.version) == (notebook.cells[3], 1)
+    assert [e.range.start.line for e in change.edits] == [fx013.range.start.line]
+    assert remove.diagnostics[0].range == fx013.range
+    ignore = [a for a in actions if a.title == "fxls: ignore FX013 on this line"]
+    (edit,) = ignore[0].edit.document_changes[0].edits
+    line = PRINTS.splitlines()[fx013.range.start.line]
+    assert edit.range.start == types.Position(fx013.range.start.line, len(line))
+    notebook.close()
+
+
+@on_the_module_server
+async def test_closing_a_notebook_clears_its_cells(notebook_client: LanguageClient,
+                                                   folder: Path):
+    notebook = Notebook(notebook_client, folder / "closed.ipynb", CELLS)
+    await notebook.analysed()
+    assert notebook.shown(2)
+    notebook.close()
+    for _ in range(400):
+        if not any(notebook_client.diagnostics.get(uri, [1]) for uri in notebook.cells):
+            break
+        await asyncio.sleep(0.01)
+    assert {uri: list(notebook_client.diagnostics.get(uri, [None])) for uri in notebook.cells
+            } == {uri: [] for uri in notebook.cells}
+    assert notebook.uri not in notebook_client.diagnostics
