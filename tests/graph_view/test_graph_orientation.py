@@ -175,6 +175,9 @@ class Net(nn.Module):
 LONG_NAME = "bert_encoder_layer_0_attention_self_value_" * 3
 UNMARKED = {"code": "FX013", "severity": "warning", "message": f"`{LONG_NAME}` is printed",
             "span": None, "nodes": []}
+#: a problem inside library code that the module `blocks.1` ran: attached to its group
+IN_GROUP = {"code": "FX010", "severity": "error", "message": "a library call failed",
+            "span": None, "nodes": [], "group": "blocks.1", "attached": "group"}
 
 
 @pytest.fixture(scope="module")
@@ -186,10 +189,12 @@ def nested_run(browser: None, tmp_path_factory: pytest.TempPathFactory) -> dict[
     (marked,) = [p for p in document["problems"] if p["code"] == "FX001"]
     branch = _line(NESTED, "if h.sum() > 0:")
     unmarked = {**UNMARKED, "span": {**marked["span"], "line": branch + 1, "end_line": branch + 1}}
+    in_group = {**IN_GROUP, "span": {**marked["span"], "line": branch - 1, "end_line": branch - 1}}
     # the view's side of the document's sources: written here, whatever the CLI embeds
     sources = {str(path): {str(n): text for n, text in enumerate(NESTED.splitlines(), 1)}}
     page = folder / "net.html"
-    page.write_text(graph_page({**document, "problems": [marked, unmarked], "sources": sources}),
+    problems = [marked, unmarked, in_group]
+    page.write_text(graph_page({**document, "problems": problems, "sources": sources}),
                     encoding="utf-8")
     result = drive_steps(page, [
         {"eval": "document.querySelector('#fx-banner').textContent", "as": "banner"},
@@ -200,6 +205,10 @@ def nested_run(browser: None, tmp_path_factory: pytest.TempPathFactory) -> dict[
         {"boxes": "#fx-source-lines .line", "as": "lines"},
         {"boxes": "#fx-source-lines .line.here", "as": "here"},
         {"boxes": "#fx-selected", "as": "panelTitle"},
+        {"boxes": "#graph g.frame.problem", "as": "problemFrames"},
+        {"click": "#fx-banner a.fx-problem-link >> nth=1"},
+        {"boxes": "#graph g.selected", "as": "selectedGroup"},
+        {"boxes": "#fx-group-problems li", "as": "groupProblems"},
         {"click": "#fx-banner a.fx-problem-link.unmarked"},
         {"eval": "document.querySelector('#fx-source-location').textContent", "as": "location"},
     ], width=1200, height=800)
@@ -209,8 +218,9 @@ def nested_run(browser: None, tmp_path_factory: pytest.TempPathFactory) -> dict[
 def test_the_banner_counts_only_the_problems_it_marks(nested_run: dict[str, Any]) -> None:
     branch = nested_run["branch"]
     assert nested_run["banner"] == (
-        "Partial graph: tracing could not follow the code everywhere. 2 problems, 1 marked in "
+        "Partial graph: tracing could not follow the code everywhere. 3 problems, 2 marked in "
         f"red: {nested_run['marked']['code']} net.py:{branch} {nested_run['marked']['message']}"
+        f" · FX010 net.py:{branch - 1} a library call failed"
         f" · FX013 net.py:{branch + 1} {UNMARKED['message']}")
 
 
@@ -219,6 +229,13 @@ def test_a_click_on_a_problem_selects_its_nodes(nested_run: dict[str, Any]) -> N
         {f"n:{name}" for name in nested_run["marked"]["nodes"]}
     # a problem that no node is at shows its line
     assert nested_run["location"] == f"{nested_run['path']}:{nested_run['branch'] + 1}"
+
+
+def test_a_problem_attached_to_a_group_marks_and_selects_it(nested_run: dict[str, Any]) -> None:
+    assert [b["id"] for b in nested_run["problemFrames"]] == ["g:blocks", "g:blocks.1"]
+    assert [b["id"] for b in nested_run["selectedGroup"]] == ["g:blocks.1"]
+    assert [li["text"] for li in nested_run["groupProblems"]] == [
+        f"FX010 net.py:{nested_run['branch'] - 1} a library call failed"]
 
 
 def test_the_panel_shows_the_source_lines_around_the_node(nested_run: dict[str, Any]) -> None:

@@ -76,6 +76,12 @@ const SMALL_MODEL = 60;
 
 let views = 0;
 
+/** What shows `item` now: itself, or the outermost closed group around it (a folded node:
+ * what shows its consumer). */
+function shownItem(item: Item): Item {
+  return item.kind === "node" ? shownAs(item) : ancestors(item).find((g) => !g.expanded) ?? item;
+}
+
 const MARK_TEXT: Record<string, string> = { added: "added by the pass", removed: "removed by the pass", rewired: "changed by the pass (inputs or users rewired)", swapped: "its module swapped by the pass" };
 
 export interface Timing {
@@ -319,7 +325,7 @@ export class GraphView {
       this.select(items[0]);
       this.picked = nodes;
       this.applyMarks();
-      const box = union(items.map((item) => this.scene.boxes.get(shownAs(item as GNode).id)).filter((b): b is Box => !!b));
+      const box = union(items.map((item) => this.scene.boxes.get(shownItem(item).id)).filter((b): b is Box => !!b));
       if (box) this.look(bringIntoView(box, this.transform, this.size()));
     }
     const span = problem.span ?? nodes[0]?.data.span;
@@ -521,9 +527,8 @@ export class GraphView {
   private focusId(): string | null {
     const item = this.selected;
     if (!item) return null;
-    if (item.kind === "node") return shownAs(item).id;
-    if (item.expanded) return null;
-    return ancestors(item).find((g) => !g.expanded)?.id ?? item.id;
+    if (item.kind === "group" && item.expanded) return null;
+    return shownItem(item).id;
   }
 
   /** The selection's input edges and output edges coloured, the other edges faded. */
@@ -968,6 +973,14 @@ export class GraphView {
     const toggle = el("button", { id: "fx-toggle-group" }, group.expanded ? "Collapse" : "Expand");
     toggle.addEventListener("click", () => this.toggle(group));
     out.push(toggle);
+    // problems in library code this module ran, attached to it
+    const attached = (this.model.doc.problems ?? []).filter((p) => problemPlace(this.model, p).group === group);
+    if (attached.length) {
+      out.push(el("h3", {}, "Problems"));
+      const list = el("ul", { id: "fx-group-problems" });
+      for (const p of attached) list.append(el("li", { class: "problem-text" }, problemText(p)));
+      out.push(list);
+    }
     return out;
   }
 
