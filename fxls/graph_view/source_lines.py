@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from fxls.project.notebooks import MalformedNotebook, is_notebook, read_notebook
 from fxls.project.python_source import read_python_source_or_replace
 from fxls.project.source_text import SourceText
 
@@ -17,9 +18,10 @@ Place = tuple[str, int, int]
 
 
 class SourceFiles:
-    """The texts of the files a document names, each read once. Only Python files are
-    read: a report names files by what its spans say, and the page must not carry the
-    lines of any other file (a key, a configuration) that a hostile report could name."""
+    """The texts of the files a document names, each read once. Only Python files and
+    notebooks are read: a report names files by what its spans say, and the page must not
+    carry the lines of any other file (a key, a configuration) that a hostile report could
+    name."""
 
     def __init__(self) -> None:
         self._texts: dict[str, SourceText | None] = {}
@@ -32,9 +34,15 @@ class SourceFiles:
 
 
 def _read(file: str) -> SourceText | None:
-    if not file.endswith(".py"):
+    if is_notebook(file):  # spans count lines of the code its cells join into
+        try:
+            text = read_notebook(file).source
+        except (MalformedNotebook, OSError):
+            return None
+    elif file.endswith(".py"):
+        text = read_python_source_or_replace(file)
+    else:
         return None
-    text = read_python_source_or_replace(file)
     return SourceText(text) if text else None
 
 

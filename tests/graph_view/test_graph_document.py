@@ -18,7 +18,7 @@ from fxls import cli
 from fxls.analysis_runs.request import AnalysisRequest
 from fxls.analysis_runs.runs import analyze_many
 from fxls.graph_view.module_graph import graph_document
-from fxls.graph_view.source_lines import SourceFiles
+from fxls.graph_view.source_lines import SourceFiles, source_lines
 from fxls.graph_view.target_graph import target_document
 from fxls.project.settings import load_settings
 from fxls.report import (
@@ -198,10 +198,20 @@ def test_json_carries_the_document_and_table_no_sources(
     assert "self.mixer(h)" not in capsys.readouterr().out
 
 
-def test_only_python_files_are_read_into_sources(tmp_path: Path) -> None:
+def test_only_python_files_and_notebooks_are_read_into_sources(tmp_path: Path) -> None:
     secret = tmp_path / "key.pem"
     secret.write_text("-----BEGIN PRIVATE KEY-----\n", encoding="utf-8")
-    assert SourceFiles().text(str(secret)) is None
+    notebook = tmp_path / "net.ipynb"
+    cells = [{"cell_type": "markdown", "metadata": {}, "source": ["# Net"]},
+             {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+              "source": ["import torch\n", "x = torch.ones(2)"]},
+             {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+              "source": ["y = x.relu()"]}]
+    notebook.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4,
+                                    "nbformat_minor": 5}), encoding="utf-8")
+    # a notebook's spans count the lines of its code cells joined after the prelude
+    assert source_lines(SourceFiles(), [(str(secret), 1, 1), (str(notebook), 4, 4)]) == {
+        str(notebook): {"2": "import torch", "3": "x = torch.ones(2)", "4": "y = x.relu()"}}
 
 
 CALLER = """\
