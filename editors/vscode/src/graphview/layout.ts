@@ -360,19 +360,7 @@ export class Layouter {
       if (!part) return null;
       parts.push(part);
     }
-    // where a part leaves a group through its port, the next part starts at the port (not
-    // at the point of the group's frame dagre chose); entering a group likewise
-    const m = parts.indexOf(middle);
-    const points: Point[] = [];
-    parts.forEach((part, i) => {
-      let p = part;
-      if (i > m) p = straightIn(p);
-      if (i < m) p = straightOut(p);
-      if (i > 0 && i <= m && p.length > 1) p = p.slice(1); // after an @out
-      if (i >= m && i + 1 < parts.length && p.length > 1) p = p.slice(0, -1); // before an @in
-      points.push(...p);
-    });
-    return points;
+    return joinAtFrames(parts, parts.indexOf(middle));
   }
 
   private sceneEdges(scene: Scene, origins: Map<Group, Point>): SceneEdge[] {
@@ -416,23 +404,36 @@ export class Layouter {
   }
 }
 
-/** An entering part's points in its group's title band (above the content) moved over its
- * first point inside the content: the edge drops straight in, instead of running along
- * the band (under the title) to where dagre put the port. */
-function straightIn(part: Point[]): Point[] {
-  const top = part[0].y + GROUP_HEADER - 0.5;
-  const inside = part.findIndex((p) => p.y >= top);
-  if (inside <= 0) return part;
-  return part.map((p, i) => (i < inside ? { x: part[inside].x, y: p.y } : p));
-}
-
-/** A leaving part's points below its group's content moved under its last point inside. */
-function straightOut(part: Point[]): Point[] {
-  const bottom = part[part.length - 1].y - GROUP_PAD + 0.5;
-  let inside = -1;
-  part.forEach((p, i) => (p.y <= bottom ? (inside = i) : undefined));
-  if (inside < 0 || inside === part.length - 1) return part;
-  return part.map((p, i) => (i > inside ? { x: part[inside].x, y: p.y } : p));
+/**
+ * One line from an edge's parts: `parts[m]` is its route in its home group, the parts
+ * before it leave groups (each ends at its group's `@out` port, on the frame's bottom
+ * border), the parts after it enter groups (each starts at the `@in` port, on the top
+ * border). At each frame the edge crosses it straight: the part inside keeps only its
+ * points in the group's content, and the part outside meets the frame's border right
+ * above (or below) the first (last) of them, instead of running along the title band to
+ * wherever dagre put the port. Innermost frames first, so that an edge crossing nested
+ * frames at once drops through all of them in one line.
+ */
+function joinAtFrames(parts: Point[][], m: number): Point[] {
+  const out = parts.map((part) => [...part]);
+  for (let j = out.length - 1; j > m; j--) {
+    const border = out[j][0].y;
+    const inside = out[j].findIndex((p) => p.y >= border + GROUP_HEADER - 0.5);
+    const outer = out[j - 1];
+    if (inside < 0 || outer.length < 2) continue;
+    out[j] = out[j].slice(inside);
+    outer[outer.length - 1] = { x: out[j][0].x, y: border };
+  }
+  for (let i = 0; i < m; i++) {
+    const border = out[i][out[i].length - 1].y;
+    let inside = -1;
+    out[i].forEach((p, k) => (p.y <= border - GROUP_PAD + 0.5 ? (inside = k) : undefined));
+    const outer = out[i + 1];
+    if (inside < 0 || outer.length < 2) continue;
+    out[i] = out[i].slice(0, inside + 1);
+    outer[0] = { x: out[i][inside].x, y: border };
+  }
+  return out.flat();
 }
 
 /** What an edge label must not cover: nodes (with their problem badge, on the top right
