@@ -1,6 +1,7 @@
 """fxls in place on torchvision's segmentation and detection models (the model zoo): a class
 its file's factory builds is traced on the factory's model, not on guessed arguments, and no
-class is reported for an error its guessed arguments caused.
+class is reported for an error its guessed arguments caused. The three files are checked by
+one ``fxls check``; torch.fx's own trace of the factory's model is kept with torch's answers.
 
 Optional: skipped unless the zoo is installed (`.venv/bin/python scripts/install_model_zoo.py`,
 folder `~/.cache/fxls-model-zoo` or `$FXLS_MODEL_ZOO`).
@@ -15,6 +16,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from tests.torch_answers import torch_answer
 
 REPO = Path(__file__).resolve().parents[2]
 ZOO = Path(os.environ.get("FXLS_MODEL_ZOO", "~/.cache/fxls-model-zoo")).expanduser()
@@ -33,15 +36,21 @@ def _zoo_env() -> dict[str, str]:
     return env
 
 
-def _check(path: Path) -> dict:
+FILES = {name: MODELS / name for name in ("segmentation/fcn.py", "detection/ssd.py",
+                                          "detection/generalized_rcnn.py")}
+
+
+@pytest.fixture(scope="module")
+def reports() -> dict[str, dict]:
+    """Each of ``FILES``' report, all checked by one ``fxls check``."""
     result = subprocess.run(
         [sys.executable, "-m", "fxls", "check", "--format", "json", "--no-progress",
-         "--target", "symbolic_trace", "--timeout", "240", str(path)],
-        env=_zoo_env(), capture_output=True, text=True, timeout=600, cwd=REPO,
+         "--target", "symbolic_trace", "--timeout", "240", *map(str, FILES.values())],
+        env=_zoo_env(), capture_output=True, text=True, timeout=900, cwd=REPO,
     )
     assert result.stdout, result.stderr[-3000:]
-    (file_report,) = json.loads(result.stdout)["files"]
-    return file_report
+    by_path = {report["path"]: report for report in json.loads(result.stdout)["files"]}
+    return {name: by_path[str(path)] for name, path in FILES.items()}
 
 
 def _torch_fx_nodes(factory: str) -> int:
@@ -49,10 +58,9 @@ def _torch_fx_nodes(factory: str) -> int:
     code = ("import torch, torchvision\n"
             f"model = {factory}(weights=None, weights_backbone=None).eval()\n"
             "print(len(torch.fx.symbolic_trace(model).graph.nodes))")
-    result = subprocess.run([sys.executable, "-c", code], env=_zoo_env(), capture_output=True,
-                            text=True, timeout=300)
-    assert result.returncode == 0, result.stderr[-3000:]
-    return int(result.stdout.split()[-1])
+    answer = torch_answer([sys.executable, "-c", code], [], cwd=REPO, env=_zoo_env(),
+                          timeout=300)
+    return int(answer.split()[-1])
 
 
 def _line(path: Path, text: str) -> int:
@@ -60,8 +68,8 @@ def _line(path: Path, text: str) -> int:
     return next(n for n, line in enumerate(path.read_text().splitlines()) if text in line)
 
 
-def test_fcn_is_traced_on_its_factory_s_model_as_torch_fx_traces_it():
-    report = _check(MODELS / "segmentation" / "fcn.py")
+def test_fcn_is_traced_on_its_factory_s_model_as_torch_fx_traces_it(reports: dict[str, dict]):
+    report = reports["segmentation/fcn.py"]
     (fcn,) = [m for m in report["modules"] if m["name"] == "FCN"]
     assert (fcn["status"], fcn["entry"]) == ("traced",
                                               "fcn_resnet50(weights=None, weights_backbone=None)")
@@ -69,9 +77,10 @@ def test_fcn_is_traced_on_its_factory_s_model_as_torch_fx_traces_it():
     assert not [d for d in report["diagnostics"] if d["severity"] == "error"]
 
 
-def test_ssd_s_scoring_head_meets_the_iteration_torch_fx_stops_at_not_the_guess_s_len():
+def test_ssd_s_scoring_head_meets_the_iteration_torch_fx_stops_at_not_the_guess_s_len(
+        reports: dict[str, dict]):
     path = MODELS / "detection" / "ssd.py"
-    report = _check(path)
+    report = reports["detection/ssd.py"]
     modules = {m["name"]: m for m in report["modules"]}
     # its `module_list: nn.ModuleList` was 32, whose len() was an FX004 at line 82
     assert modules["SSDScoringHead"]["status"] == "partial"
@@ -85,8 +94,8 @@ def test_ssd_s_scoring_head_meets_the_iteration_torch_fx_stops_at_not_the_guess_
         assert modules[name]["entry"] == "ssd300_vgg16(weights=None, weights_backbone=None)"
 
 
-def test_generalized_rcnn_s_stand_ins_have_what_its_forward_uses():
-    report = _check(MODELS / "detection" / "generalized_rcnn.py")
+def test_generalized_rcnn_s_stand_ins_have_what_its_forward_uses(reports: dict[str, dict]):
+    report = reports["detection/generalized_rcnn.py"]
     (model,) = report["modules"]
     assert "postprocess=..., returns 2 values" in model["entry"]
     # what is left is what torch.fx meets on Faster R-CNN: iterating the images first
