@@ -350,6 +350,11 @@ def test_in_a_browser_the_panes_keep_in_step_and_the_swapped_convs_are_marked(
         {"screenshot": str(shot)},
         {"click": "#fx-pane-before button.fx-collapse-all"},
         *_pane_state("collapsedAll"),
+        {"click": "#fx-sync"},
+        {"click": "#fx-pane-before button.fx-expand-all"},
+        *_pane_state("unsynced"),
+        {"click": "#fx-sync"},
+        *_pane_state("resynced"),
     ])
     before, after = result["openExpanded"]
     assert before == after == ["blocks", "blocks.0", "blocks.1"]
@@ -366,6 +371,10 @@ def test_in_a_browser_the_panes_keep_in_step_and_the_swapped_convs_are_marked(
     # Collapse (every module) in one pane: in both
     assert result["collapsedAllExpanded"] == [[], []]
     assert result["collapsedAllTransform"][0] == result["collapsedAllTransform"][1]
+    # sync off: each pane on its own; back on: the graph after the pass as the one before
+    assert result["unsyncedExpanded"] == [["blocks", "blocks.0", "blocks.1"], []]
+    assert result["resyncedExpanded"] == [["blocks", "blocks.0", "blocks.1"]] * 2
+    assert result["resyncedTransform"][0] == result["resyncedTransform"][1]
     for boxes in (result["swapped"], result["swappedBefore"]):
         assert sorted(b["id"] for b in boxes) == ["n:blocks_0_conv", "n:blocks_1_conv"]
         assert all(FUSED in b["text"] for b in boxes)

@@ -137,6 +137,7 @@ export class PassView {
     syncBox.checked = this.sync;
     syncBox.addEventListener("change", () => {
       this.sync = syncBox.checked;
+      if (this.sync) this.alignPanes();
       this.save();
     });
     syncLabel.append(syncBox, document.createTextNode(" sync"));
@@ -241,6 +242,23 @@ export class PassView {
       this.following = false;
     }
     this.fitTogether();
+  }
+
+  /** The graph after the pass as the graph before it is shown: its modules that are in
+   * both opened or closed alike, the same zoom and pan (sync turned back on). */
+  private alignPanes(): void {
+    const { before, after } = this;
+    if (!before || !after) return;
+    this.following = true;
+    try {
+      for (const group of after.model.groups.values()) {
+        const leader = before.model.groups.get(group.path);
+        if (leader && group.parent) after.setExpanded(group.path, leader.expanded);
+      }
+      after.setTransform(before.transform);
+    } finally {
+      this.following = false;
+    }
   }
 
   /** Both panes at the zoom that shows the larger graph whole. */
