@@ -301,6 +301,7 @@ def vit_run(browser: None, tmp_path_factory: pytest.TempPathFactory) -> dict[str
         {"boxes": "#fx-matches li", "as": "results"},
         {"click": "#fx-matches details[data-module='vit.blocks.3.attn'] a"},
         {"boxes": "#graph g.selected", "as": "selected"},
+        {"boxes": "#fx-matches li.current", "as": "current"},
         {"boxes": ".fx-draw", "as": "area"},
         {"eval": EDGE_STYLE, "as": "edges"},
         {"eval": "view.model.nodes.get('softmax_3').data.users", "as": "users"},
@@ -332,6 +333,8 @@ def test_search_results_are_grouped_by_module_with_counts(vit_run: dict[str, Any
     (selected,) = vit_run["selected"]
     (area,) = vit_run["area"]
     assert selected["id"] == "n:softmax_3" and _inside(selected, area)
+    (current,) = vit_run["current"]
+    assert current["text"].startswith("softmax_3 ")
 
 
 @pytest.mark.skipif(NO_ZOO, reason="model zoo not installed (scripts/install_model_zoo.py)")

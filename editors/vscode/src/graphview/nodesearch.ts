@@ -70,8 +70,8 @@ function moduleLabel(group: Group): string {
 }
 
 /** The results as a list of modules, `blocks.3.attn (4)`, each listing its matches with
- * their line; `pick` goes to a node. */
-export function resultsList(nodes: GNode[], pick: (node: GNode) => void): HTMLElement {
+ * their line; `pick` goes to a node; `current` (the selected node) is marked. */
+export function resultsList(nodes: GNode[], pick: (node: GNode) => void, current: GNode | null): HTMLElement {
   const list = el("div", { id: "fx-matches", class: "fx-matches" });
   let shown = 0;
   for (const { group, nodes: found } of byModule(nodes)) {
@@ -86,7 +86,7 @@ export function resultsList(nodes: GNode[], pick: (node: GNode) => void): HTMLEl
     for (const node of found.slice(0, SHOWN - shown)) {
       const span = node.data.span;
       const where = span ? `${fileName(span.file)}:${span.line}` : "no source line";
-      const li = el("li", { title: `${node.data.module_path ?? moduleLabel(group)} · ${span ? `${span.file}:${span.line}` : where}` });
+      const li = el("li", { class: node === current ? "current" : "", title: `${node.data.module_path ?? moduleLabel(group)} · ${span ? `${span.file}:${span.line}` : where}` });
       const link = el("a", { "data-node": node.data.name }, node.data.name);
       link.addEventListener("click", () => pick(node));
       li.append(link, el("span", { class: "fx-muted" }, ` ${nodeSubtitle(node)} · ${where}`));

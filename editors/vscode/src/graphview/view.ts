@@ -909,7 +909,10 @@ export class GraphView {
     else panel.append(...this.summaryPanel());
     if (this.searchInput.value.trim()) {
       panel.append(el("h3", {}, `Matches (${this.matches.length})`));
-      panel.append(resultsList(this.matches, (node) => this.focusNode(node, false)));
+      const current = this.selected?.kind === "node" ? this.selected : null;
+      panel.append(resultsList(this.matches, (node) => this.focusNode(node, false), current));
+      // the list keeps the selected result in sight (the panel was written anew)
+      panel.querySelector("#fx-matches li.current")?.scrollIntoView({ block: "nearest" });
     }
     const code = this.model.doc.code;
     if (code) {

@@ -17,6 +17,7 @@ export const VIEW_CSS = `
 .fx-matches summary { cursor: pointer; font-family: var(--vscode-editor-font-family, monospace); font-size: 12px; overflow-wrap: anywhere; }
 .fx-matches ul { margin: 2px 0 6px; }
 .fx-matches li { font-size: 12px; overflow-wrap: anywhere; }
+.fx-matches li.current { font-weight: 600; background: rgba(29, 78, 216, 0.08); }
 .fx-panel, .fx-panel h2, .fx-panel li, .fx-panel td, .fx-panel a, .fx-banner { overflow-wrap: anywhere; }
 .fx-source-lines { padding: 4px 0; margin: 6px 0; }
 /* a long line wraps under its own text, not under the line number */
