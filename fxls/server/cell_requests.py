@@ -21,7 +21,7 @@ from lsprotocol import types
 
 from fxls.server.client_traits import versioned_edits
 from fxls.server.language_server import FxlsServer
-from fxls.server.notebooks import NotebookText
+from fxls.server.notebooks import NotebookText, file_name
 
 Handler = Callable[[FxlsServer, Any], Awaitable[Any]]
 
@@ -45,6 +45,11 @@ class InCell:
 
     def to_notebook(self) -> types.TextDocumentIdentifier:
         return types.TextDocumentIdentifier(self.notebook.uri)
+
+    def relabel(self, text: str) -> str:
+        """``text`` with the lines of the notebook's source it names (``(line 22)``) named
+        in their cells (``(cell 4:4)``), as ``fxls check`` names them."""
+        return self.notebook.cells.relabel(text, file_name(self.notebook.uri))
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +91,12 @@ def _hover_params(cell: InCell, params: types.HoverParams) -> types.HoverParams:
 
 
 def _hover_answer(cell: InCell, hover: types.Hover | None) -> types.Hover | None:
-    if hover is None or hover.range is None:
+    if hover is None:
+        return None
+    if isinstance(hover.contents, types.MarkupContent):
+        hover = attrs.evolve(hover, contents=attrs.evolve(
+            hover.contents, value=cell.relabel(hover.contents.value)))
+    if hover.range is None:
         return hover
     at = cell.range_here(hover.range)
     return attrs.evolve(hover, range=at) if at is not None else None
@@ -124,8 +134,12 @@ def _lens_answer(cell: InCell, lenses: list[types.CodeLens]) -> list[types.CodeL
     kept = []
     for lens in lenses:
         at = cell.range_here(lens.range)
-        if at is not None:
-            kept.append(attrs.evolve(lens, range=at))
+        if at is None:
+            continue
+        command = lens.command
+        if command is not None:
+            command = attrs.evolve(command, title=cell.relabel(command.title))
+        kept.append(attrs.evolve(lens, range=at, command=command))
     return kept
 
 

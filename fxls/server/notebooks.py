@@ -13,10 +13,10 @@ asked of the notebook at the matching position (``cell_requests``).
 >>> text = NotebookText("file:///nb.ipynb", 3, *_layout(
 ...     [("cell:1", "code", "x = 1\\n", 1), ("cell:2", "markdown", "# hi", 1),
 ...      ("cell:3", "code", "y = 2\\n", 4)]))
->>> text.to_source("cell:3", types.Position(0, 4))
-Position(line=2, character=4)
+>>> text.to_source("cell:3", types.Position(0, 4))  # line 0 is the source's prelude
+2:4
 >>> text.to_cell(types.Position(2, 4))
-('cell:3', Position(line=0, character=4))
+('cell:3', 0:4)
 """
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ class NotebookText:
             cell_uri, at = self.range_to_cell(diagnostic.range)
             related = [self._related_in_cell(item)
                        for item in diagnostic.related_information or []] or None
-            message = self.cells.relabel(diagnostic.message, _file_name(self.uri))
+            message = self.cells.relabel(diagnostic.message, file_name(self.uri))
             by_cell.setdefault(cell_uri, []).append(attrs.evolve(
                 diagnostic, range=at, message=message, related_information=related))
         return by_cell
@@ -116,7 +116,7 @@ class NotebookText:
         return types.DiagnosticRelatedInformation(types.Location(cell_uri, at), item.message)
 
 
-def _file_name(uri: str) -> str:
+def file_name(uri: str) -> str:
     return os.path.basename(to_fs_path(uri) or uri)
 
 

@@ -169,6 +169,12 @@ async def test_diagnostics_go_to_their_cell_and_requests_are_answered_in_cells(
         types.TextDocumentIdentifier(notebook.cells[3])))
     assert [(lens.range.start.line, lens.command.title.split(" ·")[0]) for lens in lenses] \
         == [(0, "fxls: traced")], lenses
+    # Block is built where cell 4 builds it: said in the cell's terms, as `fxls check` does
+    (lens,) = await notebook_client.text_document_code_lens_async(types.CodeLensParams(
+        types.TextDocumentIdentifier(notebook.cells[1])))
+    block_line = position_of(NET, "Block(8)").line + 1
+    assert lens.range.start.line == position_of(BLOCK, "class Block").line
+    assert f"(cell 4:{block_line})" in lens.command.title, lens.command.title
     notebook.close()
 
 
