@@ -33,6 +33,9 @@ from fxls.project.notebooks import (
 from fxls.project.python_source import UndecodableSource, read_python_source
 from fxls.project.settings import TARGET_NAMES, Settings, check_targets, load_settings
 from fxls.report import Diagnostic, FileReport, ModuleReport, Span, TraceStatus
+from fxls.result_cache import ResultCache, cache_disabled
+from fxls.result_cache.check_use import CachedCheck
+from fxls.result_cache.commands import cache_clean, cache_info
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
 
@@ -82,6 +85,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_policy_flags(check)
     check.add_argument("--no-progress", action="store_true", help="no progress bar")
     check.add_argument(
+        "--no-cache", action="store_true",
+        help="analyse every file, even one whose result is in the cache (neither read nor "
+        "write the cache; FXLS_NO_CACHE=1 does the same)")
+    check.add_argument(
         "--statistics", action="store_true",
         help="after the diagnostics, how many classes were traced, partial, not constructed "
         "or failed (per file and in total), and why each untraced one was not",
@@ -99,6 +106,10 @@ def build_parser() -> argparse.ArgumentParser:
     graph.add_argument("--timeout", type=float)
     graph.add_argument("--python")
     _add_policy_flags(graph)
+
+    cache = commands.add_parser("cache", help="the cache of results of unchanged files")
+    cache.add_argument("action", choices=["info", "clean"],
+                       help="info: its folder, entries and size; clean: remove every entry")
 
     serve = commands.add_parser("serve", help="run the language server")
     serve.add_argument("--stdio", action="store_true", help="speak LSP on stdio (default)")
@@ -195,13 +206,31 @@ class _Unread:
 
 
 async def _analyze_all(
-    requests: list[AnalysisRequest | _Unread], python: str, jobs: int, progress: _Progress
+    requests: list[AnalysisRequest | _Unread], python: str, jobs: int, progress: _Progress,
+    cache: CachedCheck | None = None,
 ) -> list[FileReport]:
-    """Reports in request order; unread files are reported without the worker."""
+    """Reports in request order; unread files are reported without the worker, and so are
+    those whose result is in ``cache``."""
     readable = [r for r in requests if isinstance(r, AnalysisRequest)]
-    analysed = iter(await analyze_many(readable, python=python, jobs=jobs,
-                                       on_done=lambda report: progress.advance(report.path)))
-    return [r.report() if isinstance(r, _Unread) else next(analysed) for r in requests]
+    lookups = [cache.look_up(r) if cache is not None else None for r in readable]
+    for lookup in lookups:
+        if lookup is not None and lookup.report is not None:
+            progress.advance(lookup.report.path)
+    missed = [r for r, lookup in zip(readable, lookups, strict=True)
+              if lookup is None or lookup.report is None]
+    fresh = iter(await analyze_many(missed, python=python, jobs=jobs,
+                                    on_done=lambda report: progress.advance(report.path)))
+    analysed = []
+    for lookup in lookups:
+        if lookup is not None and lookup.report is not None:
+            analysed.append(lookup.report)
+            continue
+        report = next(fresh)
+        if cache is not None and lookup is not None:
+            cache.keep(lookup, report)
+        analysed.append(report)
+    reports = iter(analysed)
+    return [r.report() if isinstance(r, _Unread) else next(reports) for r in requests]
 
 
 class _Progress:
@@ -238,12 +267,17 @@ def run_check(args: argparse.Namespace) -> int:
     setting_problems = unique_problems(p for r in requests for p in r.settings.problems)
     sys.stderr.write(problem_lines(setting_problems))
     progress = _Progress(len(requests), not args.no_progress)
+    python = args.python or sys.executable
+    cache = None if args.no_cache or cache_disabled() else CachedCheck(ResultCache.default(),
+                                                                       python)
     try:
         reports = asyncio.run(_analyze_all(
-            requests, args.python or sys.executable, args.jobs or os.cpu_count() or 1, progress))
+            requests, python, args.jobs or os.cpu_count() or 1, progress, cache))
     finally:
         progress.close()
     sys.stderr.write(_targets_lines(reports))
+    if cache is not None:
+        sys.stderr.write(cache.summary(len(requests)))
     sources = SourceCache()
     for request in requests:
         sources.add(request.path, request.source,
@@ -370,6 +404,12 @@ def _init_hint(module: ModuleReport, report: FileReport) -> str:
     return "<name>=<value>, ..."
 
 
+def run_cache(args: argparse.Namespace) -> int:
+    cache = ResultCache.default()
+    sys.stdout.write(cache_info(cache) if args.action == "info" else cache_clean(cache))
+    return EXIT_OK
+
+
 def run_serve(args: argparse.Namespace) -> int:
     from fxls.server.app import serve
 
@@ -383,7 +423,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exit_:
         return int(exit_.code or 0) and EXIT_USAGE
-    handlers = {"check": run_check, "graph": run_graph, "serve": run_serve}
+    handlers = {"check": run_check, "graph": run_graph, "cache": run_cache, "serve": run_serve}
     try:
         return handlers[args.command](args)
     except UsageError as error:

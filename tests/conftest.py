@@ -6,6 +6,7 @@ in."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -15,6 +16,10 @@ import pytest_lsp
 from pytest_lsp import LanguageClient
 
 from tests.lsp_client import close_documents_in, editor_session, own_folder_in, serve_config
+
+#: every test analyses afresh, and none writes to the user's cache: fxls's result cache is
+#: off for the whole suite (tests/result_cache turns it on, in a folder of its own)
+os.environ["FXLS_NO_CACHE"] = "1"
 
 
 @pytest_lsp.fixture(config=serve_config())
