@@ -22,8 +22,9 @@ from fxls.report import Diagnostic, NodeInfo, Span
 Attached = Literal["own", "line", "group"]
 
 #: a submodule call in source text: ``self.blocks[0].attn(`` -> ``.blocks[0].attn``
-_SUBMODULE_CALL = re.compile(r"\bself((?:\s*\.\s*[A-Za-z_]\w*|\s*\[\s*\d+\s*\])+)\s*\(")
-_PATH_PART = re.compile(r"[A-Za-z_]\w*|\d+")
+_SUBMODULE_CALL = re.compile(r"\bself((?:\s*\.\s*[A-Za-z_]\w*|\s*\[[^\[\]]*\])+)\s*\(")
+#: one step of that path: an attribute, or a subscript (only a literal index is a name)
+_PATH_STEP = re.compile(r"\.\s*([A-Za-z_]\w*)|\[\s*(\d+)\s*\]|\[[^\]]*\]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,12 +84,24 @@ def called_groups(place: Span, groups: Collection[str], files: SourceFiles) -> l
     lines = "\n".join(text.line(n) for n in range(place.line, place.end_line + 1))
     for source in (text.text_at(place), lines):
         for match in _SUBMODULE_CALL.finditer(source):
-            group = _longest_group(_PATH_PART.findall(match.group(1)), groups)
+            group = _longest_group(_path_parts(match.group(1)), groups)
             if group is not None and group not in found:
                 found.append(group)
         if found:
             break
     return found
+
+
+def _path_parts(path: str) -> list[str]:
+    """``.blocks[0].attn`` -> ``["blocks", "0", "attn"]``; a subscript that is not a
+    literal index (``.blocks[i]``) ends the path: which module it is, the text cannot say."""
+    parts = []
+    for step in _PATH_STEP.finditer(path):
+        part = step.group(1) or step.group(2)
+        if part is None:
+            break
+        parts.append(part)
+    return parts
 
 
 def _longest_group(parts: list[str], groups: Collection[str]) -> str | None:

@@ -18,6 +18,7 @@ from fxls import cli
 from fxls.analysis_runs.request import AnalysisRequest
 from fxls.analysis_runs.runs import analyze_many
 from fxls.graph_view.module_graph import graph_document
+from fxls.graph_view.problem_nodes import called_groups
 from fxls.graph_view.source_lines import SourceFiles, source_lines
 from fxls.graph_view.target_graph import target_document
 from fxls.project.settings import load_settings
@@ -263,3 +264,28 @@ def test_target_documents_attach_problems_too(tmp_path: Path) -> None:
     assert compiled is not None
     # the break is on the end of the subgraph it ended; FX201 and FX001 are not compile's
     assert _landed(compiled) == [("FX301", 4, ["linear@1"], None, "own")]
+
+
+CALLS = """\
+        h = self.blocks[0].attn.forward(x)
+        h = self.blocks[i](h)
+        return self.head(self.encoder(h)) + self.skip(x)
+"""
+
+
+def test_the_group_a_line_calls_is_the_longest_module_path_of_the_graph(
+        tmp_path: Path) -> None:
+    path = tmp_path / "calls.py"
+    path.write_text(CALLS, encoding="utf-8")
+    groups = {"blocks", "blocks.0", "blocks.0.attn", "blocks.1", "encoder", "head"}
+    files = SourceFiles()
+
+    def called(line: int, col: int = 0, end_col: int = 0) -> list[str]:
+        return called_groups(Span(str(path), line, line, col, end_col), groups, files)
+
+    assert called(1) == ["blocks.0.attn"]  # `.forward` is no module of the graph
+    assert called(2) == ["blocks"]  # which block `i` is, the text cannot say
+    # in text order, `skip` made no group; the range's own calls first
+    assert called(3) == ["head", "encoder"]
+    start = CALLS.splitlines()[2].index("self.encoder(h)")
+    assert called(3, start, start + len("self.encoder(h)")) == ["encoder"]
