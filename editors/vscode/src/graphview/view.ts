@@ -45,6 +45,9 @@ export interface Host {
   selected?(view: GraphView, item: Item | null): void;
   /** the user expanded or collapsed a group */
   toggled?(view: GraphView, path: string, expanded: boolean): void;
+  /** the overview was folded or opened (a split view: the other pane follows, see
+   * `setOverview`, so that both drawing areas keep one width) */
+  overview?(view: GraphView, open: boolean): void;
   /** the zoom or pan changed (a split view keeps its panes' equal) */
   transformed?(view: GraphView): void;
   /** the side panel when nothing is selected (a split view: the pass's summary) */
@@ -202,7 +205,10 @@ export class GraphView {
     this.drawArea.append(this.svg);
     this.minimap = new Minimap(
       (x, y) => this.lookAt(x, y),
-      () => this.resized(),
+      () => {
+        this.resized();
+        this.host.overview?.(this, this.minimap.open);
+      },
       (dx, dy) => this.look({ k: this.k, tx: this.tx - dx * this.k, ty: this.ty - dy * this.k }),
     );
     // a pane opens without it: two panes keep equal drawing areas (their zoom is synced)
@@ -783,6 +789,11 @@ export class GraphView {
     }
     this.applyMarks();
     return node;
+  }
+
+  /** Opens or folds the overview column (the other pane of a split view did). */
+  setOverview(open: boolean): void {
+    this.minimap.setOpen(open);
   }
 
   /** The view's box changed size (a split view showed or hid the other pane, the
