@@ -101,9 +101,7 @@ def _overlaps(texts: list[Box]) -> list[tuple[str, str]]:
         for b in shown[i + 1:]:
             if a["id"] is not None and a["id"] == b["id"]:
                 continue
-            if (a["x"] < b["x"] + b["width"] - 0.5 and b["x"] < a["x"] + a["width"] - 0.5
-                    and a["y"] < b["y"] + b["height"] - 0.5
-                    and b["y"] < a["y"] + a["height"] - 0.5):
+            if _overlap(a, b):
                 found.append((f"{a['id']}: {a['text']}", f"{b['id']}: {b['text']}"))
     return found
 
@@ -121,8 +119,20 @@ def _outside_their_box(texts: list[Box], nodes: list[Box]) -> list[str]:
             if t["id"] in boxes and t["width"] > 0 and not fits(t)]
 
 
+def _labels_on_nodes(texts: list[Box], nodes: list[Box]) -> list[tuple[str, str]]:
+    """Edge labels (texts of no item) drawn over a node's box."""
+    return [(t["text"], n["id"]) for t in texts if t["id"] is None and t["width"] > 0
+            for n in nodes if _overlap(t, n)]
+
+
+def _overlap(a: Box, b: Box) -> bool:
+    return (a["x"] < b["x"] + b["width"] - 0.5 and b["x"] < a["x"] + a["width"] - 0.5
+            and a["y"] < b["y"] + b["height"] - 0.5 and b["y"] < a["y"] + a["height"] - 0.5)
+
+
 def _check_every_look(run: dict[str, Any], looks: int) -> set[str]:
-    """Asserts that no look saw texts over each other or past their box; the nodes seen."""
+    """Asserts that no look saw texts over each other or past their box, or edge labels on
+    nodes; the nodes seen."""
     seen: set[str] = set()
     for i in range(looks):
         assert run[f"centred{i}"] is True
@@ -130,6 +140,7 @@ def _check_every_look(run: dict[str, Any], looks: int) -> set[str]:
         assert len(nodes) > 10, "drawn at a zoom where text is shown"
         assert _overlaps(texts) == []
         assert _outside_their_box(run[f"names{i}"], nodes) == []
+        assert _labels_on_nodes(texts, nodes) == []
         seen |= {n["id"] for n in nodes}
     return seen
 

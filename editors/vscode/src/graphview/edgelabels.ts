@@ -30,27 +30,33 @@ const GAP = 4;
 const MARGIN = 2;
 
 class Buckets {
-  private readonly cells = new Map<string, Rect[]>();
+  private readonly cells = new Map<number, Rect[]>();
 
   add(r: Rect): void {
-    for (const key of this.keys(r)) {
+    this.each(r, (key) => {
       const list = this.cells.get(key);
       if (list) list.push(r);
       else this.cells.set(key, [r]);
-    }
+      return false;
+    });
   }
 
   hits(r: Rect): boolean {
-    for (const key of this.keys(r)) {
+    return this.each(r, (key) => {
       for (const o of this.cells.get(key) ?? []) if (r.x0 < o.x1 && o.x0 < r.x1 && r.y0 < o.y1 && o.y0 < r.y1) return true;
-    }
-    return false;
+      return false;
+    });
   }
 
-  private *keys(r: Rect): Generator<string> {
+  /** Calls `visit` with each cell `r` touches until it answers true; whether one did. */
+  private each(r: Rect, visit: (key: number) => boolean): boolean {
+    const j0 = Math.floor(r.y0 / CELL);
+    const j1 = Math.floor(r.y1 / CELL);
     for (let i = Math.floor(r.x0 / CELL); i <= Math.floor(r.x1 / CELL); i++) {
-      for (let j = Math.floor(r.y0 / CELL); j <= Math.floor(r.y1 / CELL); j++) yield `${i},${j}`;
+      // scenes are far narrower than 2^20 cells: one number per cell
+      for (let j = j0; j <= j1; j++) if (visit(i * 1_048_576 + j)) return true;
     }
+    return false;
   }
 }
 
