@@ -93,9 +93,18 @@ def render_pass_table(report: PassReport, graphs: dict[str, ModuleReport]) -> st
             head.append(f"# problem: {run.problem}")
         if run.after is None:
             head.append("# no graph after the pass: the graph before it")
-        rows = [(m.mark, *node_cells(m.node, m.lines)) for m in nodes]
+        rows = [(m.mark, *_with_swap(node_cells(m.node, m.lines), m.swap)) for m in nodes]
         parts.append("\n".join(head) + "\n" + format_table(("", *TABLE_HEADER), rows))
     return "\n".join(parts)
+
+
+def _with_swap(cells: tuple[str, ...], swap: str | None) -> tuple[str, ...]:
+    """A module call's target with the swap, if the pass swapped its module:
+    ``blocks.0.conv (Conv2d+BatchNorm2d → Conv2d)``."""
+    if swap is None:
+        return cells
+    name, op, target, *rest = cells
+    return (name, op, f"{target} ({swap})", *rest)
 
 
 def render_pass_json(report: PassReport, graphs: dict[str, ModuleReport]) -> str:

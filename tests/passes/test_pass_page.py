@@ -113,6 +113,7 @@ def gelu_in_blocks(gm: fx.GraphModule) -> fx.GraphModule:
 #: what the child writes: (file, pass, format)
 OUTPUTS = [("passes.py", "negate_after_relu", "html"), ("passes.py", "relu_to_gelu", "html"),
            ("fuser.py", "fuse", "html"), ("fuser.py", "fuse", "json"),
+           ("fuser.py", "fuse", "table"),
            ("fuser.py", "gelu_in_blocks", "html"), ("fuser.py", "gelu_in_blocks", "json")]
 
 _RENDER = """
@@ -138,7 +139,8 @@ for file in sorted({file for file, _, _ in outputs}):
 
 @pytest.fixture(scope="module")
 def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Each pass's page (``name``) and JSON document (``name.json``)."""
+    """Each pass's page (``name``), JSON document (``name.json``) and table
+    (``name.table``)."""
     folder = tmp_path_factory.mktemp("pass_page")
     (folder / "passes.py").write_text(PASSES, encoding="utf-8")
     (folder / "fuser.py").write_text(FUSER, encoding="utf-8")
@@ -146,7 +148,7 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
                            json.dumps(OUTPUTS)], capture_output=True, text=True, timeout=240,
                           cwd=folder)
     assert done.returncode == 0, done.stderr[-3000:]
-    return {name if fmt == "html" else f"{name}.json": folder / f"{name}.{fmt}"
+    return {name if fmt == "html" else f"{name}.{fmt}": folder / f"{name}.{fmt}"
             for _, name, fmt in OUTPUTS}
 
 
@@ -289,6 +291,10 @@ def test_a_fusers_swapped_convs_say_both_classes(pages: dict[str, Path]) -> None
     assert {name: n["swap"] for name, n in nodes.items() if "swap" in n} == {
         "blocks_0_conv": FUSED, "blocks_1_conv": FUSED}
     assert nodes["blocks_0_conv"]["module_type"] == CONV
+    table = pages["fuse.table"].read_text(encoding="utf-8").splitlines()
+    row = next(line.split() for line in table if " blocks_0_conv " in line)
+    assert row[:2] == ["blocks_0_conv", "call_module"]
+    assert " ".join(row[2:6]) == f"blocks.0.conv ({FUSED})"
     (page_run,) = _data(pages["fuse"])["runs"]
     for side in ("before", "after"):
         drawn = {n["name"]: n for n in page_run[side]["nodes"]}
