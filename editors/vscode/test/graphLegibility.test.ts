@@ -2,7 +2,8 @@
 // names fitted to their boxes, edge labels that avoid each other; without a browser.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { Layouter } from "../src/graphview/layout";
+import { placeLabels } from "../src/graphview/edgelabels";
+import { Layouter, nodeSize, nodeSubtitle, nodeTitle, nodeTooltip } from "../src/graphview/layout";
 import { GraphDocument, GraphNodeData, buildModel, reveal, search, shownAs } from "../src/graphview/model";
 
 function node(name: string, op: string, target: string, args: string, users: string[], path: string | null, shape: number[] | null): GraphNodeData {
@@ -78,3 +79,44 @@ function expandAll<T extends ReturnType<typeof buildModel>>(model: T): T {
   for (const group of model.groups.values()) group.expanded = true;
   return model;
 }
+
+test("a node's name is written relative to its group and cut in the middle to fit its box", () => {
+  const long = "bert_encoder_layer_0_attention_self_value_projection_with_a_long_tail_11";
+  const doc: GraphDocument = {
+    name: "Bert",
+    status: "traced",
+    nodes: [
+      node("x", "placeholder", "x", "()", ["bert_encoder_layer_0_attention_self_value", long], null, [2, 16]),
+      { ...node("bert_encoder_layer_0_attention_self_value", "call_module", "bert.encoder.layer.0.attention.self.value", "(%x,)", ["add"], "bert.encoder.layer.0.attention.self.value", [2, 16]), module_type: "torch.nn.modules.linear.Linear" },
+      node(long, "call_function", "torch.ops.aten.addmm.default", "(%x,)", ["add"], "bert.encoder.layer.0.attention.self", [2, 16]),
+      node("add", "call_function", "operator.add", "(%a, %b)", ["output"], "bert.encoder.layer.0.attention.self", [2, 16]),
+      node("output", "output", "output", "(%add,)", [], null, null),
+    ],
+  };
+  const model = buildModel(doc);
+  const value = model.nodes.get("bert_encoder_layer_0_attention_self_value")!;
+  assert.equal(nodeTitle(value), "value");
+  assert.equal(nodeSubtitle(value), "Linear");
+  assert.equal(nodeTooltip(value), "bert_encoder_layer_0_attention_self_value: call_module bert.encoder.layer.0.attention.self.value [2, 16]");
+  const cut = model.nodes.get(long)!;
+  assert.equal(nodeTitle(cut), "value_proje…ith_a_long_tail_11", "30 characters at 13 px in 264 px");
+  assert.equal(nodeSubtitle(cut), "aten.addmm");
+  assert.ok(nodeSize(cut).width <= 264);
+  assert.equal(nodeTooltip(model.nodes.get("add")!), "", "nothing shortened: no tooltip");
+});
+
+test("one label per source and shape, none over a node", () => {
+  const down = (x: number) => [{ x, y: 0 }, { x, y: 100 }];
+  const places = placeLabels(
+    [
+      { key: "a|2×8", text: "2×8", points: down(0) },
+      { key: "a|2×8", text: "2×8", points: down(40) },
+      { key: "b|2×8", text: "2×8", points: down(200) },
+    ],
+    // a node right of the third edge's middle: its label goes left of the line
+    [{ x: 240, y: 50, width: 60, height: 40 }],
+  );
+  assert.ok(places[0] && places[0].x > 0, "right of its line");
+  assert.equal(places[1], null, "the same source's shape is written once");
+  assert.ok(places[2] && places[2].x < 200, "left of its line, off the node");
+});
