@@ -24,10 +24,13 @@ from fxls.server.session import Session
 
 log = logging.getLogger("fxls.server")
 
-#: Jupyter notebooks' Python cells are synced; each notebook is analysed as one document
+#: Jupyter notebooks are synced, each analysed as one document of its Python cells; its
+#: markdown and raw cells too, though never analysed: a client syncs only the cells the
+#: selector names, and cells are numbered among them all (``cell 3`` as Jupyter counts)
 NOTEBOOK_SYNC = types.NotebookDocumentSyncOptions(
     notebook_selector=[types.NotebookDocumentFilterWithNotebook(
-        notebook="jupyter-notebook", cells=[types.NotebookCellLanguage("python")])],
+        notebook="jupyter-notebook",
+        cells=[types.NotebookCellLanguage(name) for name in ("python", "markdown", "raw")])],
     save=True,
 )
 
