@@ -106,6 +106,8 @@ def build_parser() -> argparse.ArgumentParser:
     graph.add_argument("--timeout", type=float)
     graph.add_argument("--python")
     _add_policy_flags(graph)
+    graph.add_argument("--no-cache", action="store_true",
+                       help="analyse the file even if its result is in the cache")
 
     cache = commands.add_parser("cache", help="the cache of results of unchanged files")
     cache.add_argument("action", choices=["info", "clean"],
@@ -324,9 +326,13 @@ def run_graph(args: argparse.Namespace) -> int:
     sys.stderr.write(problem_lines(request.settings.problems))
     if isinstance(request, _Unread):
         raise UsageError(f"cannot read {path}: {request.message}")
-    (report,) = asyncio.run(
-        analyze_many([request], python=args.python or sys.executable, jobs=1)
-    )
+    python = args.python or sys.executable
+    # the same cache as check's: a file check saw unchanged draws without a new analysis
+    cache = None if args.no_cache or cache_disabled() else CachedCheck(ResultCache.default(),
+                                                                       python)
+    (report,) = asyncio.run(_analyze_all([request], python, 1, _Progress(1, False), cache))
+    if cache is not None:
+        sys.stderr.write(cache.summary(1))
     module = next((m for m in report.modules if m.name == class_name), None)
     found_pass = next((p for p in report.passes if p.name == class_name), None)
     if module is None and found_pass is not None:

@@ -33,6 +33,8 @@ from fxls.report import (
     TargetGraph,
     TargetGraphs,
 )
+from fxls.result_cache import ResultCache
+from fxls.result_cache.check_use import CachedCheck
 
 # a library's module: its folder is named like an installed package's, so its frames are
 # not the user's and its problems are reported at the user's line that called into it
@@ -289,3 +291,29 @@ def test_the_group_a_line_calls_is_the_longest_module_path_of_the_graph(
     assert called(3) == ["head", "encoder"]
     start = CALLS.splitlines()[2].index("self.encoder(h)")
     assert called(3, start, start + len("self.encoder(h)")) == ["encoder"]
+
+
+def test_graph_draws_a_file_check_left_in_the_cache_without_analysing_it(
+        analysed: tuple[Path, FileReport], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    path, report = analysed
+    monkeypatch.setenv("FXLS_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("FXLS_NO_CACHE", raising=False)
+    # what `fxls check` keeps after analysing the file
+    check = CachedCheck(ResultCache.default(), sys.executable)
+    check.keep(check.look_up(AnalysisRequest(str(path), NET, load_settings(path))), report)
+    analysed_paths: list[str] = []
+
+    async def analyze(requests: list[AnalysisRequest], **_: object) -> list[FileReport]:
+        analysed_paths.extend(request.path for request in requests)
+        return [report for _ in requests]
+
+    monkeypatch.setattr(cli, "analyze_many", analyze)
+    assert cli.main(["graph", f"{path}::Net", "--format", "json"]) == 0
+    drawn = capsys.readouterr()
+    assert analysed_paths == []
+    assert json.loads(drawn.out) == _document(analysed, "Net")
+    assert drawn.err == ("fxls: 1 of 1 files from the cache (unchanged since they were "
+                         "checked; --no-cache analyses them again)\n")
+    assert cli.main(["graph", f"{path}::Net", "--format", "json", "--no-cache"]) == 0
+    assert analysed_paths == [str(path)] and capsys.readouterr().err == ""
