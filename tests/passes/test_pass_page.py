@@ -24,11 +24,9 @@ import pytest
 
 from fxls.output.pass_page import pass_document
 from fxls.report import NodeInfo, PassGraphRun, PassReport, Span
-from tests.graph_view.browser import EXTENSION, browser, drive_steps  # noqa: F401
+from tests.graph_view.browser import browser, drive_steps  # noqa: F401
 from tests.passes.samples import PASSES
 
-REPO = Path(__file__).resolve().parents[2]
-DRIVER = REPO / "scripts" / "pass_page_browser.cjs"
 LINES = PASSES.splitlines()
 NEG_LINE = LINES.index("                neg = gm.graph.call_function(torch.neg, (node,))") + 1
 GELU_LINE = next(i for i, line in enumerate(LINES, 1) if "functional.gelu" in line)
@@ -159,15 +157,64 @@ def _data(page: Path) -> dict[str, Any]:
     return json.loads(found.group(1))
 
 
-def drive(page: Path, *arguments: str) -> dict[str, Any]:
-    env = {"NODE_PATH": str(EXTENSION / "node_modules"), "PATH": "/usr/bin:/bin"}
-    done = subprocess.run(["node", str(DRIVER), str(page), *arguments], capture_output=True,
-                          text=True, timeout=240, env=env)
-    assert done.returncode == 0, done.stderr[-3000:]
-    result = json.loads(done.stdout)
-    assert result["errors"] == [], result["errors"]
-    assert result["requests"] == [], "the page reached for the network"
-    assert result["pageError"] is None
+def _text(selector: str) -> str:
+    """A step's expression: the element's text, "" when there is none or it is hidden."""
+    return (f"(() => {{ const e = document.querySelector({selector!r}); "
+            "return e && e.checkVisibility() ? e.innerText : ''; })()")
+
+
+def _texts(selector: str) -> str:
+    return f"[...document.querySelectorAll({selector!r})].map((e) => e.innerText)"
+
+
+def _pane_nodes(pane: str) -> str:
+    """Every drawn node of a pane: name, classes, whether it carries a problem badge."""
+    return (f"[...document.querySelectorAll('#fx-pane-{pane} g.node')].map((g) => ({{"
+            "name: g.getAttribute('data-id').slice(2), classes: g.getAttribute('class')"
+            ".split(/\\s+/), badge: !!g.querySelector('.badge')}))")
+
+
+def _click_node(pane: str, name: str) -> list[dict[str, Any]]:
+    """A click on node ``name`` of ``pane`` (brought into view first), and what the page
+    shows of it: the source in the bar, the panel, the same node in the other pane."""
+    other = "before" if pane == "after" else "after"
+    key = f"click{pane.capitalize()}"
+    read = {"location": _text("#fx-source-location"), "selected": _text("#fx-selected"),
+            "pane": _text("#fx-selected-pane"), "mark": _text("#fx-node-table .fx-mark"),
+            "source": _text("#fx-node-source"), "origin": _text("#fx-node-origin"),
+            "otherPane": f"[...document.querySelectorAll('#fx-pane-{other} g.counterpart')]"
+                         ".map((g) => g.getAttribute('data-id').slice(2))"}
+    return [{"eval": f"pass.{pane}.focusNode(pass.{pane}.model.nodes.get({name!r}), false)",
+             "as": f"{key}Focus"},
+            {"click": f"#fx-pane-{pane} g.node[data-id='n:{name}']"},
+            {"eval": "({" + ", ".join(f"{k}: {v}" for k, v in read.items()) + "})", "as": key}]
+
+
+def drive(page: Path, click_after: str | None = None, click_before: str | None = None,
+          screenshot: Path | None = None) -> dict[str, Any]:
+    """What a person sees on the page: the bar, both panes' nodes; then a click on a node
+    of the graph after the pass, one of the graph before it, and *After* only and back."""
+    steps: list[dict[str, Any]] = [
+        {"eval": _text(".fx-pass-bar h1"), "as": "title"},
+        {"eval": _texts(".fx-pane-title"), "as": "paneTitles"},
+        {"eval": _text("#fx-legend"), "as": "legend"},
+        {"eval": _text("#fx-banner"), "as": "banner"},
+        {"eval": _texts("#fx-changes .chip"), "as": "changes"},
+        {"eval": _pane_nodes("before"), "as": "before"},
+        {"eval": _pane_nodes("after"), "as": "after"},
+    ]
+    if click_after:
+        steps += _click_node("after", click_after)
+    if screenshot:
+        steps.append({"screenshot": str(screenshot)})
+    if click_before:
+        steps += _click_node("before", click_before)
+    visible = "({beforeVisible: document.querySelector('#fx-pane-before').checkVisibility(), " \
+        "afterVisible: document.querySelector('#fx-pane-after').checkVisibility()})"
+    steps += [{"click": "#fx-mode-after"}, {"eval": visible, "as": "afterOnly"},
+              {"click": "#fx-mode-split"}, {"eval": visible, "as": "splitVisible"}]
+    result = drive_steps(page, steps, width=1400, height=800)
+    result["split"] = result["splitVisible"] == {"beforeVisible": True, "afterVisible": True}
     return result
 
 
@@ -195,8 +242,8 @@ def test_in_a_browser_both_panes_marks_problems_and_click_to_line(
     browser: None, pages: dict[str, Path], tmp_path: Path  # noqa: F811
 ) -> None:
     shot = tmp_path / "neg.png"
-    result = drive(pages["negate_after_relu"], "--click-after", "neg", "--click-before",
-                   "relu", "--screenshot", str(shot))
+    result = drive(pages["negate_after_relu"], click_after="neg", click_before="relu",
+                   screenshot=shot)
     assert result["title"] == "negate_after_relu"
     assert result["paneTitles"] == ["Before · Net", "After · Net"]
     assert result["legend"].split() == ["added", "removed", "rewired", "problem"]
@@ -226,7 +273,7 @@ def test_in_a_browser_both_panes_marks_problems_and_click_to_line(
 def test_removed_nodes_are_drawn_in_the_graph_before(
     browser: None, pages: dict[str, Path]  # noqa: F811
 ) -> None:
-    result = drive(pages["relu_to_gelu"], "--click-after", "gelu")
+    result = drive(pages["relu_to_gelu"], click_after="gelu")
     assert _marks(result["before"])["relu"] == "removed"
     assert _marks(result["after"])["gelu"] == "added"
     assert result["clickAfter"]["source"] == f"passes.py:{GELU_LINE}"
