@@ -119,12 +119,15 @@ export class Minimap {
     ctx.strokeStyle = "#1d4ed8";
     ctx.lineWidth = 1.5;
     ctx.fillStyle = "rgba(29,78,216,0.08)";
-    const x = ox + (-t.tx / t.k) * s;
-    const y = oy + (-t.ty / t.k) * s;
-    const w = Math.max((view.width / t.k) * s, 3);
-    const h = Math.max((view.height / t.k) * s, 3);
-    ctx.fillRect(x, y, w, h);
-    ctx.strokeRect(x, y, w, h);
+    // the part in view, cut to the canvas: all four sides show though the view is wider
+    const x0 = Math.max(ox + (-t.tx / t.k) * s, 1);
+    const y0 = Math.max(oy + (-t.ty / t.k) * s, 1);
+    const x1 = Math.min(ox + ((view.width - t.tx) / t.k) * s, width - 1);
+    const y1 = Math.min(oy + ((view.height - t.ty) / t.k) * s, height - 1);
+    const w = Math.max(x1 - x0, 3);
+    const h = Math.max(y1 - y0, 3);
+    ctx.fillRect(x0, y0, w, h);
+    ctx.strokeRect(x0, y0, w, h);
   }
 
   /** The scene's boxes that fall inside the canvas (a scrolled overview draws its window). */
