@@ -2,7 +2,8 @@
 run in a real VS Code (code-server in headless Chromium, loopback only), which ends with a
 file of FX passes (the pass's FX005 squiggle, the pass code lenses, the before/after view)
 and a file of a project that targets torch.compile alone (the graph break's FX301 squiggle,
-torch's page for its GB type, the status item's targets; screenshot graph-break.png)."""
+torch's page for its GB type, the status item's targets; screenshot graph-break.png), and
+a Jupyter notebook (the FX001 squiggle in its cell, a hover and a quick fix in cells)."""
 
 from __future__ import annotations
 
@@ -47,6 +48,7 @@ def test_extension_in_a_real_vs_code():
     if first.returncode == 0:
         _ran_the_pass_steps(first.stdout)
         _ran_the_graph_break_step(first.stdout)
+        _ran_the_notebook_step(first.stdout)
         return
     second = _run(["bash", "scripts/vscode-e2e.sh"], REPO, 1500)
     assert second.returncode == 0, (
@@ -55,6 +57,7 @@ def test_extension_in_a_real_vs_code():
     )
     _ran_the_pass_steps(second.stdout)
     _ran_the_graph_break_step(second.stdout)
+    _ran_the_notebook_step(second.stdout)
 
 
 def _ran_the_pass_steps(stdout: str) -> None:
@@ -83,3 +86,16 @@ def _ran_the_graph_break_step(stdout: str) -> None:
     assert ("ok   the graph view's switch draws dynamo's subgraphs in the same panel, the break "
             "marked") in stdout, stdout
     assert "in 2 subgraphs, the break on output@1; click -> Ln 15" in stdout, stdout
+
+
+def _ran_the_notebook_step(stdout: str) -> None:
+    """A Jupyter notebook (model.ipynb: Block in cell 2, used by cell 4's Net; an FX001 in
+    cell 3): the squiggle exactly over ``x.sum() > 0`` in cell 3's editor, the hover of cell
+    4's call of Block, the status item for the notebook; the quick fix's comment lands in
+    cell 3, and the saved notebook is clean (screenshot notebook.png)."""
+    assert ("ok   a notebook: the FX001 squiggle in its cell, a hover in a cell, a quick fix "
+            "edits the cell, the status item") in stdout, stdout
+    assert 'status "fxls: 1 problem"; FX001 squiggle at columns 11-22 in the cell of class Gate' \
+        in stdout, stdout
+    assert 'hover "submodule block · model.Block · in Net' in stdout, stdout
+    assert 'the fix\'s comment in that cell, saved: "fxls: clean"' in stdout, stdout

@@ -12,22 +12,50 @@ if (!url || !outDir) {
   process.exit(2);
 }
 fs.mkdirSync(outDir, { recursive: true });
+/** nbformat 4 as Jupyter writes it, each source a list of lines. */
+function notebook(cells) {
+  return JSON.stringify({
+    nbformat: 4,
+    nbformat_minor: 5,
+    metadata: { kernelspec: { name: "python3", display_name: "Python 3", language: "python" }, language_info: { name: "python" } },
+    cells: cells.map(([kind, text]) => ({
+      cell_type: kind,
+      metadata: {},
+      source: text.split(/(?<=\n)/),
+      ...(kind === "code" ? { outputs: [], execution_count: null } : {}),
+    })),
+  }, null, 1);
+}
+
+// a notebook: a model in cell 2 that cell 4 uses, an FX001 in cell 3, an IPython magic
+const NOTEBOOK_CELLS = [
+  ["markdown", "# A model in a notebook"],
+  ["code", "%matplotlib inline\nimport torch\nfrom torch import nn\n\n\nclass Block(nn.Module):\n    def __init__(self, width):\n        super().__init__()\n        self.proj = nn.Linear(width, width)\n\n    def forward(self, x):\n        return torch.relu(self.proj(x))"],
+  ["code", "class Gate(nn.Module):\n    def forward(self, x):\n        if x.sum() > 0:\n            return x\n        return -x"],
+  ["code", "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.block = Block(8)\n\n    def forward(self, x):\n        return self.block(x)\n\n\nnet = Net()"],
+];
+
 // a model and two FX passes (FX005 in `negate_after_relu`; a code lens on each pass),
-// a model of twelve blocks for the grouped graph view, and a folder whose project targets
-// torch.compile alone, with a model that breaks the graph
+// a model of twelve blocks for the grouped graph view, a folder whose project targets
+// torch.compile alone, with a model that breaks the graph, and a notebook
 if (process.env.FXLS_E2E_PROJECT) {
   const project = process.env.FXLS_E2E_PROJECT;
   for (const name of ["passes.py", "blocks.py"]) fs.copyFileSync(path.join(__dirname, name), path.join(project, name));
   fs.mkdirSync(path.join(project, "compiled"), { recursive: true });
   fs.writeFileSync(path.join(project, "compiled", "pyproject.toml"), '[tool.fxls]\ntargets = ["compile"]\n');
   fs.copyFileSync(path.join(__dirname, "graph_break.py"), path.join(project, "compiled", "graph_break.py"));
+  fs.writeFileSync(path.join(project, "model.ipynb"), notebook(NOTEBOOK_CELLS));
 }
+
+// FXLS_E2E_ONLY=<regex>: run only the steps whose name matches (the workbench's load always)
+const only = process.env.FXLS_E2E_ONLY ? new RegExp(process.env.FXLS_E2E_ONLY) : undefined;
 
 const results = [];
 const started = Date.now();
 const seconds = () => ((Date.now() - started) / 1000).toFixed(1);
 
 async function step(name, fn) {
+  if (only && name !== "workbench loads" && !only.test(name)) return;
   const t0 = Date.now();
   try {
     const detail = await fn();
@@ -472,6 +500,51 @@ async function command(page, title) {
       const back = await findFrame(page, '#fx-graph-switch button[aria-pressed="true"][data-graph="fx"]', 60_000);
       await back.locator('#graph[data-rendered="true"]').waitFor({ timeout: 30_000 });
       return `picker "${choices}"; switch "${offered}": FX graph ${fxNodes} nodes -> compile graphs ${nodes} nodes in 2 subgraphs, the break on output@1; click -> Ln ${printLine}; back to the FX graph`;
+    });
+
+    await step("a notebook: the FX001 squiggle in its cell, a hover in a cell, a quick fix edits the cell, the status item", async () => {
+      if (!process.env.FXLS_E2E_PROJECT) return "skipped: FXLS_E2E_PROJECT not set";
+      await command(page, "View: Close All Editors");
+      await quickOpen(page, "model.ipynb", "class Gate");
+      const gate = "if x.sum() > 0:";
+      // the cell's editor is the active one: the status item counts the notebook's problems
+      await page.locator(".monaco-editor .view-line", { hasText: gate }).first().click();
+      const item = page.locator(".statusbar-item", { hasText: /fxls: \d+ problems?/ }).first();
+      await item.waitFor({ timeout: 120_000 });
+      const status = (await item.innerText()).trim();
+      const found = await squiggleOver(page, gate, "x.sum() > 0", "x.sum() > 0", "error", 60_000);
+      // the squiggle is in cell 3's editor, whose first line is the class Gate
+      const cell = page.locator(".cell-editor-container .monaco-editor", { has: page.locator(".squiggly-error") });
+      const cells = await cell.count();
+      const first = (await cell.first().locator(".view-line").first().innerText()).replace(/\u00a0/g, " ");
+      if (cells !== 1 || !first.includes("class Gate")) throw new Error(`${cells} cells with an error squiggle, the first begins ${first}`);
+      // hover the call of cell 2's Block in cell 4: the submodule the call ran
+      const call = page.locator(".monaco-editor .view-line", { hasText: "return self.block(x)" }).first();
+      await call.locator("span", { hasText: "block" }).last().hover();
+      const hover = page.locator(".monaco-hover-content", { hasText: /submodule block/ }).first();
+      await hover.waitFor({ timeout: 20_000 });
+      const text = (await hover.innerText()).replace(/\s+/g, " ");
+      if (!/Block/.test(text)) throw new Error(`hover on self.block(x): ${text.slice(0, 200)}`);
+      await page.waitForTimeout(1000); // the hover fades in
+      await page.screenshot({ path: path.join(outDir, "notebook.png") });
+      await page.mouse.move(5, 5);
+      await page.keyboard.press("Escape");
+      // a quick fix edits the cell: Ctrl+. on the FX001's line, ignore it there
+      await page.locator(".monaco-editor .view-line", { hasText: gate }).first().click();
+      await page.keyboard.press("Control+.");
+      const fix = page.locator(".action-widget .monaco-list-row", { hasText: "fxls: ignore FX001 on this line" }).first();
+      await fix.waitFor({ timeout: 30_000 });
+      await page.keyboard.press("Enter"); // the widget's first row, focused
+      const fixed = `${gate}  # fxls: ignore[FX001]`;
+      const edited = page.locator(".cell-editor-container .monaco-editor", { hasText: fixed });
+      await edited.first().waitFor({ timeout: 15_000 });
+      const heading = (await edited.first().locator(".view-line").first().innerText()).replace(/\u00a0/g, " ");
+      if (!heading.includes("class Gate")) throw new Error(`the fix edited the cell that begins ${heading}`);
+      // saving the notebook analyses it again: nothing left
+      await page.keyboard.press("Control+S");
+      const clean = page.locator(".statusbar-item", { hasText: /fxls: clean/ }).first();
+      await clean.waitFor({ timeout: 120_000 });
+      return `status "${status}"; FX001 squiggle at ${found} in the cell of class Gate; hover "${text.slice(0, 90)}"; the fix's comment in that cell, saved: "${(await clean.innerText()).trim()}"`;
     });
 
     const csp = consoleErrors.filter((text) => /Content Security Policy/i.test(text));

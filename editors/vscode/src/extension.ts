@@ -98,6 +98,20 @@ interface GraphPanel {
   shown?: boolean;
 }
 
+/** the notebooks whose Python cells fxls analyses (package.json activates on them) */
+const NOTEBOOK_TYPE = "jupyter-notebook";
+
+/** The Jupyter notebook on disk that ``document`` is a cell of, if it is one. */
+function notebookOf(document: vscode.TextDocument): vscode.NotebookDocument | undefined {
+  if (document.uri.scheme !== "vscode-notebook-cell") return undefined;
+  return vscode.workspace.notebookDocuments.find(
+    (notebook) =>
+      notebook.notebookType === NOTEBOOK_TYPE &&
+      notebook.uri.scheme === "file" &&
+      notebook.getCells().some((cell) => cell.document === document),
+  );
+}
+
 class FxlsExtension implements vscode.Disposable {
   private readonly output: vscode.OutputChannel;
   private readonly status: StatusBar;
@@ -318,7 +332,12 @@ class FxlsExtension implements vscode.Disposable {
 
     const serverOptions: ServerOptions = { command: command.command, args: command.args, options: command.options };
     const clientOptions: LanguageClientOptions = {
-      documentSelector: [{ scheme: "file", language: "python" }],
+      // a Jupyter notebook's Python cells too: the server syncs the notebook itself
+      // (notebookDocumentSync) and answers requests on its cells
+      documentSelector: [
+        { scheme: "file", language: "python" },
+        { notebook: NOTEBOOK_TYPE, language: "python" },
+      ],
       diagnosticCollectionName: "fxls",
       outputChannel: this.output,
       revealOutputChannelOn: RevealOutputChannelOn.Never,
@@ -357,6 +376,16 @@ class FxlsExtension implements vscode.Disposable {
         didSave: (document, next) => {
           if (this.settings().trace.onSave) this.markTracing(document.uri.toString());
           return next(document);
+        },
+        notebooks: {
+          didOpen: (notebook, cells, next) => {
+            this.markTracing(notebook.uri.toString());
+            return next(notebook, cells);
+          },
+          didSave: (notebook, next) => {
+            if (this.settings().trace.onSave) this.markTracing(notebook.uri.toString());
+            return next(notebook);
+          },
         },
       },
     };
@@ -477,9 +506,18 @@ class FxlsExtension implements vscode.Disposable {
   updateStatus(): void {
     const editor = vscode.window.activeTextEditor;
     const document = editor?.document;
-    const isPython = !!document && document.languageId === "python" && document.uri.scheme === "file";
-    const key = document?.uri.toString() ?? "";
-    const diagnostics = document ? vscode.languages.getDiagnostics(document.uri) : [];
+    // a notebook's cell: the notebook is the document the server analysed, its cells
+    // together show its diagnostics
+    const notebook = document ? notebookOf(document) : undefined;
+    const shown = notebook?.uri ?? document?.uri;
+    const isPython =
+      !!document && document.languageId === "python" && (notebook !== undefined || document.uri.scheme === "file");
+    const key = shown?.toString() ?? "";
+    const diagnostics = notebook
+      ? notebook.getCells().flatMap((cell) => vscode.languages.getDiagnostics(cell.document.uri))
+      : document
+        ? vscode.languages.getDiagnostics(document.uri)
+        : [];
     this.status.update({
       client: this.clientState,
       isPython,
@@ -487,7 +525,7 @@ class FxlsExtension implements vscode.Disposable {
       targets: this.targets.get(key),
       tracing: this.tracing.has(key),
       counts: countSeverities(diagnostics),
-      fileName: document ? vscode.workspace.asRelativePath(document.uri) : undefined,
+      fileName: shown ? vscode.workspace.asRelativePath(shown) : undefined,
     });
   }
 

@@ -13,7 +13,7 @@ test("activation, entry point and workspace trust", () => {
   assert.equal(manifest.publisher, "fxls");
   assert.equal(manifest.engines.vscode, "^1.90.0");
   assert.equal(manifest.main, "./dist/extension.js");
-  assert.deepEqual(manifest.activationEvents, ["onLanguage:python"]);
+  assert.deepEqual(manifest.activationEvents, ["onLanguage:python", "onNotebook:jupyter-notebook"]);
   assert.deepEqual(manifest.capabilities.untrustedWorkspaces, {
     supported: false,
     description: "fxls executes your model code to trace it",
