@@ -10,8 +10,10 @@
 # network namespace that has only loopback (when `unshare --net` works; otherwise loopback
 # is still the only address used, and gallery/telemetry are pointed at or turned off).
 # Screenshots go to editors/vscode/e2e/out (or $FXLS_E2E_OUT); FXLS_E2E_KEEP=1 keeps the
-# temporary profile and logs of a passing run too. About 2 minutes once installed (115 s on a
-# 2-core machine at a load of 9); the first install of code-server takes 1-4 minutes.
+# temporary profile and logs of a passing run too; FXLS_E2E_ONLY=<regex> runs only the steps
+# whose name matches (e.g. FXLS_E2E_ONLY=notebook; the workbench's load always). About 2
+# minutes once installed (115 s on a 2-core machine at a load of 9); the first install of
+# code-server takes 1-4 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
