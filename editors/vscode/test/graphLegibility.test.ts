@@ -80,7 +80,7 @@ function expandAll<T extends ReturnType<typeof buildModel>>(model: T): T {
   return model;
 }
 
-test("a node's name is written relative to its group and cut in the middle to fit its box", () => {
+test("a node's name is written relative to its group and cut in the middle to fit its box, whole in its tooltip", () => {
   const long = "bert_encoder_layer_0_attention_self_value_projection_with_a_long_tail_11";
   const doc: GraphDocument = {
     name: "Bert",
@@ -102,7 +102,8 @@ test("a node's name is written relative to its group and cut in the middle to fi
   assert.equal(nodeTitle(cut), "value_proje…ith_a_long_tail_11", "30 characters at 13 px in 264 px");
   assert.equal(nodeSubtitle(cut), "aten.addmm");
   assert.ok(nodeSize(cut).width <= 264);
-  assert.equal(nodeTooltip(model.nodes.get("add")!), "", "nothing shortened: no tooltip");
+  assert.equal(nodeTooltip(model.nodes.get("add")!), "add: call_function operator.add [2, 16]", "its shape, whose edge label may not be drawn");
+  assert.equal(nodeTooltip(model.nodes.get("output")!), "", "nothing shortened, no shape: no tooltip");
 });
 
 test("one label per source and shape, none over a node", () => {

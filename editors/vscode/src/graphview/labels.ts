@@ -83,12 +83,12 @@ export function nodeSubtitle(node: GNode): string {
   return fitMiddle(text, DETAIL_CHARS - [...folded].length) + folded;
 }
 
-/** The node's tooltip: what its box shortened or folded away; "" when nothing was (a
- * `<title>` per node would double the page's parse). */
+/** The node's tooltip: what its box shortened or folded away, and its shape (an edge label
+ * that found no free place is not drawn); "" for a node with nothing of that. */
 export function nodeTooltip(node: GNode): string {
   const d = node.data;
   const lines: string[] = [];
-  if (nodeTitle(node) !== d.name || node.folded.length) lines.push(`${d.name}: ${d.op} ${d.target}${d.shape ? ` [${d.shape.join(", ")}]` : ""}`);
+  if (nodeTitle(node) !== d.name || node.folded.length || d.shape) lines.push(`${d.name}: ${d.op} ${d.target}${d.shape ? ` [${d.shape.join(", ")}]` : ""}`);
   if (node.folded.length) {
     lines.push(`shape bookkeeping folded in (${node.folded.length}):`);
     for (const f of node.folded) lines.push(`  ${f.data.name} = ${f.data.op === "call_method" ? "." : ""}${callText(f)}${f.data.args}`);

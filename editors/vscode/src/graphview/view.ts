@@ -23,7 +23,8 @@ import {
   shownAs,
 } from "./model";
 import { findNodes, resultsList } from "./nodesearch";
-import { Sources, documentSources, sourceLines } from "./sourcelines";
+import { PanelContext, codePanel, groupPanel, nodePanel, summaryPanel } from "./sidepanel";
+import { Sources, documentSources } from "./sourcelines";
 
 export { esc };
 
@@ -85,7 +86,6 @@ function shownItem(item: Item): Item {
   return item.kind === "node" ? shownAs(item) : ancestors(item).find((g) => !g.expanded) ?? item;
 }
 
-const MARK_TEXT: Record<string, string> = { added: "added by the pass", removed: "removed by the pass", rewired: "changed by the pass (inputs or users rewired)", swapped: "its module swapped by the pass" };
 
 export interface Timing {
   /** milliseconds of the last scene change: layout + SVG + minimap */
@@ -477,7 +477,7 @@ export class GraphView {
         );
         continue;
       }
-      // what the box shortened or folded away (a <title> per node would double the page's parse)
+      // the whole name, shape and folded bookkeeping (labels.ts); none in the overview above
       const tooltip = nodeTooltip(node);
       const tip = tooltip ? `<title>${esc(tooltip)}</title>` : "";
       parts.push(
@@ -891,33 +891,28 @@ export class GraphView {
     this.host.selected?.(this, item);
   }
 
-  private nodeLink(name: string): HTMLElement {
-    const link = el("a", { "data-node": name }, name);
-    link.addEventListener("click", () => {
-      const node = this.model.nodes.get(name);
-      if (node) this.focusNode(node, false);
-    });
-    return link;
-  }
-
-  private row(table: HTMLElement, key: string, value: string | Node | Node[]): void {
-    const tr = el("tr");
-    const td = el("td");
-    if (typeof value === "string") td.textContent = value;
-    else if (Array.isArray(value)) value.forEach((v, i) => td.append(...(i ? [document.createTextNode(", "), v] : [v])));
-    else td.append(value);
-    tr.append(el("td", {}, key), td);
-    table.append(tr);
+  /** What the side panel needs of this view. */
+  private panelContext(): PanelContext {
+    return {
+      model: this.model,
+      sources: this.sources,
+      paneTitle: this.pane?.title ?? null,
+      focusNode: (node) => this.focusNode(node, false),
+      reveal: (span) => this.host.reveal(span),
+      toggle: (group) => this.toggle(group),
+      problemLink: (problem) => this.problemLink(problem),
+    };
   }
 
   showPanel(): void {
     if (this.pane && !this.active) return;
     const panel = this.panel;
     panel.textContent = "";
+    const ctx = this.panelContext();
     const item = this.selected;
-    if (item?.kind === "node") panel.append(...this.nodePanel(item));
-    else if (item?.kind === "group") panel.append(...this.groupPanel(item));
-    else panel.append(...this.summaryPanel());
+    if (item?.kind === "node") panel.append(...nodePanel(ctx, item));
+    else if (item?.kind === "group") panel.append(...groupPanel(ctx, item));
+    else panel.append(...(this.host.summary ? this.host.summary() : summaryPanel(ctx)));
     if (this.searchInput.value.trim()) {
       panel.append(el("h3", {}, `Matches (${this.matches.length})`));
       const current = this.selected?.kind === "node" ? this.selected : null;
@@ -925,98 +920,7 @@ export class GraphView {
       // the list keeps the selected result in sight (the panel was written anew)
       panel.querySelector("#fx-matches li.current")?.scrollIntoView({ block: "nearest" });
     }
-    const code = this.model.doc.code;
-    if (code) {
-      const details = el("details", { id: "fx-code" });
-      details.append(el("summary", {}, "Generated code"));
-      const pre = el("pre", { id: "code" });
-      pre.append(el("code", {}, code));
-      details.append(pre);
-      panel.append(details);
-    }
-  }
-
-  private nodePanel(node: GNode): Node[] {
-    const d = node.data;
-    const out: Node[] = [el("h2", { id: "fx-selected" }, d.name)];
-    if (this.pane) out.push(el("p", { class: "fx-muted", id: "fx-selected-pane" }, this.pane.title));
-    const table = el("table", { id: "fx-node-table" });
-    if (d.mark) this.row(table, "pass", el("span", { class: `fx-mark fx-mark-${d.mark}` }, MARK_TEXT[d.mark] ?? d.mark));
-    this.row(table, "op", d.op);
-    this.row(table, "target", d.target);
-    if (d.args && d.args !== "()") this.row(table, "args", d.args);
-    if (d.kwargs && d.kwargs !== "{}") this.row(table, "kwargs", d.kwargs);
-    const inputs = this.model.edges.filter((e) => e.to === node).map((e) => this.nodeLink(e.from.data.name));
-    if (inputs.length) this.row(table, "inputs", inputs);
-    if (d.users.length) this.row(table, "users", d.users.map((u) => this.nodeLink(u)));
-    if (d.shape) this.row(table, "shape", `${d.dtype ? d.dtype.replace("torch.", "") : ""}[${d.shape.join(", ")}]`);
-    if (d.module_path) this.row(table, "module", d.module_type ? `${d.module_path} : ${d.module_type}` : d.module_path);
-    if (d.swap) this.row(table, "module swap", el("span", { class: "fx-swap" }, d.swap));
-    if (d.span) {
-      const span = d.span;
-      const link = el("a", { id: "fx-node-source", title: span.file }, `${fileName(span.file)}:${span.line}`);
-      link.addEventListener("click", () => this.host.reveal(span));
-      // a node the pass made or changed: its span is the pass line that did it
-      this.row(table, d.mark === "added" || (d.mark === "rewired" && d.origin) ? "pass line" : "source", link);
-    }
-    if (d.origin) {
-      const origin = d.origin;
-      const link = el("a", { id: "fx-node-origin", title: origin.file }, `${fileName(origin.file)}:${origin.line}`);
-      link.addEventListener("click", () => this.host.reveal(origin));
-      this.row(table, "model line", link);
-    }
-    out.push(table);
-    const lines = d.span ? sourceLines(this.sources, d.span) : null;
-    if (lines) out.push(lines);
-    if (node.problems.length) {
-      out.push(el("h3", {}, "Problems"));
-      const list = el("ul");
-      for (const p of node.problems) list.append(el("li", { class: "problem-text" }, `${p.code} ${p.message}`));
-      out.push(list);
-    }
-    return out;
-  }
-
-  private groupPanel(group: Group): Node[] {
-    const out: Node[] = [el("h2", { id: "fx-selected" }, group.path)];
-    const table = el("table");
-    if (group.type) this.row(table, "module", group.type);
-    this.row(table, "nodes", String(group.nodeCount));
-    if (group.problemCount) this.row(table, "problems", String(group.problemCount));
-    out.push(table);
-    const toggle = el("button", { id: "fx-toggle-group" }, group.expanded ? "Collapse" : "Expand");
-    toggle.addEventListener("click", () => this.toggle(group));
-    out.push(toggle);
-    // problems in library code this module ran, attached to it
-    const attached = (this.model.doc.problems ?? []).filter((p) => problemPlace(this.model, p).group === group);
-    if (attached.length) {
-      out.push(el("h3", {}, "Problems"));
-      const list = el("ul", { id: "fx-group-problems" });
-      for (const p of attached) list.append(el("li", { class: "problem-text" }, problemText(p)));
-      out.push(list);
-    }
-    return out;
-  }
-
-  private summaryPanel(): Node[] {
-    if (this.host.summary) return this.host.summary();
-    const doc = this.model.doc;
-    const out: Node[] = [el("h2", {}, doc.name)];
-    if (doc.verdict) out.push(el("p", { class: "fx-muted" }, doc.verdict));
-    out.push(el("p", { class: "note" }, "Click a module to expand it, a node to see it and its source line. Drag to pan, wheel to zoom, / to search."));
-    const problems = doc.problems ?? [];
-    if (problems.length) {
-      out.push(el("h3", {}, `Problems (${problems.length})`));
-      const list = el("ul", { id: "fx-problems" });
-      for (const problem of problems) {
-        const li = el("li", { class: "problem-text" });
-        li.append(this.problemLink(problem));
-        if (!isMarked(this.model, problem)) li.append(el("span", { class: "fx-muted" }, " (not on the graph)"));
-        list.append(li);
-      }
-      out.push(list);
-    }
-    return out;
+    if (this.model.doc.code) panel.append(codePanel(this.model.doc.code));
   }
 
   /** Scrolls the shown item `id` (`n:name`, `g:path`) into the middle of the view. */
