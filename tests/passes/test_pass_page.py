@@ -7,22 +7,27 @@ keep them; a conv-bn fuser's swapped convs say both classes; a node a pass added
 module of the node it replaced, with its shape. And the page's data (``pass_document``) on a
 model with nested modules, where a node the pass adds is put in the module of its neighbours.
 
-Both sample files are analysed once, in one child process, and each page and JSON document
-(what ``fxls graph FILE::pass --format html|json`` writes) rendered from that report."""
+Both sample files are analysed once, by the worker as ``fxls graph`` has them analysed, and
+each page, JSON document and table rendered from that report as ``fxls graph FILE::pass
+--format html|json|table`` renders it."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
-import subprocess
 import sys
-import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from fxls.analysis_runs.request import AnalysisRequest
+from fxls.analysis_runs.runs import analyze_many
+from fxls.output.pass_graph import graphs_of, render_pass
 from fxls.output.pass_page import pass_document
+from fxls.project.setting_groups import ProjectLayout
+from fxls.project.settings import Settings
 from fxls.report import NodeInfo, PassGraphRun, PassReport, Span
 from tests.graph_view.browser import browser, drive_steps  # noqa: F401
 from tests.passes.samples import PASSES
@@ -114,38 +119,23 @@ OUTPUTS = [("passes.py", "negate_after_relu", "html"), ("passes.py", "relu_to_ge
            ("fuser.py", "fuse", "table"),
            ("fuser.py", "gelu_in_blocks", "html"), ("fuser.py", "gelu_in_blocks", "json")]
 
-_RENDER = """
-import json, sys
-from pathlib import Path
-from fxls.analysis.pipeline import analyze_source
-from fxls.output.pass_graph import graphs_of, render_pass
-from fxls.project.setting_groups import ProjectLayout
-from fxls.project.settings import Settings
-
-folder = Path(sys.argv[1])
-outputs = json.loads(sys.argv[2])
-settings = Settings(project=ProjectLayout(root=str(folder)))
-for file in sorted({file for file, _, _ in outputs}):
-    path = folder / file
-    report = analyze_source(str(path), path.read_text(), settings)
-    for _, name, fmt in (o for o in outputs if o[0] == file):
-        found = next(p for p in report.passes if p.name == name)
-        text = render_pass(found, fmt, graphs_of(report), report.diagnostics)
-        (folder / f"{name}.{fmt}").write_text(text, encoding="utf-8")
-"""
-
-
 @pytest.fixture(scope="module")
 def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Each pass's page (``name``), JSON document (``name.json``) and table
     (``name.table``)."""
     folder = tmp_path_factory.mktemp("pass_page")
-    (folder / "passes.py").write_text(PASSES, encoding="utf-8")
-    (folder / "fuser.py").write_text(FUSER, encoding="utf-8")
-    done = subprocess.run([sys.executable, "-c", textwrap.dedent(_RENDER), str(folder),
-                           json.dumps(OUTPUTS)], capture_output=True, text=True, timeout=240,
-                          cwd=folder)
-    assert done.returncode == 0, done.stderr[-3000:]
+    settings = Settings(project=ProjectLayout(root=str(folder)))
+    requests = []
+    for name, text in (("passes.py", PASSES), ("fuser.py", FUSER)):
+        (folder / name).write_text(text, encoding="utf-8")
+        requests.append(AnalysisRequest(str(folder / name), text, settings))
+    reports = dict(zip(("passes.py", "fuser.py"), asyncio.run(
+        analyze_many(requests, python=sys.executable, jobs=2)), strict=True))
+    for file, name, fmt in OUTPUTS:  # as `fxls graph FILE::name --format fmt` writes it
+        report = reports[file]
+        found = next(p for p in report.passes if p.name == name)
+        (folder / f"{name}.{fmt}").write_text(
+            render_pass(found, fmt, graphs_of(report), report.diagnostics), encoding="utf-8")
     return {name if fmt == "html" else f"{name}.{fmt}": folder / f"{name}.{fmt}"
             for _, name, fmt in OUTPUTS}
 
