@@ -36,7 +36,8 @@ class Block(nn.Module):
         self.proj = nn.Linear(width, width)
 
     def forward(self, x):
-        return torch.relu(self.proj(x))
+        h = self.proj(x)
+        return torch.relu(h)
 """
 GATE = """\
 class Gate(nn.Module):
@@ -170,6 +171,13 @@ async def test_diagnostics_go_to_their_cell_and_requests_are_answered_in_cells(
         types.TextDocumentIdentifier(notebook.cells[3])))
     assert [(lens.range.start.line, lens.command.title.split(" ·")[0]) for lens in lenses] \
         == [(0, "fxls: traced")], lenses
+    # the shapes of cell 2's assignment, in cell 2 (Block ran inside cell 4's Net)
+    hints = await notebook_client.text_document_inlay_hint_async(types.InlayHintParams(
+        types.TextDocumentIdentifier(notebook.cells[1]),
+        types.Range(types.Position(0, 0), types.Position(len(BLOCK.splitlines()), 0))))
+    h = position_of(BLOCK, "h = self.proj(x)")
+    assert [(hint.position, hint.label) for hint in hints] == [
+        (types.Position(h.line, h.character + 1), ": [2, 8]")]
     # Block is built where cell 4 builds it: said in the cell's terms, as `fxls check` does
     (lens,) = await notebook_client.text_document_code_lens_async(types.CodeLensParams(
         types.TextDocumentIdentifier(notebook.cells[1])))
@@ -232,3 +240,25 @@ async def test_closing_a_notebook_clears_its_cells(notebook_client: LanguageClie
     assert {uri: list(notebook_client.diagnostics.get(uri, [None])) for uri in notebook.cells
             } == {uri: [] for uri in notebook.cells}
     assert notebook.uri not in notebook_client.diagnostics
+
+
+@on_the_module_server
+async def test_a_cell_removed_from_the_notebook_shows_nothing(
+        notebook_client: LanguageClient, folder: Path):
+    notebook = Notebook(notebook_client, folder / "removed.ipynb", CELLS)
+    await notebook.analysed()
+    assert [d.code for d in notebook.shown(2)] == ["FX001"]
+    gate = notebook.cells[2]
+    notebook.version += 1
+    notebook_client.notebook_document_did_change(types.DidChangeNotebookDocumentParams(
+        types.VersionedNotebookDocumentIdentifier(notebook.version, notebook.uri),
+        types.NotebookDocumentChangeEvent(cells=types.NotebookDocumentCellChanges(
+            structure=types.NotebookDocumentCellChangeStructure(
+                types.NotebookCellArrayChange(2, 1, []),
+                did_close=[types.TextDocumentIdentifier(gate)])))))
+    notebook_client.notebook_document_did_save(types.DidSaveNotebookDocumentParams(
+        types.NotebookDocumentIdentifier(notebook.uri)))
+    await notebook.analysed()
+    assert list(notebook_client.diagnostics[gate]) == []
+    assert notebook.shown(1) == [] and notebook.shown(3) == []
+    notebook.close()

@@ -15,6 +15,7 @@ def on_notebook_change(ls: FxlsServer, params: types.DidChangeNotebookDocumentPa
     if structure is not None and structure.did_close:
         ls.publisher.clear_cells({cell.uri for cell in structure.did_close})
     config = ls.session.config
-    if config.trace_on_change and cells is not None:
+    # a cell's outputs or execution count changing (metadata) changes no source
+    if config.trace_on_change and cells is not None and (cells.text_content or structure):
         ls.scheduler.schedule(params.notebook_document.uri,
                               config.trace_on_change_delay_ms / 1000)
