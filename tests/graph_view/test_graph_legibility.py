@@ -147,6 +147,13 @@ def _check_every_look(run: dict[str, Any], looks: int) -> set[str]:
 
 # -- Hugging Face BERT, every module open ------------------------------------------------------
 
+#: how every open group's frame is painted: its fill (under the edges) and its outline
+FRAME_PAINT = """[...new Set([...document.querySelectorAll('#graph .frame-fill')].map((e) => {
+  const s = getComputedStyle(e);
+  return `${s.fill} ${s.fillOpacity} ${s.opacity}`;
+}))].concat([...new Set([...document.querySelectorAll('#graph g.frame > rect')].map(
+  (e) => getComputedStyle(e).fill))])"""
+
 BERT_LOOKS = ["bert_embeddings", "bert_encoder_layer_0_attention_self_value",
               "bert_encoder_layer_0_output_dense", "bert_encoder_layer_1_attention_self_value",
               "bert_encoder_layer_1_output_layer_norm", "head"]
@@ -161,6 +168,7 @@ def bert_run(browser: None, tmp_path_factory: pytest.TempPathFactory) -> dict[st
     return drive_steps(page, [
         *_looks(BERT_LOOKS),
         {"eval": "view.shown().nodes", "as": "shown"},
+        {"eval": FRAME_PAINT, "as": "framePaint"},
         {"eval": "view.centerOnId('n:bert_encoder_layer_0_attention_self_value')", "as": "_"},
         {"boxes": "#graph g.node[data-id='n:bert_encoder_layer_0_attention_self_value'] text",
          "as": "value"},
@@ -174,6 +182,12 @@ def bert_run(browser: None, tmp_path_factory: pytest.TempPathFactory) -> dict[st
 def test_no_text_is_drawn_over_another_on_bert_expanded(bert_run: dict[str, Any]) -> None:
     seen = _check_every_look(bert_run, len(BERT_LOOKS))
     assert seen == {f"n:{name}" for name in bert_run["shown"]}, "the looks covered the model"
+
+
+def test_frames_nested_five_deep_are_as_light_as_one(bert_run: dict[str, Any]) -> None:
+    # `bert > encoder > layer > layer.0 > attention > self`: one opaque light fill, never
+    # stacked translucent layers, and outlines that do not hide what is inside
+    assert bert_run["framePaint"] == ["rgb(243, 246, 249) 1 1", "rgba(0, 0, 0, 0)"]
 
 
 def test_a_long_name_is_shortened_to_its_box_and_whole_in_its_tooltip(
