@@ -386,6 +386,10 @@ def test_in_a_browser_the_panes_keep_in_step_and_the_swapped_convs_are_marked(
         *_pane_state("expanded"),
         {"eval": "pass.before.zoomBy(0.8)", "as": "zoom"},
         *_pane_state("zoomed"),
+        {"click": "#fx-pane-after .fx-overview-toggle"},
+        {"eval": "[...document.querySelectorAll('.fx-overview')].map((o) => "
+                 "!o.classList.contains('folded'))", "as": "overviews"},
+        *_pane_state("overview"),
         {"boxes": "#fx-pane-after g.node.mark-swapped", "as": "swapped"},
         {"boxes": "#fx-pane-before g.node.mark-swapped", "as": "swappedBefore"},
         {"click": "#fx-pane-after g.node[data-id='n:blocks_0_conv']"},
@@ -411,6 +415,9 @@ def test_in_a_browser_the_panes_keep_in_step_and_the_swapped_convs_are_marked(
     # zooming one pane zooms the other
     assert result["zoomedTransform"][0] == result["zoomedTransform"][1]
     assert result["zoomedTransform"] != result["expandedTransform"]
+    # the overview opened in one pane opens in the other (equal drawing areas)
+    assert result["overviews"] == [True, True]
+    assert result["overviewTransform"][0] == result["overviewTransform"][1]
     # Collapse (every module) in one pane: in both
     assert result["collapsedAllExpanded"] == [[], []]
     assert result["collapsedAllTransform"][0] == result["collapsedAllTransform"][1]

@@ -196,6 +196,7 @@ export class PassView {
       selected: (view, item) => this.selected(view, item),
       toggled: (view, path, expanded) => this.follow(view, (other) => other.setExpanded(path, expanded)),
       transformed: (view) => this.follow(view, () => undefined),
+      overview: (view, open) => this.follow(view, (other) => other.setOverview(open)),
       summary: () => this.summary(),
     });
     const saved = !!(this.states.before || this.states.after);
