@@ -103,7 +103,7 @@ export function summaryPanel(ctx: PanelContext): Node[] {
   const doc = ctx.model.doc;
   const out: Node[] = [el("h2", {}, doc.name)];
   if (doc.verdict) out.push(el("p", { class: "fx-muted" }, doc.verdict));
-  out.push(el("p", { class: "note" }, "Click a module to expand it, a node to see it and its source line. Drag to pan, wheel to zoom, / to search."));
+  out.push(el("p", { class: "note" }, "Click a module to expand it, a node to see it and its source line. Drag to pan, wheel to zoom, / to search (/…/ for a regular expression)."));
   const problems = doc.problems ?? [];
   if (problems.length) {
     out.push(el("h3", {}, `Problems (${problems.length})`));

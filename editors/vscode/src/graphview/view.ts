@@ -166,7 +166,7 @@ export class GraphView {
       toolbar.append(el("span", { class: "fx-muted", id: "fx-count" }, `${this.model.nodes.size} nodes, ${this.model.groups.size - 1} modules`));
       if (doc.file) toolbar.append(el("span", { class: "file", title: doc.file }, fileName(doc.file)));
     }
-    this.searchInput = el("input", { ...id("fx-search"), class: "fx-search", type: "search", placeholder: pane ? "Search" : "Search name, op, target  ( / )", "aria-label": "Search nodes" });
+    this.searchInput = el("input", { ...id("fx-search"), class: "fx-search", type: "search", placeholder: pane ? "Search" : "Search name, op, target, /re/  ( / )", title: "A name, op or target contains the text (any case); /…/ is a regular expression", "aria-label": "Search nodes" });
     this.searchCount = el("span", { ...id("fx-search-count"), class: "fx-muted fx-search-count" });
     const button = (name: string, label: string, title: string, action: () => void) => {
       const b = el("button", { ...id(name), class: name, title }, label);
