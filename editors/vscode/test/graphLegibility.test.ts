@@ -121,3 +121,21 @@ test("one label per source and shape, none over a node", () => {
   assert.equal(places[1], null, "the same source's shape is written once");
   assert.ok(places[2] && places[2].x < 200, "left of its line, off the node");
 });
+
+test("export's symbolic sizes are bookkeeping too", () => {
+  // `b = x.shape[0]` under a dynamic batch, as `fxls graph --target export` writes it
+  const model = buildModel({
+    name: "Net",
+    status: "traced",
+    nodes: [
+      node("x", "placeholder", "x", "()", ["linear", "sym_size_int_1"], null, null),
+      node("sym_size_int_1", "call_function", "aten.sym_size.int", "(%x, 0)", ["view", "reshape"], null, null),
+      node("linear", "call_function", "aten.linear.default", "(%x, %w)", ["view"], null, [4, 8]),
+      node("view", "call_function", "aten.view.default", "(%linear, [%sym_size_int_1, 2, 4])", ["reshape"], null, [4, 2, 4]),
+      node("reshape", "call_function", "aten.reshape.default", "(%view, [%sym_size_int_1, -1])", ["output"], null, [4, 8]),
+      node("output", "output", "output", "((%reshape,),)", [], null, null),
+    ],
+  });
+  assert.equal(model.nodes.get("sym_size_int_1")!.foldedInto?.data.name, "view");
+  assert.equal(nodeSubtitle(model.nodes.get("view")!), "aten.view · +1");
+});
