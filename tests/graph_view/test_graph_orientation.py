@@ -279,6 +279,29 @@ SHOWN = """({ nodes: view.shown().nodes.length,
   open: Array.from(view.model.groups.values()).filter((g) => g.expanded).map((g) => g.path),
   zoom: view.transform, pressed: document.querySelector('#fx-bookkeeping').ariaPressed })"""
 
+#: VS Code draws the panel anew after every trace, with the state the view saved: a second
+#: view made from the first one's saved state shows the shape ops and folds the overview too
+STATE_KEPT = """new Promise((resolve) => {
+  const open = (saved, save) => {
+    const mount = document.createElement('div');
+    mount.style.cssText = 'position: fixed; inset: 0; background: #fff';
+    document.body.append(mount);
+    return new view.constructor(mount, view.model.doc, { reveal() {}, saveState: save }, saved);
+  };
+  let state = null;
+  const first = open(null, (s) => (state = s));
+  first.rebuild(true);
+  first.setOverview(false);
+  setTimeout(() => {
+    const again = open(state, () => {});
+    resolve({ state: { showBookkeeping: state.showBookkeeping, overview: state.overview },
+              nodes: [first.shown().nodes.length, again.shown().nodes.length],
+              pressed: Array.from(document.querySelectorAll('.fx-bookkeeping')).pop()
+                .getAttribute('aria-pressed'),
+              overview: Array.from(document.querySelectorAll('.fx-overview')).pop().className });
+  }, 400);
+})"""
+
 EDGE_STYLE = """Array.from(document.querySelectorAll('#graph path.edge')).map((e) => ({
   cls: e.getAttribute('class'), stroke: getComputedStyle(e).stroke,
   opacity: getComputedStyle(e).opacity }))"""
@@ -318,6 +341,7 @@ def vit_run(browser: None, tmp_path_factory: pytest.TempPathFactory) -> dict[str
         {"fill": "#fx-search", "text": "/soft(max/"},
         {"eval": f"[{count}.textContent, {count}.className]", "as": "badRegex"},
         {"eval": "document.querySelectorAll('#graph g.match').length", "as": "badMatches"},
+        {"eval": STATE_KEPT, "as": "kept"},
     ])
 
 
@@ -376,3 +400,12 @@ def test_shape_ops_toggle_keeps_the_open_groups_selection_and_zoom(
     for key in ("selected", "open", "zoom"):
         assert unfolded[key] == folded[key], key
     assert folded["selected"] == "softmax_3" and "vit.blocks.3.attn" in folded["open"]
+
+
+@pytest.mark.skipif(NO_ZOO, reason="model zoo not installed (scripts/install_model_zoo.py)")
+def test_the_saved_state_keeps_shape_ops_and_the_overview(vit_run: dict[str, Any]) -> None:
+    kept = vit_run["kept"]
+    assert kept["state"] == {"showBookkeeping": True, "overview": False}
+    first, again = kept["nodes"]
+    assert first == again and kept["pressed"] == "true"
+    assert "folded" in kept["overview"].split()

@@ -34,6 +34,10 @@ export interface ViewState {
   expanded: string[];
   transform: { k: number; tx: number; ty: number };
   selected: string | null;
+  /** the shape ops shown (the toolbar's toggle) */
+  showBookkeeping?: boolean;
+  /** the overview column open */
+  overview?: boolean;
 }
 
 /** Where the view sends a request to show a source line, and (a pane of a split view, see
@@ -146,7 +150,7 @@ export class GraphView {
     saved?: ViewState | null,
     private readonly pane?: PaneOptions,
   ) {
-    this.model = buildModel(doc);
+    this.model = buildModel(doc, { showBookkeeping: saved?.showBookkeeping === true });
     this.layouter = new Layouter(this.model);
     this.sources = documentSources(doc);
     this.initialExpansion();
@@ -239,7 +243,9 @@ export class GraphView {
       toggle.classList.toggle("on", show);
       toggle.setAttribute("aria-pressed", String(show));
     });
-    toggle.setAttribute("aria-pressed", "false");
+    const shown = !!this.model.options.showBookkeeping;
+    toggle.classList.toggle("on", shown);
+    toggle.setAttribute("aria-pressed", String(shown));
     return toggle;
   }
 
@@ -262,6 +268,7 @@ export class GraphView {
     this.matchIndex = -1;
     this.render();
     this.showPanel();
+    this.scheduleSave();
   }
 
   /** One pressed button per graph of the module; a click on another asks for it. */
@@ -286,6 +293,7 @@ export class GraphView {
     }
     ({ k: this.k, tx: this.tx, ty: this.ty } = saved.transform);
     this.selected = (saved.selected && this.model.nodes.get(saved.selected)) || null;
+    if (typeof saved.overview === "boolean") this.minimap.setOpen(saved.overview, false);
     return true;
   }
 
@@ -293,7 +301,7 @@ export class GraphView {
     if (!this.host.saveState) return;
     const expanded = [...this.model.groups.values()].filter((g) => g.parent && g.expanded).map((g) => g.path);
     const selected = this.selected?.kind === "node" ? this.selected.data.name : null;
-    this.host.saveState({ expanded, transform: { k: this.k, tx: this.tx, ty: this.ty }, selected });
+    this.host.saveState({ expanded, transform: { k: this.k, tx: this.tx, ty: this.ty }, selected, showBookkeeping: !!this.model.options.showBookkeeping, overview: this.minimap.open });
   }
 
   /** Small models open expanded; others at their top-level modules: the root's, or those
