@@ -62,8 +62,8 @@ def after_graph(run: PassGraphRun, before: ModuleReport | None) -> list[MarkedNo
     names = {name for name, _ in order}
     marked = []
     for name, expression in order:
-        node = _with_model_info(changed[name], known.get(name)) if name in changed \
-            else known.get(name) or guessed_node(name, expression, names)
+        node = _with_model_info(changed[name], known.get(name), name not in run.added) \
+            if name in changed else known.get(name) or guessed_node(name, expression, names)
         mark = KEPT if run.after is None else ADDED if name in run.added \
             else REWIRED if name in run.rewired else KEPT
         inputs = names_in(expression, names - {name})
@@ -88,13 +88,17 @@ def after_graph(run: PassGraphRun, before: ModuleReport | None) -> list[MarkedNo
     return marked
 
 
-def _with_model_info(node: NodeInfo, model: NodeInfo | None) -> NodeInfo:
+def _with_model_info(node: NodeInfo, model: NodeInfo | None, same_call: bool) -> NodeInfo:
     """A node the pass changed, as the pass run reports it (its span the pass line), with
-    what the traced model knew of it: its module, shape and dtype."""
+    what the traced model knew of the node of its name: its module, and when it still
+    calls the same (rewired, not made anew) its target as the model names it, shape and
+    dtype."""
     if model is None or node is model:
         return node
-    return replace(node, module_path=node.module_path or model.module_path,
-                   module_type=node.module_type or model.module_type,
+    node = replace(node, module_path=node.module_path or model.module_path)
+    if not same_call:
+        return node
+    return replace(node, target=model.target, module_type=node.module_type or model.module_type,
                    shape=node.shape if node.shape is not None else model.shape,
                    dtype=node.dtype or model.dtype)
 

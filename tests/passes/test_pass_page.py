@@ -328,6 +328,9 @@ def test_a_fusers_swapped_convs_say_both_classes(pages: dict[str, Path]) -> None
     assert {name: n["swap"] for name, n in nodes.items() if "swap" in n} == {
         "blocks_0_conv": FUSED, "blocks_1_conv": FUSED}
     assert nodes["blocks_0_conv"]["module_type"] == CONV
+    # a rewired node calls what it called: named as the model names it, in its module
+    assert (nodes["relu"]["mark"], nodes["relu"]["target"]) == ("~", "torch.relu")
+    assert nodes["relu"]["module_path"] == "blocks.0"
     table = pages["fuse.table"].read_text(encoding="utf-8").splitlines()
     row = next(line.split() for line in table if " blocks_0_conv " in line)
     assert row[:2] == ["blocks_0_conv", "call_module"]
