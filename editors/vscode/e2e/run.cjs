@@ -547,6 +547,24 @@ async function command(page, title) {
       return `status "${status}"; FX001 squiggle at ${found} in the cell of class Gate; hover "${text.slice(0, 90)}"; the fix's comment in that cell, saved: "${(await clean.innerText()).trim()}"`;
     });
 
+    await step("a notebook cell's code lens opens the graph; a click on a node shows its cell's line", async () => {
+      if (!process.env.FXLS_E2E_PROJECT) return "skipped: FXLS_E2E_PROJECT not set";
+      const lens = page.locator(".codelens-decoration a", { hasText: /fxls: traced · \d+ nodes/ }).last();
+      await lens.waitFor({ timeout: 30_000 });
+      const title = (await lens.innerText()).trim();
+      await lens.click();
+      // Net's graph: cell 2's Block open as a group, its relu made in cell 2
+      const frame = await findFrame(page, '#graph[data-rendered="true"] g.node[data-id="n:relu"]', 60_000);
+      const heading = await frame.locator("h1").innerText();
+      await frame.locator('g.node[data-id="n:relu"]').click();
+      // cell 2's editor is the active one, its cursor on relu's line: the graph marks relu
+      await page.locator(".statusbar-item", { hasText: "Cell 2 of 4" }).first().waitFor({ timeout: 15_000 });
+      await frame.locator('g.cursor[data-id="n:relu"]').waitFor({ timeout: 15_000 });
+      const source = await frame.locator("#fx-node-source").innerText();
+      await page.screenshot({ path: path.join(outDir, "notebook-graph.png") });
+      return `lens "${title}" -> panel "${heading}"; click relu (${source}) -> Cell 2 of 4; the cursor marks relu`;
+    });
+
     const csp = consoleErrors.filter((text) => /Content Security Policy/i.test(text));
     await step("no Content Security Policy violations", async () => {
       if (csp.length) throw new Error(csp.join(" | "));

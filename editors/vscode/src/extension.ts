@@ -32,6 +32,7 @@ import {
   resolveVariables,
 } from "./interpreter";
 import { GraphTarget, PASS_FORMAT, classNames, enclosingClass, enclosingDefinition, targetFromArgs, withoutCommands } from "./modules";
+import { NotebookCellText, toCell, toSource } from "./notebookLines";
 import { buildServerCommand, formatCommandLine, startFailureHint } from "./serverCommand";
 import { ServerSettings, configChangeAction, didChangeConfigurationParams, initializationOptions, serverSettings } from "./settings";
 import { ClientState, FileTargets, countSeverities, targetsOf } from "./status";
@@ -100,6 +101,14 @@ interface GraphPanel {
 
 /** the notebooks whose Python cells fxls analyses (package.json activates on them) */
 const NOTEBOOK_TYPE = "jupyter-notebook";
+
+/** A notebook's cells as the server reads them: Python code cells are analysed. */
+function cellTexts(cells: readonly vscode.NotebookCell[]): NotebookCellText[] {
+  return cells.map((cell) => ({
+    python: cell.kind === vscode.NotebookCellKind.Code && cell.document.languageId === "python",
+    text: cell.document.getText(),
+  }));
+}
 
 /** The Jupyter notebook on disk that ``document`` is a cell of, if it is one. */
 function notebookOf(document: vscode.TextDocument): vscode.NotebookDocument | undefined {
@@ -688,6 +697,7 @@ class FxlsExtension implements vscode.Disposable {
   /** The graph view asked for a node's source: show that range in an editor (the one that
    * already shows the file, else the first column). */
   private async revealSource(span: SourceSpan): Promise<void> {
+    if (await this.revealInCell(span)) return;
     try {
       const uri = vscode.Uri.file(span.file);
       const document = await vscode.workspace.openTextDocument(uri);
@@ -706,13 +716,50 @@ class FxlsExtension implements vscode.Disposable {
     }
   }
 
+  /** A span in an open notebook (its lines are those of the source the server analysed):
+   * shown in its cell. False when `span.file` is no open notebook. */
+  private async revealInCell(span: SourceSpan): Promise<boolean> {
+    const notebook = vscode.workspace.notebookDocuments.find(
+      (candidate) => candidate.notebookType === NOTEBOOK_TYPE && candidate.uri.fsPath === span.file,
+    );
+    if (!notebook) return false;
+    const cells = notebook.getCells();
+    const start = toCell(cellTexts(cells), span.line - 1);
+    if (!start) return true; // the prelude: no cell to show
+    const document = cells[start.cell].document;
+    const end = toCell(cellTexts(cells), span.end_line - 1);
+    const endLine = end && end.cell === start.cell ? end.line : start.line;
+    try {
+      await vscode.window.showTextDocument(document, {
+        selection: new vscode.Range(
+          new vscode.Position(start.line, byteColumnToChar(document.lineAt(start.line).text, span.col)),
+          new vscode.Position(endLine, byteColumnToChar(document.lineAt(endLine).text, span.end_col)),
+        ),
+        preserveFocus: false,
+      });
+    } catch (error) {
+      this.log(`could not reveal ${span.file}:${span.line}: ${error}`);
+    }
+    return true;
+  }
+
   /** The cursor moved in `editor`: its graph panels mark the nodes of that line (a pass's
-   * before/after view: the nodes a pass line made or changed, or a model line's nodes). */
+   * before/after view: the nodes a pass line made or changed, or a model line's nodes). In
+   * a notebook's cell, the line is the notebook's, in the source the server analysed. */
   private postCursor(editor: vscode.TextEditor): void {
-    const uri = this.client ? this.client.code2ProtocolConverter.asUri(editor.document.uri) : editor.document.uri.toString();
+    const notebook = notebookOf(editor.document);
+    const shown = notebook?.uri ?? editor.document.uri;
+    const uri = this.client ? this.client.code2ProtocolConverter.asUri(shown) : shown.toString();
+    let line: number | undefined = editor.selection.active.line;
+    if (notebook) {
+      const cells = notebook.getCells();
+      const cell = cells.findIndex((candidate) => candidate.document === editor.document);
+      line = toSource(cellTexts(cells), cell, line);
+    }
+    if (line === undefined) return;
     for (const entry of this.panels.values()) {
       if (entry.target.uri !== uri) continue;
-      void entry.panel.webview.postMessage({ type: "cursor", file: editor.document.uri.fsPath, line: editor.selection.active.line + 1 });
+      void entry.panel.webview.postMessage({ type: "cursor", file: shown.fsPath, line: line + 1 });
     }
   }
 
