@@ -42,15 +42,20 @@ def short_problem(message: str) -> str:
     return text[: _PROBLEM_CHARS - 1].rstrip() + "…"
 
 
-def _changes(run: PassGraphRun) -> str:
+def change_counts(run: PassGraphRun) -> str:
+    """``+1 -2, 1 rewired, 2 modules swapped``."""
     parts = [f"+{len(run.added)} -{len(run.removed)}"]
     if run.rewired:
         parts.append(f"{len(run.rewired)} rewired")
+    if run.swapped:
+        parts.append(f"{len(run.swapped)} module{'s' if len(run.swapped) > 1 else ''} swapped")
     return ", ".join(parts)
 
 
-def _changed(run: PassGraphRun) -> bool:
-    return bool(run.added or run.removed or run.rewired)
+def changed(run: PassGraphRun) -> bool:
+    """Whether the pass changed the graph or the modules it calls (a module swap leaves the
+    graph as it was)."""
+    return bool(run.added or run.removed or run.rewired or run.swapped)
 
 
 def lens_title(report: PassReport) -> str:
@@ -67,8 +72,8 @@ def lens_title(report: PassReport) -> str:
         label = graph_label(run)
         if run.problem is not None:
             problems.append(f"{label}: {short_problem(run.problem)}")
-        elif _changed(run):
-            changes.append(f"{label}{separator}{_changes(run)}")
+        elif changed(run):
+            changes.append(f"{label}{separator}{change_counts(run)}")
         else:
             unchanged.append(label)
     items = [*problems, *changes]
@@ -114,7 +119,7 @@ def run_summary(run: PassGraphRun) -> str:
     """``Net: +1 -0, 1 rewired``, ``Net: no change`` or ``Net: <short problem>``."""
     if run.problem is not None:
         return f"{graph_label(run)}: {short_problem(run.problem)}"
-    return f"{graph_label(run)}: {_changes(run) if _changed(run) else 'no change'}"
+    return f"{graph_label(run)}: {change_counts(run) if changed(run) else 'no change'}"
 
 
 def pass_text(report: PassReport) -> str:
@@ -129,7 +134,7 @@ def pass_text(report: PassReport) -> str:
         out.append("# not run: no graph to run it on")
     for run in report.runs:
         out.append("")
-        if run.problem is None and not _changed(run):
+        if run.problem is None and not changed(run):
             out.append(f"# {run_summary(run)}")
             continue
         out.append(f"--- {graph_label(run)} (before)")
@@ -140,6 +145,9 @@ def pass_text(report: PassReport) -> str:
                              ("rewired", run.rewired)):
             if names:
                 out.append(f"# {label}: {', '.join(names)}")
+        if run.swapped:  # the code does not show it: the calls read as before
+            out.append("# modules swapped: " + ", ".join(
+                f"{path} (now {cls.rpartition('.')[2]})" for path, cls in run.swapped.items()))
         out.extend(run_diff(run))
     return "\n".join(out) + "\n"
 

@@ -20,7 +20,14 @@ from fxls.graph_view.module_graph import (
     format_table,
     node_cells,
 )
-from fxls.graph_view.pass_view import graph_label, pass_text, run_diff, run_summary
+from fxls.graph_view.pass_view import (
+    change_counts,
+    changed,
+    graph_label,
+    pass_text,
+    run_diff,
+    run_summary,
+)
 from fxls.output.pass_nodes import (
     ADDED,
     EXPORT_SUFFIX,
@@ -75,11 +82,7 @@ def _runs(report: PassReport, graphs: dict[str, ModuleReport]
 
 def _title(report: PassReport, run: PassGraphRun) -> str:
     """``Net after `fuse`: +1 -2, 1 rewired`` (``no change``)."""
-    counts = f"+{len(run.added)} -{len(run.removed)}"
-    if run.rewired:
-        counts += f", {len(run.rewired)} rewired"
-    if not (run.added or run.removed or run.rewired):
-        counts = "no change"
+    counts = change_counts(run) if changed(run) else "no change"
     return f"{graph_label(run)} after `{report.name}`: {counts}"
 
 

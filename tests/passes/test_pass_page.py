@@ -324,6 +324,7 @@ def test_a_fusers_swapped_convs_say_both_classes(pages: dict[str, Path]) -> None
     run = _json_run(pages, "fuse")
     assert run["removed"] == ["blocks_0_bn", "blocks_1_bn"] and run["added"] == []
     assert run["swapped"] == {"blocks.0.conv": CONV, "blocks.1.conv": CONV}
+    assert run["summary"] == "Net: +0 -2, 2 rewired, 2 modules swapped"
     nodes = {n["name"]: n for n in run["nodes"]}
     assert {name: n["swap"] for name, n in nodes.items() if "swap" in n} == {
         "blocks_0_conv": FUSED, "blocks_1_conv": FUSED}

@@ -13,8 +13,9 @@ import torch
 from torch import fx, nn
 
 from fxls.analysis.passes.module_swaps import modules_by_path, swapped_modules
+from fxls.graph_view.pass_view import lens_title, pass_text
 from fxls.output.pass_placement import place_added
-from fxls.report import NodeInfo
+from fxls.report import NodeInfo, PassGraphRun, PassReport
 
 CONV = "torch.nn.modules.conv.Conv2d"
 
@@ -48,6 +49,16 @@ def test_a_module_put_in_place_of_another_is_a_swap_a_copy_or_an_edit_in_place_i
     # the tutorial's fuser copies the whole model first: only what it replaced differs
     copied = copy.deepcopy(gm)
     assert swapped_modules(modules_by_path(gm), copied, copied.graph) == {}
+
+
+def test_a_pass_that_only_swaps_modules_changed_something() -> None:
+    """Its graph's code reads as before: the lens and the text view say the swap."""
+    code = "def forward(self, x):\n    fc = self.fc(x);  x = None\n    return fc\n"
+    run = PassGraphRun("Net", before=code, after=code,
+                       swapped={"fc": "torch.ao.nn.quantized.dynamic.modules.linear.Linear"})
+    report = PassReport("quantize", "graph_module", runs=[run])
+    assert lens_title(report) == "quantize — Net: +0 -0, 1 module swapped"
+    assert "# modules swapped: fc (now Linear)" in pass_text(report).splitlines()
 
 
 def _node(name: str, users: list[str], path: str | None = None, op: str = "call_function",
