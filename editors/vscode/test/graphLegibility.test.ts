@@ -139,3 +139,18 @@ test("export's symbolic sizes are bookkeeping too", () => {
   assert.equal(model.nodes.get("sym_size_int_1")!.foldedInto?.data.name, "view");
   assert.equal(nodeSubtitle(model.nodes.get("view")!), "aten.view · +1");
 });
+
+test("a Sequential's numbered child is named with the Sequential: `downsample_0`", () => {
+  const model = buildModel({
+    name: "Net",
+    status: "traced",
+    nodes: [
+      node("x", "placeholder", "x", "()", ["layer_downsample_0"], null, [1, 8]),
+      { ...node("layer_downsample_0", "call_module", "layer.downsample.0", "(%x,)", ["layer_downsample_1"], "layer.downsample.0", [1, 8]), module_type: "torch.nn.modules.conv.Conv2d" },
+      { ...node("layer_downsample_1", "call_module", "layer.downsample.1", "(%a,)", ["output"], "layer.downsample.1", [1, 8]), module_type: "torch.nn.modules.batchnorm.BatchNorm2d" },
+      node("output", "output", "output", "(%b,)", [], null, null),
+    ],
+  });
+  assert.equal(model.nodes.get("layer_downsample_0")!.parent.path, "layer.downsample");
+  assert.deepEqual(["layer_downsample_0", "layer_downsample_1"].map((n) => nodeTitle(model.nodes.get(n)!)), ["downsample_0", "downsample_1"]);
+});

@@ -64,9 +64,23 @@ export function rectOf(box: Box, margin = 0): Rect {
   return { x0: box.x - box.width / 2 - margin, y0: box.y - box.height / 2 - margin, x1: box.x + box.width / 2 + margin, y1: box.y + box.height / 2 + margin };
 }
 
+/** `points` without the bends that are none (dagre puts a point on every rank a line
+ * crosses, straight or not). */
+function corners(points: Point[]): Point[] {
+  const kept: Point[] = [];
+  for (const p of points) {
+    const a = kept[kept.length - 2];
+    const b = kept[kept.length - 1];
+    if (a && b && Math.abs((b.x - a.x) * (p.y - b.y) - (b.y - a.y) * (p.x - b.x)) < 1) kept[kept.length - 1] = p;
+    else kept.push(p);
+  }
+  return kept;
+}
+
 /** Places along a route to try, best first: the middle of each segment, then nearer its
  * ends; right of the line, then left. Each is the label's baseline start. */
-function* candidates(points: Point[], width: number): Generator<Point> {
+function* candidates(route: Point[], width: number): Generator<Point> {
+  const points = corners(route);
   for (const t of [0.5, 0.3, 0.7]) {
     for (let i = 0; i + 1 < points.length; i++) {
       const a = points[i];

@@ -55,9 +55,13 @@ function relative(name: string, group: Group | null, separator: string): string 
   return name.startsWith(prefix) && name.length > prefix.length ? name.slice(prefix.length) : name;
 }
 
-/** The first line of a node's box: its name in its group, fitted. */
+/** The first line of a node's box: its name in its group, fitted (a Sequential's `0` says
+ * little on its own: `downsample_0`). */
 export function nodeTitle(node: GNode): string {
-  return fitMiddle(relative(node.data.name, node.parent, "_"), TITLE_CHARS);
+  let name = relative(node.data.name, node.parent, "_");
+  const path = node.parent?.path ?? "";
+  if (name !== node.data.name && /^\d/.test(name)) name = `${nameOfPath(path.slice(path.lastIndexOf(".") + 1))}_${name}`;
+  return fitMiddle(name, TITLE_CHARS);
 }
 
 /** What a node calls, in a word: a module call's class (`Linear`), a function's or

@@ -437,7 +437,7 @@ function joinAtFrames(parts: Point[][], m: number): Point[] {
 }
 
 /** What an edge label must not cover: nodes (with their problem badge, on the top right
- * corner), closed groups, open groups' titles. */
+ * corner), closed groups, open groups' titles and borders. */
 function labelObstacles(scene: Scene): Box[] {
   const boxes: Box[] = [];
   const BADGE = 9;
@@ -445,9 +445,15 @@ function labelObstacles(scene: Scene): Box[] {
     boxes.push(node.problems.length ? { x: box.x + BADGE / 2, y: box.y - BADGE / 2, width: box.width + BADGE, height: box.height + BADGE } : box);
   }
   for (const { box } of scene.collapsed) boxes.push(box);
+  const LINE = 2;
   for (const { group, box } of scene.frames) {
     const width = frameTitleWidth(group);
-    boxes.push({ x: box.x - box.width / 2 + width / 2, y: box.y - box.height / 2 + GROUP_HEADER / 2, width, height: GROUP_HEADER });
+    const left = box.x - box.width / 2;
+    const top = box.y - box.height / 2;
+    boxes.push({ x: left + width / 2, y: top + GROUP_HEADER / 2, width, height: GROUP_HEADER });
+    // its border: a label across it reads as belonging to neither side
+    boxes.push({ x: left, y: box.y, width: LINE, height: box.height }, { x: left + box.width, y: box.y, width: LINE, height: box.height });
+    boxes.push({ x: box.x, y: top, width: box.width, height: LINE }, { x: box.x, y: top + box.height, width: box.width, height: LINE });
   }
   return boxes;
 }
