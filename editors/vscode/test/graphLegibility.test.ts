@@ -3,7 +3,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { placeLabels } from "../src/graphview/edgelabels";
-import { Layouter, nodeSize, nodeSubtitle, nodeTitle, nodeTooltip } from "../src/graphview/layout";
+import { GROUP_HEADER, Layouter, nodeSize, nodeSubtitle, nodeTitle, nodeTooltip } from "../src/graphview/layout";
 import { GraphDocument, GraphNodeData, buildModel, reveal, search, shownAs } from "../src/graphview/model";
 
 function node(name: string, op: string, target: string, args: string, users: string[], path: string | null, shape: number[] | null): GraphNodeData {
@@ -153,4 +153,32 @@ test("a Sequential's numbered child is named with the Sequential: `downsample_0`
   });
   assert.equal(model.nodes.get("layer_downsample_0")!.parent.path, "layer.downsample");
   assert.deepEqual(["layer_downsample_0", "layer_downsample_1"].map((n) => nodeTitle(model.nodes.get(n)!)), ["downsample_0", "downsample_1"]);
+});
+
+test("an edge crosses the frames it enters straight, never along their title bands", () => {
+  // x -> enc.layer.0.attn.{q,k} (three frames deep) -> enc.layer.0.add -> output
+  const model = buildModel({
+    name: "Enc",
+    status: "traced",
+    nodes: [
+      node("x", "placeholder", "x", "()", ["q", "k", "add"], null, [1, 8]),
+      node("q", "call_function", "torch.relu", "(%x,)", ["mul"], "enc.layer.0.attn", [1, 8]),
+      node("k", "call_function", "torch.tanh", "(%x,)", ["mul"], "enc.layer.0.attn", [1, 8]),
+      node("mul", "call_function", "operator.mul", "(%q, %k)", ["add"], "enc.layer.0.attn", [1, 8]),
+      node("add", "call_function", "operator.add", "(%mul, %x)", ["output"], "enc.layer.0", [1, 8]),
+      node("output", "output", "output", "(%add,)", [], null, null),
+    ],
+  });
+  const scene = new Layouter(expandAll(model)).scene();
+  assert.deepEqual(scene.frames.map((f) => f.group.path), ["enc", "enc.layer", "enc.layer.0", "enc.layer.0.attn"]);
+  for (const edge of scene.edges) {
+    edge.points.slice(1).forEach((b, i) => {
+      const a = edge.points[i];
+      for (const { group, box } of scene.frames) {
+        const top = box.y - box.height / 2;
+        const inBand = (p: { y: number }) => p.y >= top - 0.5 && p.y <= top + GROUP_HEADER + 0.5;
+        assert.ok(!(inBand(a) && inBand(b) && Math.abs(a.x - b.x) > 0.5), `${edge.from.id} -> ${edge.to.id} runs along ${group.path}'s title band`);
+      }
+    });
+  }
 });
