@@ -2,7 +2,7 @@
 depends on, so that an unchanged file is not analysed again (``fxls check``; the editor's
 first diagnostics on open).
 
-- ``fingerprint``: the key (the file's text and its workspace dependencies, settings,
+- ``file_fingerprint``: the key (the file's text and its workspace dependencies, settings,
   fxls's code, the interpreter and its libraries), built from ``code_version``,
   ``environment`` and ``dependencies``;
 - ``store``: the entries on disk (``ResultCache.lookup``/``store``, the size bound), in the
@@ -10,7 +10,7 @@ first diagnostics on open).
 - ``check_use``: ``fxls check``'s lookups and stores; ``commands``: ``fxls cache``.
 """
 
-from fxls.result_cache.fingerprint import Fingerprint, fingerprint
+from fxls.result_cache.file_fingerprint import Fingerprint, fingerprint
 from fxls.result_cache.location import cache_disabled, cache_folder
 from fxls.result_cache.store import CacheUsage, ResultCache
 

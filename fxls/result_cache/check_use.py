@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from fxls.analysis_runs.request import AnalysisRequest
 from fxls.report import FileReport
 from fxls.result_cache.dependencies import WorkspaceFiles
-from fxls.result_cache.fingerprint import Fingerprint, fingerprint
+from fxls.result_cache.file_fingerprint import Fingerprint, fingerprint
 from fxls.result_cache.store import ResultCache
 
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from fxls.project.source_text import source_text
 from fxls.report import MAX_DIAGNOSTICS, FileReport, InvalidReport, check_report
-from fxls.result_cache.fingerprint import CACHE_FORMAT, Fingerprint
+from fxls.result_cache.file_fingerprint import CACHE_FORMAT, Fingerprint
 from fxls.result_cache.location import cache_folder, size_limit_bytes
 
 #: an entry larger than this, compressed or not, is not read
