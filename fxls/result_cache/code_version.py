@@ -19,10 +19,18 @@ PACKAGES = ("fxls", "fxcore")
 @cache
 def code_digest() -> str:
     """The hex digest of the source files of ``fxls`` and ``fxcore`` (names and bytes)."""
-    digest = hashlib.sha256()
+    folders = []
     for package in PACKAGES:
         spec = importlib.util.find_spec(package)
-        folder = os.path.dirname(os.path.abspath(spec.origin if spec and spec.origin else ""))
+        folders.append(os.path.dirname(os.path.abspath(spec.origin if spec and spec.origin
+                                                       else "")))
+    return sources_digest(folders)
+
+
+def sources_digest(folders: list[str]) -> str:
+    """The hex digest of the ``.py`` files below ``folders``: their names and bytes."""
+    digest = hashlib.sha256()
+    for folder in folders:
         for path in _python_files(folder):
             digest.update(os.path.relpath(path, folder).encode() + b"\0")
             with open(path, "rb") as handle:

@@ -7,11 +7,13 @@ which files are analysed, not what the analysis says."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
 
 from fxls.result_cache import environment, file_fingerprint
+from fxls.result_cache.code_version import sources_digest
 from tests.result_cache.checks import RecordedAnalysis
 
 LAYERS = "from torch import nn\n\n\nclass Block(nn.Linear):\n    pass\n"
@@ -107,3 +109,14 @@ def test_another_version_of_an_installed_library_is_a_miss(tmp_path, recorded, m
     assert recorded.analysed(str(tmp_path / "solo.py")) == ["solo.py"]
     monkeypatch.undo()
     environment.environment_digest.cache_clear()
+
+
+def test_fxls_code_is_told_apart_by_its_bytes_not_its_sizes_or_times(tmp_path):
+    module = tmp_path / "pkg" / "rules.py"
+    module.parent.mkdir()
+    module.write_text("LIMIT = 1\n")
+    before = sources_digest([str(tmp_path / "pkg")])
+    stat = module.stat()
+    module.write_text("LIMIT = 2\n")  # another commit: same size, and the same time here
+    os.utime(module, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert sources_digest([str(tmp_path / "pkg")]) != before
