@@ -1,11 +1,13 @@
 """Which Python and libraries made a result: the interpreter that runs the analysed code,
 its version, and the distributions installed where it imports from (torch's version among
-them), as one digest per interpreter, computed once per process.
+them), as one digest.
 
 A distribution is named by its ``*.dist-info`` (or ``*.egg-info``) folder, which holds its
 name and version (what ``importlib.metadata`` reads), and that folder's time: a reinstall
-of the same version makes a new folder. Listing the folders costs one ``scandir`` per
-``sys.path`` entry, never a read of each distribution's metadata.
+of the same version makes a new folder. An install or removal changes the time of the
+folder it is in, so a folder is listed again only then: a digest costs a ``stat`` per
+``sys.path`` entry (a long-lived server stays right after a ``pip install``), never a read
+of each distribution's metadata. The interpreter is asked for its version and path once.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import json
 import os
 import subprocess
 import sys
-from functools import cache
+from functools import cache, lru_cache
 
 from fxls.worker.import_origin import interpreter_folders
 
@@ -28,7 +30,6 @@ _ASK_TIMEOUT_S = 30.0
 _ASK = "import json, sys; print(json.dumps([sys.version, sys.path]))"
 
 
-@cache
 def environment_digest(python: str) -> str | None:
     """The hex digest of the interpreter ``python`` and its installed libraries; None when
     ``python`` cannot be asked (then nothing is cached: the analysis says what is wrong)."""
@@ -38,15 +39,17 @@ def environment_digest(python: str) -> str | None:
     version, folders = facts
     digest = hashlib.sha256()
     for part in (os.path.realpath(python), version, os.environ.get("PYTHONPATH", ""),
-                 *_own_variables(), *_distributions(folders)):
+                 *_own_variables(), *_distributions([*folders, *_python_path()])):
         digest.update(part.encode("utf-8", "surrogateescape") + b"\0")
     return digest.hexdigest()
 
 
+@cache
 def _interpreter_facts(python: str) -> tuple[str, list[str]] | None:
-    """``python``'s version and import folders; this process's own without a new process."""
+    """``python``'s version and import folders (PYTHONPATH's are added by the caller: it may
+    change in a long-lived process); this process's own without a new process."""
     if os.path.realpath(python) == os.path.realpath(sys.executable):
-        return sys.version, [*interpreter_folders(), *_python_path()]
+        return sys.version, interpreter_folders()
     try:
         done = subprocess.run([python, "-P", "-c", _ASK], capture_output=True, text=True,
                               timeout=_ASK_TIMEOUT_S, check=True)
@@ -71,14 +74,26 @@ def _distributions(folders: list[str]) -> list[str]:
     found = []
     for folder in dict.fromkeys(folders):
         try:
-            entries = sorted(os.scandir(folder), key=lambda entry: entry.name)
+            changed = os.stat(folder).st_mtime_ns
         except OSError:
             continue
-        for entry in entries:
-            if entry.name.endswith((".dist-info", ".egg-info")):
-                try:
-                    when = entry.stat().st_mtime_ns
-                except OSError:
-                    when = 0
-                found.append(f"{folder}/{entry.name}@{when}")
+        found.extend(_listed(folder, changed))
     return found
+
+
+@lru_cache(maxsize=256)
+def _listed(folder: str, changed: int) -> tuple[str, ...]:
+    """The distributions in ``folder`` as it was at its time ``changed``."""
+    try:
+        entries = sorted(os.scandir(folder), key=lambda entry: entry.name)
+    except OSError:
+        return ()
+    found = []
+    for entry in entries:
+        if entry.name.endswith((".dist-info", ".egg-info")):
+            try:
+                when = entry.stat().st_mtime_ns
+            except OSError:
+                when = 0
+            found.append(f"{folder}/{entry.name}@{when}")
+    return tuple(found)
