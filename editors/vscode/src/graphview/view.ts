@@ -79,6 +79,9 @@ export interface PaneOptions {
 /** Below this zoom the graph is drawn as bare boxes (no text can be read). */
 const OVERVIEW = 0.22;
 
+/** A drawing area narrower than this (pixels) opens without the overview column. */
+const NARROW = 480;
+
 /** Models up to this many nodes open fully expanded. */
 const SMALL_MODEL = 60;
 
@@ -361,8 +364,9 @@ export class GraphView {
     this.scene = this.layouter.scene();
     if (opts.fit && this.opening) {
       this.opening = false;
-      // a graph that is whole and readable without it needs no overview
-      if (fitAll(this.scene, this.size()).k >= 1) {
+      // a graph that is whole and readable without it needs no overview, and a narrow
+      // window (VS Code's panel beside the editor) keeps its width for the drawing
+      if (this.size().width < NARROW || fitAll(this.scene, this.size()).k >= 1) {
         this.minimap.setOpen(false, false);
         this.viewSize = null;
       }
