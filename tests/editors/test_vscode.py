@@ -93,7 +93,8 @@ def _ran_the_notebook_step(stdout: str) -> None:
     cell 3): the squiggle exactly over ``x.sum() > 0`` in cell 3's editor, the hover of cell
     4's call of Block, the status item for the notebook; the quick fix's comment lands in
     cell 3, and the saved notebook is clean (screenshot notebook.png); the graph view opened
-    from a cell's lens takes the editor to a node's cell (screenshot notebook-graph.png)."""
+    from a cell's lens takes the editor to a node's cell (screenshot notebook-graph.png), and
+    fxls: Show FX Graph in a cell shows its class."""
     assert ("ok   a notebook: the FX001 squiggle in its cell, a hover in a cell, a quick fix "
             "edits the cell, the status item") in stdout, stdout
     assert 'status "fxls: 1 problem"; FX001 squiggle at columns 11-22 in the cell of class Gate' \
@@ -104,4 +105,5 @@ def _ran_the_notebook_step(stdout: str) -> None:
     # cursor marks the node
     assert ("ok   a notebook cell's code lens opens the graph; a click on a node shows its "
             "cell's line") in stdout, stdout
-    assert "click relu (model.ipynb:13) -> Cell 2 of 4; the cursor marks relu" in stdout, stdout
+    assert ("click relu (model.ipynb:13) -> Cell 2 of 4; the cursor marks relu; Show FX Graph "
+            "in cell 3 -> panel Gate") in stdout, stdout

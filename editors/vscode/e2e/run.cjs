@@ -553,16 +553,38 @@ async function command(page, title) {
       await lens.waitFor({ timeout: 30_000 });
       const title = (await lens.innerText()).trim();
       await lens.click();
-      // Net's graph: cell 2's Block open as a group, its relu made in cell 2
-      const frame = await findFrame(page, '#graph[data-rendered="true"] g.node[data-id="n:relu"]', 60_000);
-      const heading = await frame.locator("h1").innerText();
-      await frame.locator('g.node[data-id="n:relu"]').click();
+      // Net's graph: cell 2's Block open as a group, its relu made in cell 2 (the panel is
+      // written anew when the saved notebook's last analysis is done: its frame then goes)
+      let heading = "";
+      let source = "";
+      for (let attempt = 0; !source; attempt++) {
+        try {
+          const frame = await findFrame(page, '#graph[data-rendered="true"] g.node[data-id="n:relu"]', 60_000);
+          heading = await frame.locator("h1").innerText();
+          await frame.locator('g.node[data-id="n:relu"]').click();
+          source = await frame.locator("#fx-node-source").innerText();
+        } catch (error) {
+          if (attempt >= 2) throw error;
+        }
+      }
       // cell 2's editor is the active one, its cursor on relu's line: the graph marks relu
       await page.locator(".statusbar-item", { hasText: "Cell 2 of 4" }).first().waitFor({ timeout: 15_000 });
-      await frame.locator('g.cursor[data-id="n:relu"]').waitFor({ timeout: 15_000 });
-      const source = await frame.locator("#fx-node-source").innerText();
+      await findFrame(page, '#graph[data-rendered="true"] g.cursor[data-id="n:relu"]', 15_000);
       await page.screenshot({ path: path.join(outDir, "notebook-graph.png") });
-      return `lens "${title}" -> panel "${heading}"; click relu (${source}) -> Cell 2 of 4; the cursor marks relu`;
+      // fxls: Show FX Graph in cell 3: its class, from the notebook's analysis
+      await page.locator(".monaco-editor .view-line", { hasText: "return -x" }).first().click();
+      await command(page, "fxls: Show FX Graph");
+      const deadline = Date.now() + 30_000;
+      let shown = "";
+      while (Date.now() < deadline && !shown) {
+        for (const candidate of page.frames()) {
+          const h1 = await candidate.locator("h1").first().innerText({ timeout: 200 }).catch(() => "");
+          if (h1 === "Gate" && (await candidate.$('#graph[data-rendered="true"] svg'))) shown = h1;
+        }
+        if (!shown) await page.waitForTimeout(250);
+      }
+      if (!shown) throw new Error("no rendered Gate panel from cell 3");
+      return `lens "${title}" -> panel "${heading}"; click relu (${source}) -> Cell 2 of 4; the cursor marks relu; Show FX Graph in cell 3 -> panel ${shown}`;
     });
 
     const csp = consoleErrors.filter((text) => /Content Security Policy/i.test(text));

@@ -550,7 +550,9 @@ class FxlsExtension implements vscode.Disposable {
       }
       const document = editor.document;
       const text = document.getText();
-      const uri = this.client ? this.client.code2ProtocolConverter.asUri(document.uri) : document.uri.toString();
+      // a notebook's cell: the notebook is the document the server analysed
+      const analysed = notebookOf(document)?.uri ?? document.uri;
+      const uri = this.client ? this.client.code2ProtocolConverter.asUri(analysed) : analysed.toString();
       const lines = text.split(/\r?\n/);
       const line = editor.selection.active.line;
       // the cursor in an FX pass: its before/after view
@@ -569,7 +571,7 @@ class FxlsExtension implements vscode.Disposable {
         className = names.length === 1 ? names[0] : await vscode.window.showQuickPick(names, { placeHolder: "Module to show" });
         if (!className) return;
       }
-      const graph = await this.pickGraph(document.uri.toString());
+      const graph = await this.pickGraph(analysed.toString());
       if (!graph) return;
       target = graph === "fx" ? { uri, className } : { uri, className, target: graph };
     }
@@ -729,8 +731,11 @@ class FxlsExtension implements vscode.Disposable {
     const document = cells[start.cell].document;
     const end = toCell(cellTexts(cells), span.end_line - 1);
     const endLine = end && end.cell === start.cell ? end.line : start.line;
+    // in the column that shows the notebook (the graph panel is the active one)
+    const shown = vscode.window.visibleNotebookEditors.find((editor) => editor.notebook === notebook);
     try {
       await vscode.window.showTextDocument(document, {
+        viewColumn: shown?.viewColumn ?? vscode.ViewColumn.One,
         selection: new vscode.Range(
           new vscode.Position(start.line, byteColumnToChar(document.lineAt(start.line).text, span.col)),
           new vscode.Position(endLine, byteColumnToChar(document.lineAt(endLine).text, span.end_col)),
