@@ -229,6 +229,10 @@ def vit_run(browser: None, tmp_path_factory: pytest.TempPathFactory) -> dict[str
     folder = tmp_path_factory.mktemp("vit")
     page = _page(folder, VIT, "vit.py::Vit", zoo=True)
     return drive_steps(page, [
+        # as it opens: the top-level modules closed
+        {"eval": "view.setTransform({k: 1, tx: 0, ty: 0})", "as": "_"},
+        {"boxes": "#graph g.group.collapsed text", "as": "closedTexts"},
+        {"boxes": "#graph g.group.collapsed > rect", "as": "closedBoxes"},
         {"click": "#fx-expand-all"},
         {"eval": "[view.model.nodes.size, view.shown().nodes.length]", "as": "folded"},
         {"eval": "view.centerOnId('n:vit_blocks_0_attn_qkv')", "as": "_"},
@@ -244,6 +248,12 @@ def vit_run(browser: None, tmp_path_factory: pytest.TempPathFactory) -> dict[str
         {"eval": "[view.model.nodes.size, view.shown().nodes.length]", "as": "shown"},
         {"boxes": "#graph g.node[data-id='n:getitem_7']", "as": "ownNode"},
     ])
+
+
+def test_closed_groups_titles_fit_their_boxes(vit_run: dict[str, Any]) -> None:
+    titles = [t["text"] for t in vit_run["closedTexts"]]
+    assert "▸ blocks : Sequential" in titles and "396 nodes" in titles
+    assert _outside_their_box(vit_run["closedTexts"], vit_run["closedBoxes"]) == []
 
 
 def test_vit_shape_bookkeeping_is_folded_into_its_consumers(vit_run: dict[str, Any]) -> None:
