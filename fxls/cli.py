@@ -9,7 +9,7 @@ import argparse
 import asyncio
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from fxls.analysis_runs.request import AnalysisRequest
@@ -214,25 +214,14 @@ async def _analyze_all(
     """Reports in request order; unread files are reported without the worker, and so are
     those whose result is in ``cache``."""
     readable = [r for r in requests if isinstance(r, AnalysisRequest)]
-    lookups = [cache.look_up(r) if cache is not None else None for r in readable]
-    for lookup in lookups:
-        if lookup is not None and lookup.report is not None:
-            progress.advance(lookup.report.path)
-    missed = [r for r, lookup in zip(readable, lookups, strict=True)
-              if lookup is None or lookup.report is None]
-    fresh = iter(await analyze_many(missed, python=python, jobs=jobs,
-                                    on_done=lambda report: progress.advance(report.path)))
-    analysed = []
-    for lookup in lookups:
-        if lookup is not None and lookup.report is not None:
-            analysed.append(lookup.report)
-            continue
-        report = next(fresh)
-        if cache is not None and lookup is not None:
-            cache.keep(lookup, report)
-        analysed.append(report)
-    reports = iter(analysed)
-    return [r.report() if isinstance(r, _Unread) else next(reports) for r in requests]
+
+    def analyse(batch: list[AnalysisRequest]) -> Awaitable[list[FileReport]]:
+        return analyze_many(batch, python=python, jobs=jobs,
+                            on_done=lambda report: progress.advance(report.path))
+
+    analysed = iter(await (analyse(readable) if cache is None
+                           else cache.reports(readable, analyse, progress.advance)))
+    return [r.report() if isinstance(r, _Unread) else next(analysed) for r in requests]
 
 
 class _Progress:

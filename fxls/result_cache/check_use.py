@@ -3,6 +3,7 @@ report kept after it, and how many came from the cache."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from fxls.analysis_runs.request import AnalysisRequest
@@ -28,6 +29,28 @@ class CachedCheck:
         self.python = python
         self.hits = 0
         self._files = WorkspaceFiles()
+
+    async def reports(
+        self, requests: list[AnalysisRequest],
+        analyse: Callable[[list[AnalysisRequest]], Awaitable[list[FileReport]]],
+        on_hit: Callable[[str], None],
+    ) -> list[FileReport]:
+        """The reports of ``requests`` in order: those in the cache read from it (each given
+        to ``on_hit``), the others by one call of ``analyse`` and kept."""
+        lookups = [self.look_up(request) for request in requests]
+        for lookup in lookups:
+            if lookup.report is not None:
+                on_hit(lookup.report.path)
+        fresh = iter(await analyse([r for r, lookup in zip(requests, lookups, strict=True)
+                                    if lookup.report is None]))
+        reports = []
+        for lookup in lookups:
+            report = lookup.report
+            if report is None:
+                report = next(fresh)
+                self.keep(lookup, report)
+            reports.append(report)
+        return reports
 
     def look_up(self, request: AnalysisRequest) -> Lookup:
         key = fingerprint(request.path, request.source, request.settings, python=self.python,
