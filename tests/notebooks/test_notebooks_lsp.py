@@ -7,6 +7,7 @@ the module, each test in a folder of its own."""
 from __future__ import annotations
 
 import asyncio
+import doctest
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -14,8 +15,10 @@ import pytest
 import pytest_asyncio
 import pytest_lsp
 from lsprotocol import types
+from pygls.workspace import Workspace
 from pytest_lsp import LanguageClient, client_capabilities
 
+from fxls.server import notebooks
 from tests.lsp_client import (
     editor_session,
     on_the_module_server,
@@ -262,3 +265,54 @@ async def test_a_cell_removed_from_the_notebook_shows_nothing(
     assert list(notebook_client.diagnostics[gate]) == []
     assert notebook.shown(1) == [] and notebook.shown(3) == []
     notebook.close()
+
+
+def _workspace_with(uri: str, cells: list[tuple[str, str]], version: int = 1) -> Workspace:
+    """A pygls workspace holding the notebook ``uri`` (cells as (language, text))."""
+    workspace = Workspace(None)
+    kinds = [types.NotebookCellKind.Markup if language == "markdown"
+             else types.NotebookCellKind.Code for language, _text in cells]
+    uris = [f"{uri}#cell{i}" for i in range(len(cells))]
+    workspace.put_notebook_document(types.DidOpenNotebookDocumentParams(
+        types.NotebookDocument(uri, "jupyter-notebook", version, [
+            types.NotebookCell(kind, cell) for kind, cell in zip(kinds, uris, strict=True)]),
+        [types.TextDocumentItem(cell, language, 1, text)
+         for cell, (language, text) in zip(uris, cells, strict=True)]))
+    return workspace
+
+
+def test_the_server_notebooks_docstring_example_holds():
+    assert doctest.testmod(notebooks).failed == 0
+
+
+def test_a_notebooks_diagnostics_are_split_per_cell_with_their_related_places():
+    uri = "file:///work/nb.ipynb"
+    workspace = _workspace_with(uri, [("markdown", "# t"), ("python", "a = 1\nb = 2\n"),
+                                      ("sql", "select 1"), ("python", "c = 3\n")])
+    layout = notebooks.Notebooks()
+    text = layout.read(workspace, uri)
+    assert text is not None and text.version == 1
+    assert text.source.splitlines()[1:] == ["a = 1", "b = 2", "c = 3"]  # sql: not analysed
+
+    def at(line: int, start: int, end: int) -> types.Range:
+        return types.Range(types.Position(line, start), types.Position(line, end))
+
+    problem = types.Diagnostic(at(3, 0, 1), "built at (line 3)", code="FX001", related_information=[
+        types.DiagnosticRelatedInformation(types.Location(uri, at(2, 0, 5)), "called here"),
+        types.DiagnosticRelatedInformation(types.Location("file:///work/l.py", at(2, 0, 5)),
+                                           "elsewhere")])
+    shown = layout.per_cell(uri, [problem], 1)
+    assert sorted(shown) == [f"{uri}#cell1", f"{uri}#cell3"]
+    assert shown[f"{uri}#cell1"] == ([], 1)
+    (moved,), version = shown[f"{uri}#cell3"]
+    assert (moved.range, moved.message, version) == (at(0, 0, 1), "built at (cell 2:2)", 1)
+    here, elsewhere = moved.related_information
+    assert (here.location.uri, here.location.range) == (f"{uri}#cell1", at(1, 0, 5))
+    assert elsewhere == problem.related_information[1]
+
+    # cell 4 removed: once published to, it is cleared by the next version's publish
+    workspace = _workspace_with(uri, [("markdown", "# t"), ("python", "a = 1\nb = 2\n")], 2)
+    layout.read(workspace, uri)
+    assert layout.per_cell(uri, [], 2) == {f"{uri}#cell1": ([], 1), f"{uri}#cell3": ([], None)}
+    assert layout.forget(uri) == {f"{uri}#cell1"}
+    assert not layout.is_notebook(uri)
