@@ -173,7 +173,10 @@ def _edit_in_cells(cell: InCell, edit: types.WorkspaceEdit | None
     if edit is None:
         return None
     by_uri: dict[str, list[types.TextEdit]] = {}
-    for uri, edits in (edit.changes or {}).items():
+    changes = list((edit.changes or {}).items()) + [
+        (change.text_document.uri, change.edits) for change in edit.document_changes or []
+        if isinstance(change, types.TextDocumentEdit)]
+    for uri, edits in changes:
         for text_edit in edits:
             if uri != cell.notebook.uri:
                 by_uri.setdefault(uri, []).append(text_edit)
