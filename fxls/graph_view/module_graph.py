@@ -152,7 +152,7 @@ def document_sources(nodes: Sequence[NodeInfo], problems: Sequence[dict[str, Any
 
 def module_groups(module: ModuleReport) -> list[dict[str, Any]]:
     """Every module path of the graph's nodes and their prefixes, with how many nodes each
-    holds at any depth."""
+    holds at any depth, its class and where that is defined."""
     counts: dict[str, int] = {}
     types: dict[str, str] = {}
     for node in module.nodes:
@@ -167,7 +167,14 @@ def module_groups(module: ModuleReport) -> list[dict[str, Any]]:
     for path, module_type in module.module_types.items():  # submodules traced through
         types.setdefault(path, module_type)
     return [{"path": path, "parent": path.rpartition(".")[0], "type": types.get(path),
-             "nodes": count} for path, count in counts.items()]
+             "nodes": count, "defined": _defined(module, types.get(path))}
+            for path, count in counts.items()]
+
+
+def _defined(module: ModuleReport, module_type: str | None) -> dict[str, Any] | None:
+    """Where the group's class is defined (``{"file", "line"}``), when known."""
+    place = module.class_places.get(module_type) if module_type else None
+    return {"file": place.file, "line": place.line} if place is not None else None
 
 
 def graph_document(module: ModuleReport, report: FileReport | None = None,

@@ -37,7 +37,7 @@ def target_view(module: ModuleReport, target: str) -> ModuleReport | None:
 def _view(module: ModuleReport, graph: TargetGraph) -> ModuleReport:
     return ModuleReport(module.name, module.status, len(graph.nodes), module.span,
                         graph.nodes, graph.code, module_types=dict(graph.module_types),
-                        targets=dict(module.targets))
+                        class_places=dict(module.class_places), targets=dict(module.targets))
 
 
 def _joined(subgraphs: list[TargetGraph]) -> TargetGraph:

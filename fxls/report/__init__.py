@@ -3,6 +3,7 @@
 from fxls.report.model import (
     BreakInfo,
     CallInfo,
+    ClassPlace,
     Diagnostic,
     FileReport,
     ModuleReport,
@@ -30,6 +31,7 @@ __all__ = [
     "BreakInfo",
     "CallInfo",
     "CheckedReport",
+    "ClassPlace",
     "Diagnostic",
     "FileReport",
     "InvalidReport",

@@ -131,6 +131,14 @@ class CallInfo:
 
 
 @dataclass(slots=True)
+class ClassPlace:
+    """Where a class is defined: its source file and the line of its ``class`` statement."""
+
+    file: str
+    line: int
+
+
+@dataclass(slots=True)
 class BreakInfo:
     """A graph break between two subgraphs dynamo compiled: where, and torch's reason."""
 
@@ -192,6 +200,9 @@ class ModuleReport:
     calls: list[CallInfo] = field(default_factory=list)
     #: the class of every submodule whose ``forward`` made nodes, by qualified name
     module_types: dict[str, str] = field(default_factory=dict)
+    #: where each submodule class of the graph is defined, by the class's qualified name
+    #: (``module_types``' values, nodes' ``module_type``)
+    class_places: dict[str, ClassPlace] = field(default_factory=dict)
     #: how the class fared under each other targeted tracer: ``{"export": "exported",
     #: "compile": "2 graph breaks"}`` (symbolic tracing is ``status``)
     targets: dict[str, str] = field(default_factory=dict)
@@ -214,6 +225,9 @@ class ModuleReport:
             "entry": self.entry, "reason": self.reason,
             **({"calls": [c.to_dict() for c in self.calls]} if self.calls else {}),
             **({"module_types": dict(self.module_types)} if self.module_types else {}),
+            **({"class_places": {name: {"file": place.file, "line": place.line}
+                                 for name, place in self.class_places.items()}}
+               if self.class_places else {}),
             **({"targets": dict(self.targets)} if self.targets else {}),
             **({"eager_outputs": self.eager_outputs} if self.eager_outputs is not None
                else {}),

@@ -9,6 +9,7 @@ compile) and this test reads the page it wrote.
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import re
@@ -16,6 +17,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from torch import nn
 
 from tests.editors.test_nvim import (
     _NVIM_VARS,
@@ -98,5 +100,7 @@ def test_fxls_graph_export_opens_the_exported_programs_page(tmp_path: Path) -> N
         ("mul", "call_function", "aten.mul.Tensor", relu_line, None),
         ("output", "output", "output", None, None),
     ]
+    linear = {"file": inspect.getsourcefile(nn.Linear),
+              "line": inspect.getsourcelines(nn.Linear)[1]}
     assert document["groups"] == [{"path": "proj", "parent": "", "nodes": 1,
-                                   "type": "torch.nn.modules.linear.Linear"}]
+                                   "type": "torch.nn.modules.linear.Linear", "defined": linear}]

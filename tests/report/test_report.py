@@ -10,6 +10,7 @@ import pytest
 from fxls.codes import Severity
 from fxls.project.source_text import source_text
 from fxls.report import (
+    ClassPlace,
     Diagnostic,
     FileReport,
     ModuleReport,
@@ -41,6 +42,20 @@ def test_enums_travel_as_their_plain_strings_and_come_back_as_enums() -> None:
     assert back.modules[0].status is TraceStatus.PARTIAL
     assert back.diagnostics[0].severity is Severity.ERROR
     assert back.modules[0].verdict() == "partial via Root"
+
+
+def test_class_places_travel_and_a_report_without_them_still_reads() -> None:
+    report = _report()
+    report.modules[0].class_places = {"m.Block": ClassPlace(PATH, 3)}
+    data = json.loads(json.dumps(report.to_dict()))
+    assert data["modules"][0]["class_places"] == {"m.Block": {"file": PATH, "line": 3}}
+    back = check_report(data, path=PATH, text=TEXT).report
+    assert back.modules[0].class_places == {"m.Block": ClassPlace(PATH, 3)}
+    del data["modules"][0]["class_places"]
+    assert check_report(data, path=PATH, text=TEXT).report.modules[0].class_places == {}
+    data["modules"][0]["class_places"] = {"m.Block": {"file": PATH, "line": "3"}}
+    with pytest.raises(ValueError, match=r"class_places\['m.Block'\]\.line"):
+        check_report(data, path=PATH, text=TEXT)
 
 
 @pytest.mark.parametrize(("where", "value"), [("status", "half-traced"), ("op", "call_lambda"),

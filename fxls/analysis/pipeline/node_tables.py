@@ -14,16 +14,19 @@ from fxcore.node import Node, _format_arg
 from fxls.analysis.calls import submodule_calls
 from fxls.analysis.diagnostics import to_span
 from fxls.analysis.named_args import named_arguments
+from fxls.analysis.pipeline.class_places import class_places
 from fxls.report import CallInfo, ModuleReport, NodeInfo, TraceStatus
 
 
 def fill_node_tables(module_report: ModuleReport, gm: GraphModule,
                      backward: dict[str, str]) -> None:
-    """The traced module's code, node rows (with backward node names), calls and classes."""
+    """The traced module's code, node rows (with backward node names), calls, classes
+    and where those are defined."""
     module_report.code = gm.code
     module_report.nodes = [node_info(n, gm, backward) for n in gm.graph.nodes]
     module_report.calls = _call_infos(gm)
     module_report.module_types = _module_types(gm)
+    module_report.class_places = class_places(gm)
 
 
 def target_text(node: Node) -> str:
