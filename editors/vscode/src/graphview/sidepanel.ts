@@ -1,8 +1,10 @@
 // What the side panel says about the selection: a node (its op, target, inputs and users,
-// shape, module, source link and lines, problems), a module group (its class, size, the
-// problems attached to it), or with nothing selected the graph and its problems.
+// shape, module, source link and lines, problems), a module group (its class and where it
+// is defined, nodes by op, shapes in and out, identical siblings, the problems attached to
+// it), or with nothing selected the graph and its problems.
 import { isMarked, problemPlace, problemText } from "./banner";
 import { el } from "./dom";
+import { BoundaryValue, boundary, definedAt, groupList, opCounts, sameSiblings } from "./groupinfo";
 import { GNode, GraphModel, GraphProblem, Group, Span, fileName } from "./model";
 import { Sources, sourceLines } from "./sourcelines";
 
@@ -77,11 +79,31 @@ export function nodePanel(ctx: PanelContext, node: GNode): Node[] {
   return out;
 }
 
+/** `pos_drop float32[1, 197, 768]` per value (at most four, then how many more). */
+function boundaryValues(ctx: PanelContext, values: BoundaryValue[]): Node[] {
+  const shown: Node[] = values.slice(0, 4).map((v) => {
+    const span = el("span", { class: "fx-boundary" });
+    span.append(nodeLink(ctx, v.node.data.name), document.createTextNode(` ${v.shape}`));
+    return span;
+  });
+  if (values.length > 4) shown.push(document.createTextNode(`and ${values.length - 4} more`));
+  return shown;
+}
+
 export function groupPanel(ctx: PanelContext, group: Group): Node[] {
   const out: Node[] = [el("h2", { id: "fx-selected" }, group.path)];
   const table = el("table");
   if (group.type) row(table, "module", group.type);
+  const defined = definedAt(ctx.model, group);
+  if (defined) row(table, "defined at", sourceLink(ctx, { ...defined, end_line: defined.line, col: 0, end_col: 0 }, "fx-group-defined"));
   row(table, "nodes", String(group.nodeCount));
+  const ops = opCounts(ctx.model, group);
+  if (ops) row(table, "by op", ops);
+  const { inputs, outputs } = boundary(ctx.model, group);
+  if (inputs.length) row(table, "inputs", boundaryValues(ctx, inputs));
+  if (outputs.length) row(table, "outputs", boundaryValues(ctx, outputs));
+  const same = sameSiblings(ctx.model, group);
+  if (same.length) row(table, "same as", el("span", { id: "fx-group-same" }, groupList(same)));
   if (group.problemCount) row(table, "problems", String(group.problemCount));
   out.push(table);
   const toggle = el("button", { id: "fx-toggle-group" }, group.expanded ? "Collapse" : "Expand");

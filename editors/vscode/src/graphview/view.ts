@@ -5,6 +5,7 @@
 import { isMarked, problemBanner, problemPlace, problemText } from "./banner";
 import { MAX_ZOOM, MIN_ZOOM, Transform, bringIntoView, fitAll, fitWidth, openingView, union } from "./camera";
 import { el, esc, fmt } from "./dom";
+import { sameBadge } from "./groupinfo";
 import { Box, Layouter, Scene, SceneEdge, frameTitle, groupTitle, nodeSubtitle, nodeTitle, nodeTooltip } from "./layout";
 import { Minimap } from "./minimap";
 import {
@@ -474,6 +475,7 @@ export class GraphView {
           (group.changeCount ? `<rect class="change-bar" width="5" height="${fmt(box.height)}" rx="2"/>` : "") +
           `<text class="t1" x="10" y="18">▸ ${esc(groupTitle(group))}</text><text class="t2" x="10" y="35">${detail}</text>` +
           (this.holdsProblem(group) ? this.badge(box.width, group.problemCount ? String(group.problemCount) : "!") : "") +
+          sameBadge(this.model, group, box.width) +
           `</g>`,
       );
     }
