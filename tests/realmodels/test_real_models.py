@@ -25,29 +25,30 @@ needs_zoo = pytest.mark.skipif(
 )
 
 
-def _fxls_check_json(path: Path, timeout: float = 180) -> dict:
+NASNET = SITE / "timm" / "models" / "nasnet.py"
+
+
+@pytest.fixture(scope="module")
+def reports() -> dict[str, dict]:
+    """resnet.py's and timm's nasnet.py's reports by path, both checked in place by one
+    ``fxls check``."""
     fxls = REPO / ".venv" / "bin" / "fxls"
     cmd = [str(fxls)] if fxls.exists() else [sys.executable, "-m", "fxls"]
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(SITE), env.get("PYTHONPATH")) if p)
     result = subprocess.run(
-        [*cmd, "check", "--format", "json", "--no-progress", "--timeout", "120", str(path)],
-        env=env, capture_output=True, text=True, timeout=timeout,
+        [*cmd, "check", "--format", "json", "--no-progress", "--timeout", "120", str(RESNET),
+         str(NASNET)],
+        env=env, capture_output=True, text=True, timeout=360,
     )
     assert result.stdout, result.stderr[-3000:]
-    return json.loads(result.stdout)
-
-
-@pytest.fixture(scope="module")
-def resnet_report() -> dict:
-    return _fxls_check_json(RESNET)
+    return {report["path"]: report for report in json.loads(result.stdout)["files"]}
 
 
 @needs_zoo
-def test_resnet_file_runs_in_place(resnet_report: dict) -> None:
+def test_resnet_file_runs_in_place(reports: dict[str, dict]) -> None:
     """torchvision/models/resnet.py imports (relative imports, registries) where it lives."""
-    (file_report,) = resnet_report["files"]
-    assert file_report["path"] == str(RESNET)
+    file_report = reports[str(RESNET)]
     fatal = [d for d in file_report["diagnostics"] if d["code"] in ("FX100", "FX102")]
     assert not fatal, fatal
     names = {m["name"] for m in file_report["modules"]}
@@ -55,10 +56,10 @@ def test_resnet_file_runs_in_place(resnet_report: dict) -> None:
 
 
 @needs_zoo
-def test_resnet_classes_are_traced(resnet_report: dict) -> None:
+def test_resnet_classes_are_traced(reports: dict[str, dict]) -> None:
     """The classes need constructor arguments: fxls builds them through the file's factories
     (`resnet18(weights=None)`...) and traces the blocks inside the root."""
-    (file_report,) = resnet_report["files"]
+    file_report = reports[str(RESNET)]
     status = {m["name"]: m for m in file_report["modules"]}
     for name in ("BasicBlock", "Bottleneck", "ResNet"):
         assert status[name]["status"] in ("traced", "partial"), status[name]
@@ -66,13 +67,12 @@ def test_resnet_classes_are_traced(resnet_report: dict) -> None:
 
 
 @needs_zoo
-def test_timm_notrace_registrations_are_honoured() -> None:
+def test_timm_notrace_registrations_are_honoured(reports: dict[str, dict]) -> None:
     """timm's nasnet reaches `timm.layers.padding.pad_same`, whose data-dependent padding timm
     keeps out of traces (its layers are registered with register_notrace_module): as timm's
     own FX configuration traces it, fxls reports no FX001 there, and registered classes are
     leaves with a reason."""
-    report = _fxls_check_json(SITE / "timm" / "models" / "nasnet.py")
-    (file_report,) = report["files"]
+    file_report = reports[str(NASNET)]
     assert [d for d in file_report["diagnostics"] if d["code"] == "FX001"] == []
     statuses = {m["status"] for m in file_report["modules"]}
     assert statuses <= {"traced", "skipped"}, file_report["modules"]
