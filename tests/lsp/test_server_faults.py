@@ -132,15 +132,16 @@ async def test_bad_settings_are_said_once_and_the_default_is_used(
         assert len(shown) == 1 and "using the default 30.0" in shown[0], (bad, client.messages)
 
 
+@on_the_module_server
 async def test_bad_pyproject_settings_are_said_and_the_default_is_used(
-    client: LanguageClient, tmp_path: Path
+    module_client: LanguageClient, own_folder: Path
 ):
-    (tmp_path / "pyproject.toml").write_text("[tool.fxls]\ntimeout = -1\n", encoding="utf-8")
-    path = tmp_path / "gate.py"
+    (own_folder / "pyproject.toml").write_text("[tool.fxls]\ntimeout = -1\n", encoding="utf-8")
+    path = own_folder / "gate.py"
     path.write_text(MODEL, encoding="utf-8")
-    diagnostics = await open_and_wait(client, path, MODEL)
+    diagnostics = await open_and_wait(module_client, path, MODEL)
     assert [d.code for d in diagnostics] == ["FX001"]
-    assert any("`timeout`" in m.message and "-1" in m.message for m in client.messages)
+    assert any("`timeout`" in m.message and "-1" in m.message for m in module_client.messages)
 
 
 @pytest_lsp.fixture(config=serve_config())
