@@ -75,6 +75,13 @@ test("a sibling whose shapes differ is not the same", () => {
   assert.deepEqual(sameSiblings(model, block).map((g) => g.path), ["blocks.1"]);
 });
 
+test("a sibling without shapes (a partial graph's, past where its inputs ran) is not different", () => {
+  const doc = stack(3);
+  for (const n of doc.nodes) if (n.module_path?.startsWith("blocks.2")) n.shape = null;
+  const [model, block] = group(doc, "blocks.0");
+  assert.deepEqual(sameSiblings(model, block).map((g) => g.path), ["blocks.1", "blocks.2"]);
+});
+
 test("paths that are not numbered siblings are listed whole", () => {
   const paths = (...names: string[]) => names.map((path) => ({ path }) as Group);
   assert.equal(groupList(paths("encoder.attn", "decoder.attn")), "decoder.attn, encoder.attn");

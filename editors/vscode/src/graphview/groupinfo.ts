@@ -70,9 +70,10 @@ export function opCounts(model: GraphModel, group: Group): string {
 const sameCache = new WeakMap<GraphModel, Map<Group, Group[]>>();
 
 /** The siblings of `group` (groups of the same parent) with the same structure: the same
- * class and, in graph order, the same ops, targets and shapes, module paths and targets
- * taken relative to the group, the same edges between its nodes and the same nodes used
- * outside it. */
+ * class and, in graph order, the same ops and targets, module paths and targets taken
+ * relative to the group, the same edges between its nodes and the same nodes used outside
+ * it, and the same shapes where both know them (a partial graph's shapes stop where its
+ * example inputs could not run further: a later block without them is not different). */
 export function sameSiblings(model: GraphModel, group: Group): Group[] {
   let same = sameCache.get(model);
   if (!same) {
@@ -92,22 +93,27 @@ function identicalSiblings(model: GraphModel): Map<Group, Group[]> {
       else members.set(group, [node]);
     }
   }
-  const bySignature = new Map<string, Group[]>();
+  const byStructure = new Map<string, Group[]>();
   for (const [group, nodes] of members) {
-    const key = `${group.parent!.id}\n${signature(group, nodes)}`;
-    const list = bySignature.get(key);
+    const key = `${group.parent!.id}\n${structure(group, nodes)}`;
+    const list = byStructure.get(key);
     if (list) list.push(group);
-    else bySignature.set(key, [group]);
+    else byStructure.set(key, [group]);
   }
   const same = new Map<Group, Group[]>();
-  for (const groups of bySignature.values()) {
+  for (const groups of byStructure.values()) {
     if (groups.length < 2) continue;
-    for (const group of groups) same.set(group, groups.filter((g) => g !== group));
+    const shapes = new Map(groups.map((g) => [g, members.get(g)!.map((n) => (n.data.shape ? `${n.data.dtype}[${n.data.shape.join(",")}]` : null))]));
+    for (const group of groups) {
+      const own = shapes.get(group)!;
+      const alike = groups.filter((g) => g !== group && shapes.get(g)!.every((shape, i) => shape === null || own[i] === null || shape === own[i]));
+      if (alike.length) same.set(group, alike);
+    }
   }
   return same;
 }
 
-function signature(group: Group, nodes: GNode[]): string {
+function structure(group: Group, nodes: GNode[]): string {
   const prefix = `${group.path}.`;
   const relative = (text: string | null) => (text === group.path ? "." : text?.startsWith(prefix) ? text.slice(prefix.length) : (text ?? ""));
   const place = new Map(nodes.map((node, i) => [node.data.name, i]));
@@ -118,7 +124,7 @@ function signature(group: Group, nodes: GNode[]): string {
     // the group (the last block of a stack feeds one norm, the others two calls each)
     const within = data.users.map((user) => place.get(user)).filter((i) => i !== undefined);
     const users = `${within.join(",")}${within.length < data.users.length ? "^" : ""}`;
-    lines.push([data.op, target, data.shape?.join("x") ?? "", data.dtype ?? "", relative(data.module_path), users].join("|"));
+    lines.push([data.op, target, relative(data.module_path), users].join("|"));
   }
   return lines.join("\n");
 }
