@@ -12,6 +12,9 @@
 //                                        (`view` is window.fxlsGraph, `pass` window.fxlsPass)
 //   {"boxes": SELECTOR, "as": KEY}       each match's text and client rectangle
 //   {"screenshot": PATH}
+//   {"open": PAGE, "width": W, "height": H}
+//                                        loads another page in the same browser, at that size:
+//                                        one browser launch for several tests' pages
 // The output: {"errors": [...], "requests": [...], KEY: value, ...}; the page is loaded and
 // drawn (`.fx-graph[data-rendered="true"]`: the graph, or a pane of a pass page) before the first step.
 const path = require("node:path");
@@ -23,6 +26,18 @@ function arg(name, fallback) {
   return i > 0 ? process.argv[i + 1] : fallback;
 }
 
+
+const DRAWN = '.fx-graph[data-rendered="true"]';
+
+async function load(page, file) {
+  await page.goto("file://" + path.resolve(file));
+  await page.waitForSelector(DRAWN, { timeout: 60_000 });
+}
+
+/** The page's own failure, if any, kept before another page replaces it. */
+async function keepPageError(page, result) {
+  result.pageError = result.pageError ?? (await page.evaluate(() => window.fxlsGraphError ?? null));
+}
 
 async function run(page, step, result) {
   if (step.click) return page.locator(step.click).first().click();
@@ -48,19 +63,30 @@ async function run(page, step, result) {
     return;
   }
   if (step.screenshot) return page.screenshot({ path: step.screenshot });
+  if (step.open) {
+    await keepPageError(page, result);
+    await page.setViewportSize({ width: step.width ?? 1600, height: step.height ?? 1000 });
+    return load(page, step.open);
+  }
   throw new Error(`unknown step ${JSON.stringify(step)}`);
 }
 
 async function main() {
   const file = path.resolve(process.argv[2]);
   const steps = JSON.parse(fs.readFileSync(process.argv[3], "utf8"));
-  const result = { errors: [], requests: [] };
+  const result = { errors: [], requests: [], pageError: null };
   const { browser, page } = await openPage(Number(arg("--width", 1600)), Number(arg("--height", 1000)), result);
   try {
-    await page.goto("file://" + file);
-    await page.waitForSelector('.fx-graph[data-rendered="true"]', { timeout: 60_000 });
-    for (const step of steps) await run(page, step, result);
-    result.pageError = await page.evaluate(() => window.fxlsGraphError ?? null);
+    await load(page, file);
+    for (const step of steps) {
+      try {
+        await run(page, step, result);
+      } catch (error) {
+        // several tests' pages share a run: say which step failed
+        throw new Error(`step ${JSON.stringify(step).slice(0, 300)}: ${error.message}`);
+      }
+    }
+    await keepPageError(page, result);
   } finally {
     await browser.close();
   }

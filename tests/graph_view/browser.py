@@ -1,7 +1,8 @@
 """Headless Chromium for the graph page's tests: the ``browser`` fixture installs what is
 missing (editors/vscode's node_modules with playwright-core, Debian's chromium) or skips;
 :func:`drive` runs scripts/graph_page_browser.cjs (load, expand, search, click as a person
-does), :func:`drive_steps` runs scripts/graph_page_steps.cjs (a test's own list of steps)."""
+does), :func:`drive_steps` runs scripts/graph_page_steps.cjs (a test's own list of steps),
+:func:`drive_pages` several tests' steps on their pages in one browser."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -82,7 +85,40 @@ def drive(page: Path, *arguments: str, timeout: float = 400) -> dict[str, Any]:
 def drive_steps(page: Path, steps: list[dict[str, Any]], *, width: int = 1600,
                 height: int = 1000, timeout: float = 400) -> dict[str, Any]:
     """What ``steps`` read on the page (see scripts/graph_page_steps.cjs for the steps)."""
-    steps_file = page.with_suffix(".steps.json")
-    steps_file.write_text(json.dumps(steps), encoding="utf-8")
-    return _node(STEPS_DRIVER, str(page), str(steps_file), "--width", str(width),
-                 "--height", str(height), timeout=timeout)
+    # not beside the page: pages are shared by the test files running at once (pages.py)
+    with tempfile.TemporaryDirectory(prefix="fxls-steps-") as folder:
+        steps_file = Path(folder) / "steps.json"
+        steps_file.write_text(json.dumps(steps), encoding="utf-8")
+        return _node(STEPS_DRIVER, str(page), str(steps_file), "--width", str(width),
+                     "--height", str(height), timeout=timeout)
+
+
+@dataclass(frozen=True)
+class PageRun:
+    """One test's (or fixture's) steps on one page, at one window size."""
+
+    page: Path
+    steps: list[dict[str, Any]]
+    width: int = 1600
+    height: int = 1000
+
+
+def drive_pages(runs: dict[str, PageRun], *, timeout: float = 600) -> dict[str, dict[str, Any]]:
+    """What each run's steps read, by the run's name: the runs one after the other in one
+    browser (a launch costs seconds), each on its page loaded afresh at its size, so that no
+    run sees another's state. The page errors and requests of all are asserted empty."""
+    steps: list[dict[str, Any]] = []
+    for number, (name, run) in enumerate(runs.items()):
+        if number:
+            steps.append({"open": str(run.page), "width": run.width, "height": run.height})
+        steps += [{**step, "as": f"{name}:{step['as']}"} if "as" in step else step
+                  for step in run.steps]
+    first = next(iter(runs.values()))
+    result = drive_steps(first.page, steps, width=first.width, height=first.height,
+                         timeout=timeout)
+    read: dict[str, dict[str, Any]] = {name: {} for name in runs}
+    for key, value in result.items():
+        name, separator, own_key = key.partition(":")
+        if separator and name in read:
+            read[name][own_key] = value
+    return read

@@ -3,13 +3,13 @@ expanding a group brings it into view, Fit shows the whole graph and Fit width i
 overview has a column of its own that a tall graph fills, search results are grouped by
 module with counts (a `/regex/` too, a bad one said), the banner counts only the problems it
 marks and a click on one selects its nodes, the side panel shows the node's source lines, and
-the selected node's edges are coloured. Each page is driven once in headless Chromium (one
-list of steps per page, module-scoped); the tests read what those steps saw."""
+the selected node's edges are coloured. Each page has one list of steps, and the pages are
+driven one after the other in one headless Chromium (module-scoped, tests/graph_view/
+pages.py's pages built once per run); the tests read what those steps saw."""
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -18,19 +18,16 @@ from typing import Any
 
 import pytest
 
-from benchmarks.graph_models import model_source
 from fxls.graph_view.module_graph import graph_page
-from tests.graph_view.browser import browser, drive_steps  # noqa: F401
-
-ZOO_SITE = Path(os.environ.get("FXLS_MODEL_ZOO", "~/.cache/fxls-model-zoo")).expanduser() / "site"
-NO_ZOO = not (ZOO_SITE / "timm").is_dir()
+from tests.graph_view.browser import PageRun, browser, drive_pages  # noqa: F401
+from tests.graph_view.pages import NESTED, NO_TIMM, NO_ZOO_REASON, big_page, vit_unfused_page
 
 Box = dict[str, Any]
 
 
-def _fxls(folder: Path, *arguments: str, env: dict[str, str] | None = None) -> str:
+def _fxls(folder: Path, *arguments: str) -> str:
     done = subprocess.run([sys.executable, "-m", "fxls", *arguments], capture_output=True,
-                          text=True, timeout=600, cwd=folder, env=env)
+                          text=True, timeout=600, cwd=folder)
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
 
@@ -67,14 +64,9 @@ PAINTED_COLUMNS = """(() => {
 
 # -- the 5,000-node model ------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def big_run(browser: None, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:  # noqa: F811
-    folder = tmp_path_factory.mktemp("big")
-    (folder / "big.py").write_text(model_source(10, 28), encoding="utf-8")
-    page = folder / "big.html"
-    page.write_text(_fxls(folder, "graph", "big.py::Big", "--format", "html"), encoding="utf-8")
+def _big_run(factory: pytest.TempPathFactory) -> PageRun:
     frame = "g.frame[data-id='g:{}'] > rect"
-    return drive_steps(page, [
+    return PageRun(big_page(factory), [
         {"boxes": ".fx-draw", "as": "area"},
         {"boxes": ".fx-overview-map", "as": "overview"},
         {"boxes": "g.group.collapsed[data-id='g:stages.9']", "as": "closed"},
@@ -95,6 +87,11 @@ def big_run(browser: None, tmp_path_factory: pytest.TempPathFactory) -> dict[str
         {"eval": PAINTED_COLUMNS, "as": "painted"},
         {"eval": "document.querySelector('#fx-fit').title", "as": "fitTitle"},
     ])
+
+
+@pytest.fixture(scope="module")
+def big_run(runs: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    return runs["big"]
 
 
 def test_expanding_a_group_brings_it_into_view(big_run: dict[str, Any]) -> None:
@@ -144,32 +141,6 @@ def test_the_overview_covers_no_node_and_a_tall_graph_fills_it(big_run: dict[str
 
 # -- problems and source lines, on a small partial graph -------------------------------------
 
-NESTED = """\
-import torch
-from torch import nn
-
-
-class Block(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc = nn.Linear(8, 8)
-
-    def forward(self, x):
-        return self.fc(x).relu() + x
-
-
-class Net(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.blocks = nn.Sequential(Block(), Block())
-        self.head = nn.Linear(8, 2)
-
-    def forward(self, x):
-        h = self.blocks(x)
-        if h.sum() > 0:
-            h = h * 2
-        return self.head(h)
-"""
 
 #: a problem no node of the graph is at, with an identifier longer than the side panel
 LONG_NAME = "bert_encoder_layer_0_attention_self_value_" * 3
@@ -180,9 +151,9 @@ IN_GROUP = {"code": "FX010", "severity": "error", "message": "a library call fai
             "span": None, "nodes": [], "group": "blocks.1", "attached": "group"}
 
 
-@pytest.fixture(scope="module")
-def nested_run(browser: None, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:  # noqa: F811
-    folder = tmp_path_factory.mktemp("nested")
+def _nested_run(factory: pytest.TempPathFactory) -> tuple[PageRun, dict[str, Any]]:
+    """The steps on the nested model's page, and what the tests compare them with."""
+    folder = factory.mktemp("nested")
     path = folder / "net.py"
     path.write_text(NESTED, encoding="utf-8")
     document = json.loads(_fxls(folder, "graph", "net.py::Net", "--format", "json"))
@@ -196,7 +167,7 @@ def nested_run(browser: None, tmp_path_factory: pytest.TempPathFactory) -> dict[
     problems = [marked, unmarked, in_group]
     page.write_text(graph_page({**document, "problems": problems, "sources": sources}),
                     encoding="utf-8")
-    result = drive_steps(page, [
+    return PageRun(page, [
         {"eval": "document.querySelector('#fx-banner').textContent", "as": "banner"},
         {"eval": "(() => { const p = document.querySelector('#fx-panel');"
                  " return [p.scrollWidth, p.clientWidth]; })()", "as": "panelWidths"},
@@ -211,8 +182,12 @@ def nested_run(browser: None, tmp_path_factory: pytest.TempPathFactory) -> dict[
         {"boxes": "#fx-group-problems li", "as": "groupProblems"},
         {"click": "#fx-banner a.fx-problem-link.unmarked"},
         {"eval": "document.querySelector('#fx-source-location').textContent", "as": "location"},
-    ], width=1200, height=800)
-    return {**result, "path": path, "marked": marked, "branch": branch}
+    ], width=1200, height=800), {"path": path, "marked": marked, "branch": branch}
+
+
+@pytest.fixture(scope="module")
+def nested_run(runs: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    return runs["nested"]
 
 
 def test_the_banner_counts_only_the_problems_it_marks(nested_run: dict[str, Any]) -> None:
@@ -307,17 +282,10 @@ EDGE_STYLE = """Array.from(document.querySelectorAll('#graph path.edge')).map((e
   opacity: getComputedStyle(e).opacity }))"""
 
 
-@pytest.fixture(scope="module")
-def vit_run(browser: None, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:  # noqa: F811
-    folder = tmp_path_factory.mktemp("vit")
-    (folder / "vit.py").write_text(VIT, encoding="utf-8")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        p for p in (str(ZOO_SITE), os.environ.get("PYTHONPATH")) if p)}
-    page = folder / "vit.html"
-    page.write_text(_fxls(folder, "graph", "vit.py::Vit", "--format", "html", env=env),
-                    encoding="utf-8")
+def _vit_run(factory: pytest.TempPathFactory) -> PageRun:
+    folder = factory.mktemp("vit")
     count = "document.querySelector('#fx-search-count')"
-    return drive_steps(page, [
+    return PageRun(vit_unfused_page(factory), [
         {"fill": "#fx-search", "text": "softmax"},
         {"eval": f"{count}.textContent", "as": "count"},
         {"boxes": "#fx-matches summary", "as": "modules"},
@@ -345,7 +313,29 @@ def vit_run(browser: None, tmp_path_factory: pytest.TempPathFactory) -> dict[str
     ])
 
 
-@pytest.mark.skipif(NO_ZOO, reason="model zoo not installed (scripts/install_model_zoo.py)")
+@pytest.fixture(scope="module")
+def vit_run(runs: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    if "vit" not in runs:
+        pytest.skip(NO_ZOO_REASON)
+    return runs["vit"]
+
+
+# -- every page above driven in one browser ---------------------------------------------------
+
+@pytest.fixture(scope="module")
+def runs(browser: None, tmp_path_factory: pytest.TempPathFactory  # noqa: F811
+         ) -> dict[str, dict[str, Any]]:
+    """What each page's steps read, the pages loaded one after the other in one browser."""
+    nested, compared = _nested_run(tmp_path_factory)
+    pages = {"big": _big_run(tmp_path_factory), "nested": nested}
+    if not NO_TIMM:
+        pages["vit"] = _vit_run(tmp_path_factory)
+    read = drive_pages(pages)
+    read["nested"].update(compared)
+    return read
+
+
+@pytest.mark.skipif(NO_TIMM, reason=NO_ZOO_REASON)
 def test_search_results_are_grouped_by_module_with_counts(vit_run: dict[str, Any]) -> None:
     assert vit_run["count"] == "12 found in 12 modules"
     assert [m["text"] for m in vit_run["modules"]] == [
@@ -361,7 +351,7 @@ def test_search_results_are_grouped_by_module_with_counts(vit_run: dict[str, Any
     assert current["text"].startswith("softmax_3 ")
 
 
-@pytest.mark.skipif(NO_ZOO, reason="model zoo not installed (scripts/install_model_zoo.py)")
+@pytest.mark.skipif(NO_TIMM, reason=NO_ZOO_REASON)
 def test_a_regular_expression_search_and_a_bad_one(vit_run: dict[str, Any]) -> None:
     assert vit_run["regexCount"] == "36 found in 12 modules"
     assert [m["text"] for m in vit_run["regexModules"]] == [
@@ -371,7 +361,7 @@ def test_a_regular_expression_search_and_a_bad_one(vit_run: dict[str, Any]) -> N
     assert vit_run["badMatches"] == 0
 
 
-@pytest.mark.skipif(NO_ZOO, reason="model zoo not installed (scripts/install_model_zoo.py)")
+@pytest.mark.skipif(NO_TIMM, reason=NO_ZOO_REASON)
 def test_the_selected_nodes_edges_are_coloured_the_rest_faded(vit_run: dict[str, Any]) -> None:
     edges = vit_run["edges"]
     inputs = [e for e in edges if "edge-in" in e["cls"]]
@@ -383,13 +373,13 @@ def test_the_selected_nodes_edges_are_coloured_the_rest_faded(vit_run: dict[str,
     assert rest and {e["opacity"] for e in rest} == {"0.22"}
 
 
-@pytest.mark.skipif(NO_ZOO, reason="model zoo not installed (scripts/install_model_zoo.py)")
+@pytest.mark.skipif(NO_TIMM, reason=NO_ZOO_REASON)
 def test_the_panel_shows_the_library_line_of_a_node(vit_run: dict[str, Any]) -> None:
     (here,) = vit_run["here"]
     assert re.fullmatch(r"\d+ attn = attn\.softmax\(dim=-1\)", here["text"])
 
 
-@pytest.mark.skipif(NO_ZOO, reason="model zoo not installed (scripts/install_model_zoo.py)")
+@pytest.mark.skipif(NO_TIMM, reason=NO_ZOO_REASON)
 def test_shape_ops_toggle_keeps_the_open_groups_selection_and_zoom(
         vit_run: dict[str, Any]) -> None:
     folded, unfolded = vit_run["folded"], vit_run["unfolded"]
@@ -402,7 +392,7 @@ def test_shape_ops_toggle_keeps_the_open_groups_selection_and_zoom(
     assert folded["selected"] == "softmax_3" and "vit.blocks.3.attn" in folded["open"]
 
 
-@pytest.mark.skipif(NO_ZOO, reason="model zoo not installed (scripts/install_model_zoo.py)")
+@pytest.mark.skipif(NO_TIMM, reason=NO_ZOO_REASON)
 def test_the_saved_state_keeps_shape_ops_and_the_overview(vit_run: dict[str, Any]) -> None:
     kept = vit_run["kept"]
     assert kept["state"] == {"showBookkeeping": True, "overview": False}
