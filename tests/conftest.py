@@ -96,7 +96,6 @@ HEAVIEST_FIRST = (
     "tests/passes/test_pass_cli.py",
     "tests/security/test_sandbox.py",
     "tests/lsp/test_lsp_conventions.py",
-    "tests/security/test_signal_ignoring_jobs.py",
     "tests/realmodels/test_one_by_one.py",
     "tests/diagnostics/test_precision.py",
     "tests/settings/test_settings_policy.py",

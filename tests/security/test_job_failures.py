@@ -1,7 +1,11 @@
 """Every way a job can fail or go over its limits, through `fxls check`, in each sandbox mode
 (job processes cloned into their namespaces, made behind a relay, no namespaces): each file
 gets its diagnostic at the user's line that caused it, with words that name the cause (or
-the setting), and what the analysis found besides is not lost.
+the setting), and what the analysis found besides is not lost. A job whose code ignores
+every signal it can (SIGTERM, SIGINT, SIGUSR1: the one that asks for its stack, SIGALRM) and
+then sleeps still gets its FX102 timeout at the sleeping line: the job's watchdog thread
+samples where the main thread is without any signal (``fxls.worker.where``). All the files
+of a mode are checked by one `fxls check`.
 
 The modes are chosen by an independent probe of the kernel (``unshare``), not by the code
 under test."""
@@ -71,6 +75,41 @@ def line_of(name: str, text: str) -> int:
     raise AssertionError(text)
 
 
+IGNORE = ("for s in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1, signal.SIGALRM):\n"
+          "    signal.signal(s, signal.SIG_IGN)\n")
+SIGNALS_HEAD = ("import signal\nimport time\n\nimport torch\nimport torch.fx as fx\n"
+                "from torch import nn\n\n")
+NET = '''
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return torch.relu(self.fc(x))
+'''
+#: files that ignore the signals and sleep, in a project of their own whose timeout is 4 s
+IGNORING_SIGNALS = {
+    "at_import.py": SIGNALS_HEAD + IGNORE + "time.sleep(1000)  # sleeps here\n" + NET,
+    "in_forward.py": SIGNALS_HEAD + NET.replace(
+        "        return torch.relu", "".join(f"        {line}\n" for line in IGNORE.splitlines())
+        + "        time.sleep(1000)  # sleeps here\n        return torch.relu"),
+    "in_a_pass.py": SIGNALS_HEAD + NET + '''
+
+def slow_pass(gm: fx.GraphModule) -> fx.GraphModule:
+''' + "".join(f"    {line}\n" for line in IGNORE.splitlines())
+    + "    time.sleep(1000)  # sleeps here\n    return gm\n",
+}
+
+
+def sleep_line(name: str) -> int:
+    """The 0-based line of the sleep in ``IGNORING_SIGNALS[name]``."""
+    (line,) = [n for n, text in enumerate(IGNORING_SIGNALS[name].splitlines())
+               if "# sleeps here" in text]
+    return line
+
+
 @pytest.fixture(scope="module", params=EACH_MODE)
 def reports(request: pytest.FixtureRequest,
             tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
@@ -79,6 +118,11 @@ def reports(request: pytest.FixtureRequest,
     (tmp_path / "pyproject.toml").write_text(SETTINGS, encoding="utf-8")
     for name, text in FILES.items():
         (tmp_path / name).write_text(text, encoding="utf-8")
+    signals = tmp_path / "ignoring_signals"
+    signals.mkdir()
+    (signals / "pyproject.toml").write_text("[tool.fxls]\ntimeout = 4\n", encoding="utf-8")
+    for name, text in IGNORING_SIGNALS.items():
+        (signals / name).write_text(text, encoding="utf-8")
     return check_in_mode(tmp_path, request.param, timeout=300)
 
 
@@ -141,3 +185,14 @@ def test_each_limit_at_its_line_naming_its_setting(reports: dict[str, dict[str, 
                  line_of("fills_its_temp_folder.py", "time.sleep") + 1)
     assert line in loop, (line, message)
     assert "`tmp_limit_mb`" in message
+
+
+@pytest.mark.parametrize("name", list(IGNORING_SIGNALS))
+def test_a_job_ignoring_signals_times_out_at_its_sleeping_line(
+        reports: dict[str, dict[str, Any]], name: str) -> None:
+    timeouts = [(d["range"]["start"]["line"], d["message"])
+                for d in reports[name]["diagnostics"] if d["code"] == "FX102"]
+    assert len(timeouts) == 1, reports[name]["diagnostics"]
+    ((line, message),) = timeouts
+    assert line == sleep_line(name), message
+    assert f"timed out after 4 s while running line {sleep_line(name) + 1}" in message
