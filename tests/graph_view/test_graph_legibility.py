@@ -3,80 +3,32 @@ one item is drawn over another's (names fitted to their boxes, edge labels place
 cover nothing) on a Hugging Face BERT and the 5,000-node model, and shape bookkeeping
 (`x.shape`, `getitem` of sizes, `eq`, `_assert`) is folded into the node that consumes it
 on timm's ViT, shown again by the "shape ops" toggle and still found by search. Each page is
-made once and driven once in headless Chromium (module-scoped); the tests read what the
-steps saw."""
+made once per run (tests/graph_view/pages.py) and the pages driven one after the other in
+one headless Chromium (module-scoped); the tests read what the steps saw."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from benchmarks.graph_models import model_source
-from tests.graph_view.browser import browser, drive_steps  # noqa: F401
-
-ZOO_SITE = Path(os.environ.get("FXLS_MODEL_ZOO", "~/.cache/fxls-model-zoo")).expanduser() / "site"
+from tests.graph_view.browser import PageRun, browser, drive_pages  # noqa: F401
+from tests.graph_view.pages import (
+    NO_TIMM,
+    NO_TRANSFORMERS,
+    NO_ZOO_REASON,
+    bert_page,
+    big_page,
+    vit_page,
+)
 
 Box = dict[str, Any]
-
-BERT = """\
-import torch
-from torch import nn
-from transformers import BertConfig, BertModel
-
-
-class BertClassifier(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.bert = BertModel(BertConfig(num_hidden_layers=2, hidden_size=64,
-                                         num_attention_heads=2, intermediate_size=128,
-                                         vocab_size=500), add_pooling_layer=False)
-        self.head = nn.Linear(64, 2)
-
-    def forward(self, x):  # fxls: args (torch.randint(0, 500, (2, 16)),)
-        return self.head(self.bert(x).last_hidden_state)
-"""
-
-VIT = """\
-import timm
-import torch
-from torch import nn
-
-
-class Vit(nn.Module):
-    # fxls: args (torch.randn(1, 3, 224, 224),)
-    def __init__(self):
-        super().__init__()
-        self.vit = timm.create_model("vit_base_patch16_224", pretrained=False)
-
-    def forward(self, x):
-        return self.vit(x)
-"""
 
 #: every text drawn on the graph; the two lines of text of a node (its problem badge sits
 #: on its corner) and its box
 TEXTS = "#graph svg text"
 NODE_TEXTS = "#graph g.node text.t1, #graph g.node text.t2"
 NODE_BOXES = "#graph g.node > rect"
-
-
-def _page(folder: Path, source: str, target: str, zoo: bool = False) -> Path:
-    name = target.split("::")[0]
-    (folder / name).write_text(source, encoding="utf-8")
-    env = dict(os.environ)
-    if zoo:
-        env["PYTHONPATH"] = os.pathsep.join(
-            p for p in (str(ZOO_SITE), os.environ.get("PYTHONPATH")) if p)
-    done = subprocess.run([sys.executable, "-m", "fxls", "graph", target, "--format", "html"],
-                          capture_output=True, text=True, timeout=600, cwd=folder, env=env)
-    assert done.returncode == 0, done.stderr[-3000:]
-    page = folder / Path(name).with_suffix(".html")
-    page.write_text(done.stdout, encoding="utf-8")
-    return page
 
 
 def _looks(ids: list[str]) -> list[dict[str, Any]]:
@@ -159,13 +111,9 @@ BERT_LOOKS = ["bert_embeddings", "bert_encoder_layer_0_attention_self_value",
               "bert_encoder_layer_1_output_layer_norm", "head"]
 
 
-@pytest.fixture(scope="module")
-def bert_run(browser: None, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:  # noqa: F811
-    if not (ZOO_SITE / "transformers").is_dir():
-        pytest.skip("model zoo not installed (scripts/install_model_zoo.py)")
-    folder = tmp_path_factory.mktemp("bert")
-    page = _page(folder, BERT, "bert.py::BertClassifier", zoo=True)
-    return drive_steps(page, [
+def _bert_run(factory: pytest.TempPathFactory) -> PageRun:
+    folder = factory.mktemp("bert")
+    return PageRun(bert_page(factory), [
         *_looks(BERT_LOOKS),
         {"eval": "view.shown().nodes", "as": "shown"},
         {"eval": FRAME_PAINT, "as": "framePaint"},
@@ -177,6 +125,13 @@ def bert_run(browser: None, tmp_path_factory: pytest.TempPathFactory) -> dict[st
          "as": "valueTip"},
         {"screenshot": str(folder / "graph-bert.png")},
     ])
+
+
+@pytest.fixture(scope="module")
+def bert_run(runs: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    if "bert" not in runs:
+        pytest.skip(NO_ZOO_REASON)
+    return runs["bert"]
 
 
 def test_no_text_is_drawn_over_another_on_bert_expanded(bert_run: dict[str, Any]) -> None:
@@ -205,11 +160,9 @@ BIG_LOOKS = ["stages_0_blocks_0_attn_qkv", "stages_3_blocks_5_attn_qkv",
              "stages_9_blocks_27_mlp_fc2", "head"]
 
 
-@pytest.mark.usefixtures("browser")
 def test_no_text_is_drawn_over_another_on_the_5000_node_model_expanded(
-        tmp_path: Path) -> None:
-    page = _page(tmp_path, model_source(10, 28), "big.py::Big")
-    run = drive_steps(page, _looks(BIG_LOOKS))
+        runs: dict[str, dict[str, Any]]) -> None:
+    run = runs["big"]
     seen = _check_every_look(run, len(BIG_LOOKS))
     assert {f"n:{name}" for name in BIG_LOOKS} <= seen
     labels = [t for i in range(len(BIG_LOOKS)) for t in run[f"texts{i}"] if t["id"] is None]
@@ -222,13 +175,9 @@ def test_no_text_is_drawn_over_another_on_the_5000_node_model_expanded(
 RESHAPE = "#graph g.node[data-id='n:reshape']"
 
 
-@pytest.fixture(scope="module")
-def vit_run(browser: None, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:  # noqa: F811
-    if not (ZOO_SITE / "timm").is_dir():
-        pytest.skip("model zoo not installed (scripts/install_model_zoo.py)")
-    folder = tmp_path_factory.mktemp("vit")
-    page = _page(folder, VIT, "vit.py::Vit", zoo=True)
-    return drive_steps(page, [
+def _vit_run(factory: pytest.TempPathFactory) -> PageRun:
+    folder = factory.mktemp("vit")
+    return PageRun(vit_page(factory), [
         # as it opens: the top-level modules closed
         {"eval": "view.setTransform({k: 1, tx: 0, ty: 0})", "as": "_"},
         {"boxes": "#graph g.group.collapsed text", "as": "closedTexts"},
@@ -248,6 +197,28 @@ def vit_run(browser: None, tmp_path_factory: pytest.TempPathFactory) -> dict[str
         {"eval": "[view.model.nodes.size, view.shown().nodes.length]", "as": "shown"},
         {"boxes": "#graph g.node[data-id='n:getitem_7']", "as": "ownNode"},
     ])
+
+
+@pytest.fixture(scope="module")
+def vit_run(runs: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    if "vit" not in runs:
+        pytest.skip(NO_ZOO_REASON)
+    return runs["vit"]
+
+
+# -- every page above driven in one browser ---------------------------------------------------
+
+@pytest.fixture(scope="module")
+def runs(browser: None, tmp_path_factory: pytest.TempPathFactory  # noqa: F811
+         ) -> dict[str, dict[str, Any]]:
+    """What each page's steps read, the pages loaded one after the other in one browser; a
+    page of the model zoo's is left out (its tests skip) when the zoo is not installed."""
+    pages = {"big": PageRun(big_page(tmp_path_factory), _looks(BIG_LOOKS))}
+    if not NO_TRANSFORMERS:
+        pages["bert"] = _bert_run(tmp_path_factory)
+    if not NO_TIMM:
+        pages["vit"] = _vit_run(tmp_path_factory)
+    return drive_pages(pages)
 
 
 def test_closed_groups_titles_fit_their_boxes(vit_run: dict[str, Any]) -> None:
