@@ -67,35 +67,48 @@ export function opCounts(model: GraphModel, group: Group): string {
   return [...counts].sort((a, b) => b[1] - a[1]).map(([op, count]) => `${op} ${count}`).join(", ");
 }
 
-const sameCache = new WeakMap<GraphModel, Map<Group, Group[]>>();
+const sameCache = new WeakMap<GraphModel, Map<Group, Map<Group, Group[]>>>();
 
 /** The siblings of `group` (groups of the same parent) with the same structure: the same
  * class and, in graph order, the same ops and targets, module paths and targets taken
  * relative to the group, the same edges between its nodes and the same nodes used outside
  * it, and the same shapes where both know them (a partial graph's shapes stop where its
- * example inputs could not run further: a later block without them is not different). */
+ * example inputs could not run further: a later block without them is not different).
+ * Computed once per parent, when one of its children is first drawn closed or selected. */
 export function sameSiblings(model: GraphModel, group: Group): Group[] {
-  let same = sameCache.get(model);
+  const parent = group.parent;
+  if (!parent) return [];
+  let byParent = sameCache.get(model);
+  if (!byParent) {
+    byParent = new Map();
+    sameCache.set(model, byParent);
+  }
+  let same = byParent.get(parent);
   if (!same) {
-    same = identicalSiblings(model);
-    sameCache.set(model, same);
+    same = identicalChildren(model, parent);
+    byParent.set(parent, same);
   }
   return same.get(group) ?? [];
 }
 
-function identicalSiblings(model: GraphModel): Map<Group, Group[]> {
+function identicalChildren(model: GraphModel, parent: Group): Map<Group, Group[]> {
   const members = new Map<Group, GNode[]>();
+  for (const child of parent.children) if (child.kind === "group") members.set(child, []);
+  if (members.size < 2) return new Map();
+  // a node inside a child has the parent, then that child, in its chain (outermost first)
   for (const node of model.nodes.values()) {
-    for (const group of node.chain) {
-      if (!group.parent) continue;
-      const list = members.get(group);
-      if (list) list.push(node);
-      else members.set(group, [node]);
-    }
+    if (node.chain[parent.depth] !== parent) continue;
+    const child = node.chain[parent.depth + 1];
+    if (child) members.get(child)?.push(node);
   }
+  // the structure's text only for children whose class and size another child shares
+  const sizes = new Map<string, number>();
+  const size = (group: Group) => `${group.type}|${members.get(group)!.length}`;
+  for (const group of members.keys()) sizes.set(size(group), (sizes.get(size(group)) ?? 0) + 1);
   const byStructure = new Map<string, Group[]>();
   for (const [group, nodes] of members) {
-    const key = `${group.parent!.id}\n${structure(group, nodes)}`;
+    if (sizes.get(size(group))! < 2) continue;
+    const key = structure(group, nodes);
     const list = byStructure.get(key);
     if (list) list.push(group);
     else byStructure.set(key, [group]);
@@ -114,19 +127,27 @@ function identicalSiblings(model: GraphModel): Map<Group, Group[]> {
 }
 
 function structure(group: Group, nodes: GNode[]): string {
+  // one string built by appending: this runs over every node of a 5,000-node model's
+  // top-level modules before its first drawing
   const prefix = `${group.path}.`;
-  const relative = (text: string | null) => (text === group.path ? "." : text?.startsWith(prefix) ? text.slice(prefix.length) : (text ?? ""));
-  const place = new Map(nodes.map((node, i) => [node.data.name, i]));
-  const lines = [group.type ?? ""];
+  const relative = (text: string) => (text.startsWith(prefix) ? text.slice(prefix.length) : text === group.path ? "." : text);
+  const place = new Map<string, number>();
+  nodes.forEach((node, i) => place.set(node.data.name, i));
+  let text = group.type ?? "";
   for (const { data } of nodes) {
     const target = data.op === "call_module" || data.op === "get_attr" ? relative(data.target) : data.target;
+    text += `\n${data.op}|${target}|${data.module_path ? relative(data.module_path) : ""}|`;
     // users outside only as "used outside": how many outside depends on what follows
     // the group (the last block of a stack feeds one norm, the others two calls each)
-    const within = data.users.map((user) => place.get(user)).filter((i) => i !== undefined);
-    const users = `${within.join(",")}${within.length < data.users.length ? "^" : ""}`;
-    lines.push([data.op, target, relative(data.module_path), users].join("|"));
+    let outside = false;
+    for (const user of data.users) {
+      const index = place.get(user);
+      if (index === undefined) outside = true;
+      else text += `${index},`;
+    }
+    if (outside) text += "^";
   }
-  return lines.join("\n");
+  return text;
 }
 
 /** `blocks.1-11` (siblings numbered under one parent, runs joined), else their paths. */
@@ -150,10 +171,9 @@ export function groupList(groups: Group[]): string {
   return `${parent}${runs.join(", ")}`;
 }
 
-/** Paths in order, numbered parts as numbers (`blocks.2` before `blocks.10`). */
-function comparePaths(a: string, b: string): number {
-  return a.localeCompare(b, "en", { numeric: true });
-}
+/** Paths in order, numbered parts as numbers (`blocks.2` before `blocks.10`); one collator
+ * (`localeCompare` with options makes one per call). */
+const comparePaths = new Intl.Collator("en", { numeric: true }).compare;
 
 /** The small mark a closed group's box carries when siblings are the same as it: how many
  * are (it included), the list in its tooltip; "" for none. SVG, drawn on the box's top
