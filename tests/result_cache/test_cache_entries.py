@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import zlib
 from pathlib import Path
 
@@ -14,7 +15,7 @@ import pytest
 from fxls.codes import CODES
 from fxls.project.settings import load_settings
 from fxls.report import Diagnostic, FileReport, Span
-from fxls.result_cache import Fingerprint, ResultCache, fingerprint
+from fxls.result_cache import Fingerprint, ResultCache, cache_disabled, fingerprint
 from tests.result_cache.checks import RecordedAnalysis, cache_command, cache_on
 
 FILES = {"a.py": "import torch\n\nA = 1\n", "b.py": "import torch\n\nB = 2\n"}
@@ -93,3 +94,30 @@ def test_cache_info_and_clean(tmp_path, recorded, monkeypatch):
     assert cache_command("clean").startswith("fxls: removed 1 cached results (0.0 MB) from ")
     assert cache_command("info").splitlines()[1] == "entries: 0"
     assert recorded.analysed(str(tmp_path / "a.py")) == ["a.py"]
+
+
+def test_readers_see_a_whole_entry_or_none_while_another_process_writes(tmp_path):
+    cache = ResultCache(str(tmp_path), limit_bytes=1 << 30)
+    key = Fingerprint("e" * 64, "/p/big.py", "x = 1\n" * 200)
+    reports = [FileReport(key.path, diagnostics=[
+        Diagnostic("FX013", CODES["FX013"].severity, f"message {size} " * 50,
+                   Span(key.path, line, line, 0, 5)) for line in range(1, 200)])
+        for size in (1, 2)]
+    writing = threading.Event()
+
+    def write() -> None:
+        for number in range(40):
+            cache.store(key, reports[number % 2])
+            writing.set()
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    writing.wait()
+    seen = [cache.lookup(key) for _ in range(40)]
+    writer.join()
+    assert all(report is not None and len(report.diagnostics) == 199 for report in seen)
+
+
+def test_the_suite_runs_without_the_cache():
+    # tests/conftest.py: a test analyses afresh, and never writes to the user's cache
+    assert cache_disabled()
