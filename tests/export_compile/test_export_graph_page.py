@@ -20,28 +20,10 @@ import pytest
 import torch
 
 from fxls.graph_view.module_graph import graph_page
-from tests.graph_view.test_graph_page import EXTENSION, ZOO_SITE, browser  # noqa: F401
+from tests.graph_view.browser import EXTENSION, browser  # noqa: F401
+from tests.graph_view.pages import BERT_BRANCHED as BERT
+from tests.graph_view.pages import NO_TRANSFORMERS, NO_ZOO_REASON, ZOO_SITE, zoo_env
 
-BERT = """\
-import torch
-from torch import nn
-from transformers import BertConfig, BertModel
-
-
-class BertClassifier(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.backbone = BertModel(BertConfig(num_hidden_layers=2, hidden_size=64,
-                                             num_attention_heads=2, intermediate_size=128,
-                                             vocab_size=500), add_pooling_layer=False)
-        self.head = nn.Linear(64, 2)
-
-    def forward(self, x):  # fxls: args (torch.randint(0, 500, (2, 16)),)
-        feats = self.backbone(x).last_hidden_state
-        if feats.mean() > 0:
-            feats = feats * 2
-        return self.head(feats)
-"""
 DRIVER = Path(__file__).with_name("export_page_browser.cjs")
 
 
@@ -65,13 +47,11 @@ def _load(path: Path, name: str) -> Any:
 
 @pytest.fixture(scope="module")
 def bert(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
-    if not (ZOO_SITE / "transformers").is_dir():
-        pytest.skip("model zoo not installed (scripts/install_model_zoo.py)")
+    if NO_TRANSFORMERS:
+        pytest.skip(NO_ZOO_REASON)
     folder = tmp_path_factory.mktemp("bert-export")
     (folder / "bert.py").write_text(BERT, encoding="utf-8")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        p for p in (str(ZOO_SITE), os.environ.get("PYTHONPATH")) if p)}
-    return folder / "bert.py", _graph(folder, "bert.py::BertClassifier", "export", env)
+    return folder / "bert.py", _graph(folder, "bert.py::BertClassifier", "export", zoo_env())
 
 
 def test_the_drafted_program_is_torchs_grouped_by_module_with_classes(

@@ -16,39 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.graph_models import model_source
 from tests.graph_view.browser import EXTENSION, browser, drive, node_modules  # noqa: F401
+from tests.graph_view.pages import BIG, NESTED, NO_TIMM, NO_ZOO_REASON, big_page, vit_page
 
 REPO = Path(__file__).resolve().parents[2]
 BUNDLE = REPO / "fxls" / "graph_page" / "graph.js"
-ZOO_SITE = Path(os.environ.get("FXLS_MODEL_ZOO", "~/.cache/fxls-model-zoo")).expanduser() / "site"
-
-NESTED = """\
-import torch
-from torch import nn
-
-
-class Block(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc = nn.Linear(8, 8)
-
-    def forward(self, x):
-        return self.fc(x).relu() + x
-
-
-class Net(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.blocks = nn.Sequential(Block(), Block())
-        self.head = nn.Linear(8, 2)
-
-    def forward(self, x):
-        h = self.blocks(x)
-        if h.sum() > 0:
-            h = h * 2
-        return self.head(h)
-"""
 
 
 def _fxls(folder: Path, *arguments: str, env: dict[str, str] | None = None,
@@ -134,21 +106,10 @@ def test_the_committed_bundle_is_built_from_the_current_sources(tmp_path: Path) 
 
 # -- in a real browser ----------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def big_page(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    folder = tmp_path_factory.mktemp("big")
-    source = model_source(10, 28)
-    (folder / "big.py").write_text(source, encoding="utf-8")
-    done = _fxls(folder, "graph", "big.py::Big", "--format", "html", timeout=600)
-    assert done.returncode == 0, done.stderr
-    (folder / "big.html").write_text(done.stdout, encoding="utf-8")
-    return folder / "big.html", source
-
-
 @pytest.mark.usefixtures("browser")
 def test_a_5000_node_page_opens_collapsed_expands_searches_and_shows_sources(
-        big_page: tuple[Path, str], tmp_path: Path) -> None:
-    page, source = big_page
+        tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
+    page = big_page(tmp_path_factory)
     shot = tmp_path / "big.png"
     result = drive(page, "--expand-depth", "4", "--search", "softmax_100",
                    "--click", "stages_3_blocks_5_attn_qkv", "--expand-all",
@@ -170,41 +131,17 @@ def test_a_5000_node_page_opens_collapsed_expands_searches_and_shows_sources(
     # search goes to the match, expanding the groups around it
     assert result["search"] == {"count": "1 of 1", "selected": "softmax_100", "matchesShown": 1}
     # a click on a node shows its file:line
-    line = _line(source, "q, k, v = self.qkv(x).chunk(3, dim=-1)")
+    line = _line(BIG, "q, k, v = self.qkv(x).chunk(3, dim=-1)")
     assert result["click"]["location"] == f"{page.parent / 'big.py'}:{line}"
     assert result["click"]["panelSource"] == f"big.py:{line}"
     assert result["expandAll"]["shownNodes"] == result["total"]
     assert shot.stat().st_size > 10_000
 
 
-VIT = """\
-import timm
-import torch
-from torch import nn
-
-
-class Vit(nn.Module):
-    # fxls: args (torch.randn(1, 3, 224, 224),)
-    def __init__(self):
-        super().__init__()
-        self.vit = timm.create_model("vit_base_patch16_224", pretrained=False)
-
-    def forward(self, x):
-        return self.vit(x)
-"""
-
-
-@pytest.mark.skipif(not (ZOO_SITE / "timm").is_dir(),
-                    reason="model zoo not installed (scripts/install_model_zoo.py)")
+@pytest.mark.skipif(NO_TIMM, reason=NO_ZOO_REASON)
 @pytest.mark.usefixtures("browser")
-def test_timm_vit_page(tmp_path: Path) -> None:
-    (tmp_path / "vit.py").write_text(VIT, encoding="utf-8")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        p for p in (str(ZOO_SITE), os.environ.get("PYTHONPATH")) if p)}
-    done = _fxls(tmp_path, "graph", "vit.py::Vit", "--format", "html", env=env, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    page = tmp_path / "vit.html"
-    page.write_text(done.stdout, encoding="utf-8")
+def test_timm_vit_page(tmp_path_factory: pytest.TempPathFactory) -> None:
+    page = vit_page(tmp_path_factory)
     result = drive(page, "--expand-depth", "3", "--search", "scaled_dot_product_attention",
                    "--click", "vit_head", "--expand-all")
     assert result["total"] > 400

@@ -29,7 +29,7 @@ from fxls.output.pass_page import pass_document
 from fxls.project.setting_groups import ProjectLayout
 from fxls.project.settings import Settings
 from fxls.report import NodeInfo, PassGraphRun, PassReport, Span
-from tests.graph_view.browser import browser, drive_steps  # noqa: F401
+from tests.graph_view.browser import PageRun, browser, drive_pages  # noqa: F401
 from tests.passes.samples import PASSES
 
 LINES = PASSES.splitlines()
@@ -180,10 +180,11 @@ def _click_node(pane: str, name: str) -> list[dict[str, Any]]:
             {"eval": "({" + ", ".join(f"{k}: {v}" for k, v in read.items()) + "})", "as": key}]
 
 
-def drive(page: Path, click_after: str | None = None, click_before: str | None = None,
-          screenshot: Path | None = None) -> dict[str, Any]:
+def _as_a_person(page: Path, click_after: str | None = None, click_before: str | None = None,
+                 screenshot: Path | None = None) -> PageRun:
     """What a person sees on the page: the bar, both panes' nodes; then a click on a node
-    of the graph after the pass, one of the graph before it, and *After* only and back."""
+    of the graph after the pass, one of the graph before it, and *After* only and back
+    (``split``: both panes shown again)."""
     steps: list[dict[str, Any]] = [
         {"eval": _text(".fx-pass-bar h1"), "as": "title"},
         {"eval": _texts(".fx-pane-title"), "as": "paneTitles"},
@@ -203,9 +204,12 @@ def drive(page: Path, click_after: str | None = None, click_before: str | None =
         "afterVisible: document.querySelector('#fx-pane-after').checkVisibility()})"
     steps += [{"click": "#fx-mode-after"}, {"eval": visible, "as": "afterOnly"},
               {"click": "#fx-mode-split"}, {"eval": visible, "as": "splitVisible"}]
-    result = drive_steps(page, steps, width=1400, height=800)
-    result["split"] = result["splitVisible"] == {"beforeVisible": True, "afterVisible": True}
-    return result
+    return PageRun(page, steps, width=1400, height=800)
+
+
+def _split(result: dict[str, Any]) -> dict[str, Any]:
+    return {**result, "split": result["splitVisible"] == {"beforeVisible": True,
+                                                          "afterVisible": True}}
 
 
 def _marks(nodes: list[dict[str, Any]]) -> dict[str, str | None]:
@@ -229,11 +233,10 @@ def test_the_page_holds_both_graphs_with_the_changes_marked(pages: dict[str, Pat
 
 
 def test_in_a_browser_both_panes_marks_problems_and_click_to_line(
-    browser: None, pages: dict[str, Path], tmp_path: Path  # noqa: F811
+    runs: dict[str, dict[str, Any]]
 ) -> None:
-    shot = tmp_path / "neg.png"
-    result = drive(pages["negate_after_relu"], click_after="neg", click_before="relu",
-                   screenshot=shot)
+    result = _split(runs["negate_after_relu"])
+    shot = runs["shots"]["neg"]
     assert result["title"] == "negate_after_relu"
     assert result["paneTitles"] == ["Before · Net", "After · Net"]
     assert result["legend"].split() == ["added", "removed", "rewired", "problem"]
@@ -260,10 +263,8 @@ def test_in_a_browser_both_panes_marks_problems_and_click_to_line(
     assert shot.stat().st_size > 10_000
 
 
-def test_removed_nodes_are_drawn_in_the_graph_before(
-    browser: None, pages: dict[str, Path]  # noqa: F811
-) -> None:
-    result = drive(pages["relu_to_gelu"], click_after="gelu")
+def test_removed_nodes_are_drawn_in_the_graph_before(runs: dict[str, dict[str, Any]]) -> None:
+    result = _split(runs["relu_to_gelu"])
     assert _marks(result["before"])["relu"] == "removed"
     assert _marks(result["after"])["gelu"] == "added"
     assert result["clickAfter"]["source"] == f"passes.py:{GELU_LINE}"
@@ -377,12 +378,10 @@ def _pane_state(key: str) -> list[dict[str, Any]]:
              "as": f"{key}Transform"}]
 
 
-@pytest.mark.usefixtures("browser")
-def test_in_a_browser_the_panes_keep_in_step_and_the_swapped_convs_are_marked(
-    pages: dict[str, Path], tmp_path: Path
-) -> None:
-    shot = tmp_path / "pass-page.png"
-    result = drive_steps(pages["fuse"], [
+def _in_step(page: Path, shot: Path) -> PageRun:
+    """Steps on the fuser's page: each pane's groups opened and closed, zoomed, the overview,
+    collapse all, sync off and on, each read in both panes; the swapped convs."""
+    return PageRun(page, [
         *_pane_state("open"),
         {"click": "#fx-pane-after g.frame[data-id='g:blocks.1'] .frame-title"},
         *_pane_state("collapsed"),
@@ -407,6 +406,12 @@ def test_in_a_browser_the_panes_keep_in_step_and_the_swapped_convs_are_marked(
         {"click": "#fx-sync"},
         *_pane_state("resynced"),
     ])
+
+
+def test_in_a_browser_the_panes_keep_in_step_and_the_swapped_convs_are_marked(
+    runs: dict[str, dict[str, Any]]
+) -> None:
+    result, shot = runs["fuse"], runs["shots"]["fuse"]
     before, after = result["openExpanded"]
     assert before == after == ["blocks", "blocks.0", "blocks.1"]
     assert result["openTransform"][0] == result["openTransform"][1]
@@ -436,16 +441,10 @@ def test_in_a_browser_the_panes_keep_in_step_and_the_swapped_convs_are_marked(
     assert shot.stat().st_size > 10_000
 
 
-@pytest.mark.usefixtures("browser")
 def test_in_a_browser_an_added_node_is_drawn_in_its_modules_frame_with_its_shape(
-    pages: dict[str, Path]
+    runs: dict[str, dict[str, Any]], pages: dict[str, Path]
 ) -> None:
-    result = drive_steps(pages["gelu_in_blocks"], [
-        {"boxes": "#fx-pane-after g.frame[data-id='g:blocks.0'] > rect", "as": "frame"},
-        {"boxes": "#fx-pane-after g.node[data-id='n:gelu'] > rect", "as": "gelu"},
-        {"click": "#fx-pane-after g.node[data-id='n:gelu']"},
-        {"boxes": "#fx-node-table tr", "as": "rows"},
-    ])
+    result = runs["gelu_in_blocks"]
     ((frame,), (gelu,)) = result["frame"], result["gelu"]
     assert frame["x"] < gelu["x"] and gelu["x"] + gelu["width"] < frame["x"] + frame["width"]
     assert frame["y"] < gelu["y"] and gelu["y"] + gelu["height"] < frame["y"] + frame["height"]
@@ -455,3 +454,27 @@ def test_in_a_browser_an_added_node_is_drawn_in_its_modules_frame_with_its_shape
     relu = next(n for n in _json_run(pages, "gelu_in_blocks")["nodes"] if n["name"] == "relu")
     assert shape == f"shapefloat32[{', '.join(map(str, relu['shape']))}]"
     assert "moduleblocks.0" in rows
+
+
+# -- every page above driven in one browser ---------------------------------------------------
+
+@pytest.fixture(scope="module")
+def runs(browser: None, pages: dict[str, Path],  # noqa: F811
+         tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    """What each browser test's steps read, by page, the pages loaded one after the other
+    in one browser (a launch costs seconds); ``shots``: the screenshots' paths."""
+    folder = tmp_path_factory.mktemp("pass_page_shots")
+    shots = {"neg": folder / "neg.png", "fuse": folder / "pass-page.png"}
+    read = drive_pages({
+        "negate_after_relu": _as_a_person(pages["negate_after_relu"], click_after="neg",
+                                          click_before="relu", screenshot=shots["neg"]),
+        "relu_to_gelu": _as_a_person(pages["relu_to_gelu"], click_after="gelu"),
+        "fuse": _in_step(pages["fuse"], shots["fuse"]),
+        "gelu_in_blocks": PageRun(pages["gelu_in_blocks"], [
+            {"boxes": "#fx-pane-after g.frame[data-id='g:blocks.0'] > rect", "as": "frame"},
+            {"boxes": "#fx-pane-after g.node[data-id='n:gelu'] > rect", "as": "gelu"},
+            {"click": "#fx-pane-after g.node[data-id='n:gelu']"},
+            {"boxes": "#fx-node-table tr", "as": "rows"},
+        ]),
+    })
+    return {**read, "shots": shots}
