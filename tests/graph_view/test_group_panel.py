@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import inspect
 import json
-import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,8 +18,7 @@ import torch
 
 from fxls.graph_view.module_graph import graph_page
 from tests.graph_view.browser import browser, drive_steps  # noqa: F401
-
-ZOO_SITE = Path(os.environ.get("FXLS_MODEL_ZOO", "~/.cache/fxls-model-zoo")).expanduser() / "site"
+from tests.graph_view.pages import ZOO_SITE, vit_page
 
 NET = """\
 import torch
@@ -52,9 +51,9 @@ PANEL = ("[...document.querySelectorAll('#fx-panel tr')]"
 TIMES = "\N{MULTIPLICATION SIGN}"
 
 
-def _fxls_graph(folder: Path, target: str, env: dict[str, str] | None = None) -> dict[str, Any]:
+def _fxls_graph(folder: Path, target: str) -> dict[str, Any]:
     done = subprocess.run([sys.executable, "-m", "fxls", "graph", target, "--format", "json"],
-                          capture_output=True, text=True, timeout=600, cwd=folder, env=env)
+                          capture_output=True, text=True, timeout=600, cwd=folder)
     assert done.returncode == 0, done.stderr[-3000:]
     document: dict[str, Any] = json.loads(done.stdout)
     return document
@@ -128,39 +127,15 @@ def test_group_panel_and_identical_siblings(net: tuple[Path, dict[str, Any]]) ->
     assert "same as" not in outer
 
 
-VIT = """\
-import timm
-import torch
-from torch import nn
-
-
-class Vit(nn.Module):
-    # fxls: args (torch.randn(1, 3, 224, 224),)
-    def __init__(self):
-        super().__init__()
-        self.vit = timm.create_model("vit_base_patch16_224", pretrained=False)
-
-    def forward(self, x):
-        return self.vit(x)
-"""
-
-
-@pytest.mark.skipif(not (ZOO_SITE / "timm").is_dir(),
-                    reason="model zoo not installed (scripts/install_model_zoo.py)")
 @pytest.mark.usefixtures("browser")
-def test_vit_blocks_are_the_same_as_each_other(tmp_path: Path) -> None:
-    (tmp_path / "vit.py").write_text(VIT, encoding="utf-8")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        p for p in (str(ZOO_SITE), os.environ.get("PYTHONPATH")) if p)}
-    document = _fxls_graph(tmp_path, "vit.py::Vit", env)
-    defined = {g["path"]: g["defined"] for g in document["groups"]}
-    assert defined["vit.blocks.0"]["file"] == str(ZOO_SITE / "timm/models/vision_transformer.py")
-    timm_file = Path(defined["vit.blocks.0"]["file"]).read_text(encoding="utf-8").splitlines()
-    assert timm_file[defined["vit.blocks.0"]["line"] - 1].startswith("class Block(")
-    page = tmp_path / "vit.html"
-    page.write_text(graph_page(document), encoding="utf-8")
+def test_vit_blocks_are_the_same_as_each_other(tmp_path: Path,
+                                               tmp_path_factory: pytest.TempPathFactory) -> None:
+    page = tmp_path / "vit.html"  # the run's shared page, driven from a folder of this test's
+    shutil.copy(vit_page(tmp_path_factory), page)
     shot = tmp_path / "graph-group-panel.png"  # as docs/images/graph-group-panel.png
     result = drive_steps(page, [
+        {"eval": "view.model.doc.groups.find((g) => g.path === 'vit.blocks.0').defined",
+         "as": "defined"},
         {"eval": "view.setExpanded('vit.blocks', true)", "as": "opened"},
         {"eval": "view.select(view.groupOf('vit.blocks.0'))", "as": "_"},
         {"eval": PANEL, "as": "panel"},
@@ -171,9 +146,13 @@ def test_vit_blocks_are_the_same_as_each_other(tmp_path: Path) -> None:
          "as": "_"},
         {"screenshot": str(shot)},
     ])
+    defined = result["defined"]
+    assert defined["file"] == str(ZOO_SITE / "timm/models/vision_transformer.py")
+    timm_lines = Path(defined["file"]).read_text(encoding="utf-8").splitlines()
+    assert timm_lines[defined["line"] - 1].startswith("class Block(")
     panel = dict(tuple(row) for row in result["panel"])
     assert panel["module"] == "timm.models.vision_transformer.Block"
-    assert panel["defined at"] == f"vision_transformer.py:{defined['vit.blocks.0']['line']}"
+    assert panel["defined at"] == f"vision_transformer.py:{defined['line']}"
     assert panel["same as"] == "vit.blocks.1-11"
     assert panel["inputs"].endswith(" float32[1, 197, 768]")
     assert panel["outputs"].endswith(" float32[1, 197, 768]")
