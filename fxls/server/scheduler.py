@@ -4,7 +4,9 @@ Each analysis bumps its document's generation, so a newer save supersedes older 
 (stale results are never published). A save publishes twice: tracing's diagnostics as soon
 as the job sends them, then the complete report's, which becomes the document's snapshot;
 then ``fxls/analysisDone`` is sent and the report's quick fixes are verified in the
-background (``code_actions.FixCache``).
+background (``code_actions.FixCache``). On open, a result the result cache holds for the
+document is published before the worker answers (``cached_results``; its
+``fxls/analysisDone`` says ``cached``), and every fresh complete report is stored there.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from fxls.report import FileReport
 from fxls.server.analysed_texts import AnalysedTexts
 from fxls.server.analysis_service import WorkerStartError
 from fxls.server.background import BackgroundTasks
+from fxls.server.cached_results import CachedLookup, CachedResults, lookup_message
 from fxls.server.dependencies import depends_on
 from fxls.server.folders import FolderInterpreters
 from fxls.server.progress import TraceProgress
@@ -78,11 +81,14 @@ class AnalysisScheduler:
         #: uri -> the pending start of its next analysis (debounced)
         self._debounce: dict[str, asyncio.TimerHandle] = {}
         self._analysed = AnalysedTexts()
+        self._cached = CachedResults.from_environment()
 
-    def schedule(self, uri: str, delay_s: float = 0.0, *, unless_unchanged: bool = False) -> None:
+    def schedule(self, uri: str, delay_s: float = 0.0, *, unless_unchanged: bool = False,
+                 from_cache: bool = False) -> None:
         """Analyse ``uri`` after ``delay_s`` (a later call for it restarts the delay);
         ``unless_unchanged``: a text already analysed as it is gets its last report again
-        (``analysed_texts``)."""
+        (``analysed_texts``); ``from_cache``: the result cache's report of the text is shown
+        until the analysis answers (an opened document)."""
         pending = self._debounce.pop(uri, None)
         if pending is not None:
             pending.cancel()
@@ -90,7 +96,8 @@ class AnalysisScheduler:
         if document is not None:
             document.settled.clear()
         if delay_s <= 0:
-            self._background.spawn(self.analyze(uri, unless_unchanged=unless_unchanged))
+            self._background.spawn(self.analyze(uri, unless_unchanged=unless_unchanged,
+                                                from_cache=from_cache))
             return
         self._debounce[uri] = asyncio.get_running_loop().call_later(
             delay_s, self._start_debounced, uri)
@@ -153,15 +160,15 @@ class AnalysisScheduler:
             return None
         return document.snapshot
 
-    async def analyze(self, uri: str, *, track: bool = True,
-                      unless_unchanged: bool = False) -> None:
+    async def analyze(self, uri: str, *, track: bool = True, unless_unchanged: bool = False,
+                      from_cache: bool = False) -> None:
         """Analyse the open document ``uri`` and publish; ``track``: in the trace progress."""
         document = self._session.documents.get(uri)
         if document is None:
             return  # closed (or never opened) since it was scheduled
         generation = document.begin_analysis()
         try:
-            await self._analyze(document, generation, track, unless_unchanged)
+            await self._analyze(document, generation, track, unless_unchanged, from_cache)
         except Exception as error:
             log.exception("analysis of %s failed", uri)
             tell(self._server, f"fxls: the analysis of {uri} failed: {error}")
@@ -170,7 +177,7 @@ class AnalysisScheduler:
                 document.settled.set()
 
     async def _analyze(self, document: DocumentController, generation: int, track: bool,
-                       unless_unchanged: bool = False) -> None:
+                       unless_unchanged: bool = False, from_cache: bool = False) -> None:
         uri = document.uri
         text, version = editor_text(self._session, self._server.workspace, uri)
         settings = load_settings(document.path, self._session.config.overrides())
@@ -190,10 +197,25 @@ class AnalysisScheduler:
                     and self._session.documents.get(uri) is document)
 
         key = f"{uri}#{generation}"
+        answered = False
+
+        def show_cached(lookup: CachedLookup) -> None:
+            shown = lookup.report is not None and not answered and current()
+            if lookup.report is not None and shown:
+                self._show_cached(document, lookup.report, text, version, settings)
+            if from_cache and current():
+                tell(self._server, lookup_message(uri, lookup, shown),
+                     kind=types.MessageType.Log)
+
+        # the fingerprint is made while the job starts: looked up on open, and the key the
+        # fresh report is stored under (the files as they were when the job read them)
+        lookup = asyncio.ensure_future(self._look_up(document, request, from_cache, show_cached))
 
         def publish_early(report: FileReport) -> None:
             # tracing's diagnostics now; the complete report (FX014, shapes for hover)
             # publishes again when the job ends, and is what code actions use
+            nonlocal answered
+            answered = True
             self._progress.advance(key, 0.5)
             if current():
                 self._publisher.publish_report(uri, document.path, report, text, version,
@@ -203,12 +225,41 @@ class AnalysisScheduler:
 
         report, worker_started = await self._run(document, request, key, track, current,
                                                  publish_early)
+        answered = True
         if report is None or not current():
             return  # superseded by a newer save (its result will publish) or closed
         self._analysed.remember(uri, request, report)
         snapshot = self._settle(document, report, text, version, settings)
         if worker_started:
             self._start_fix_verification(document, snapshot, request)
+            self._background.spawn(self._keep(lookup, report))
+
+    async def _look_up(self, document: DocumentController, request: AnalysisRequest,
+                       read: bool, found: Callable[[CachedLookup], None]) -> CachedLookup:
+        """``request``'s fingerprint (and, if ``read``, its cached report), given to
+        ``found``."""
+        if not self._cached.enabled:
+            return CachedLookup(None, None, 0.0)
+        python = (await self._interpreters.for_path(document.path)).python
+        result = await self._cached.look_up(request, python, read=read)
+        found(result)
+        return result
+
+    async def _keep(self, lookup: asyncio.Future[CachedLookup], report: FileReport) -> None:
+        """The fresh ``report`` stored under the fingerprint made when its job started."""
+        key = (await lookup).fingerprint
+        if key is not None:
+            await self._cached.keep(key, report)
+
+    def _show_cached(self, document: DocumentController, report: FileReport, text: str,
+                     version: int | None, settings: Settings) -> None:
+        """The cached ``report`` of this very text is published and answers requests, as
+        an early report does, until the fresh one replaces it; the status item says so."""
+        self._publisher.publish_report(document.uri, document.path, report, text, version,
+                                       settings.project.root)
+        self._answer_from(document, report, text, version)
+        self._server.protocol.notify(ANALYSIS_DONE, {"uri": document.uri, "version": version,
+                                                     **targets_status(report), "cached": True})
 
     def _answer_from(self, document: DocumentController, report: FileReport, text: str,
                      version: int | None) -> None:

@@ -1,5 +1,6 @@
-"""``textDocument/didOpen``: analyse the document; what other documents found in it for
-another text of it is withdrawn, and found again by analysing them."""
+"""``textDocument/didOpen``: analyse the document (its result cache's report of this text
+shown until the analysis answers); what other documents found in it for another text of it
+is withdrawn, and found again by analysing them."""
 
 from __future__ import annotations
 
@@ -21,4 +22,4 @@ def on_open(ls: FxlsServer, params: types.DidOpenTextDocumentParams) -> None:
         for source in stale:
             if source in ls.session.documents and source != uri:
                 ls.scheduler.schedule(source, DEPENDENTS_DELAY_S)
-    ls.scheduler.schedule(uri)
+    ls.scheduler.schedule(uri, from_cache=True)
