@@ -35,7 +35,7 @@ import { GraphTarget, PASS_FORMAT, classNames, enclosingClass, enclosingDefiniti
 import { NotebookCellText, toCell, toSource } from "./notebookLines";
 import { buildServerCommand, formatCommandLine, startFailureHint } from "./serverCommand";
 import { ServerSettings, configChangeAction, didChangeConfigurationParams, initializationOptions, serverSettings } from "./settings";
-import { ClientState, FileTargets, countSeverities, targetsOf } from "./status";
+import { ClientState, FileTargets, countSeverities, fromCache, targetsOf } from "./status";
 import { StatusBar } from "./statusBar";
 
 const SHOW_GRAPH = "fxls.showGraph";
@@ -131,6 +131,8 @@ class FxlsExtension implements vscode.Disposable {
   private readonly traced = new Set<string>();
   /** documents -> the tracers their last complete report was analysed for, and why */
   private readonly targets = new Map<string, FileTargets>();
+  /** documents showing the server's result cache's report until their analysis ends */
+  private readonly cached = new Set<string>();
   /** documents with a trace asked for (open/save) and not reported yet -> expiry timer */
   private readonly tracing = new Map<string, NodeJS.Timeout>();
   private client: FxlsLanguageClient | undefined;
@@ -160,6 +162,7 @@ class FxlsExtension implements vscode.Disposable {
       vscode.workspace.onDidCloseTextDocument((doc) => {
         this.traced.delete(doc.uri.toString());
         this.targets.delete(doc.uri.toString());
+        this.cached.delete(doc.uri.toString());
         this.clearTracing(doc.uri.toString());
       }),
     );
@@ -374,6 +377,7 @@ class FxlsExtension implements vscode.Disposable {
           next(uri, diagnostics);
           const key = uri.toString();
           this.traced.add(key);
+          this.cached.delete(key); // the cache's publish is followed by its fxls/analysisDone
           this.clearTracing(key);
           this.updateStatus();
           this.scheduleGraphRefresh(key);
@@ -423,6 +427,8 @@ class FxlsExtension implements vscode.Disposable {
       const targets = targetsOf(params);
       if (targets) this.targets.set(key, targets);
       else this.targets.delete(key);
+      if (fromCache(params)) this.cached.add(key);
+      else this.cached.delete(key);
       this.clearTracing(key);
       this.updateStatus();
       this.scheduleGraphRefresh(key);
@@ -532,6 +538,7 @@ class FxlsExtension implements vscode.Disposable {
       isPython,
       traced: this.traced.has(key),
       targets: this.targets.get(key),
+      cached: this.cached.has(key),
       tracing: this.tracing.has(key),
       counts: countSeverities(diagnostics),
       fileName: shown ? vscode.workspace.asRelativePath(shown) : undefined,

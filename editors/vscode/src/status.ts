@@ -44,6 +44,8 @@ export interface StatusInput {
   fileName?: string;
   /** the tracers the server analysed the file for, and why */
   targets?: FileTargets;
+  /** what is shown came from the server's result cache; the file's analysis still runs */
+  cached?: boolean;
 }
 
 /** What `fxls/analysisDone` says of the tracers a file was analysed for (SPEC: Targets). */
@@ -59,6 +61,14 @@ export function targetsOf(params: unknown): FileTargets | undefined {
   if (!Array.isArray(targets) || targets.length === 0 || !targets.every((t) => typeof t === "string")) return undefined;
   return { targets, because: typeof targetsBecause === "string" && targetsBecause ? targetsBecause : undefined };
 }
+
+/** Whether an `fxls/analysisDone` announces the result cache's report of the file (shown until
+ * the fresh analysis' own `fxls/analysisDone`). */
+export function fromCache(params: unknown): boolean {
+  return (params as { cached?: unknown } | undefined)?.cached === true;
+}
+
+const CACHED_TOOLTIP = " From the result cache (the file, its imports, settings and environment are as when it was analysed); its analysis is running.";
 
 /** Symbolic tracing alone is what fxls always checked: the text names other targets only. */
 function targetsText(targets: FileTargets | undefined): string {
@@ -114,8 +124,8 @@ export function statusFor(input: StatusInput): Status {
   }
   const { error, warning, info, hint } = input.counts;
   const total = error + warning + info + hint;
-  const targets = targetsText(input.targets);
-  const why = targetsTooltip(input.targets);
+  const targets = targetsText(input.targets) + (input.cached ? " (cached)" : "");
+  const why = targetsTooltip(input.targets) + (input.cached ? CACHED_TOOLTIP : "");
   if (total === 0) {
     return { visible: true, text: `$(check) fxls: clean${targets}`, tooltip: `Every module${file} traces cleanly.${why} Click to show the FX graph.`, level: "none", action: "showGraph" };
   }

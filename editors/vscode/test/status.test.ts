@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { StatusInput, countSeverities, statusFor, targetsOf } from "../src/status";
+import { StatusInput, countSeverities, fromCache, statusFor, targetsOf } from "../src/status";
 import { StatusBar } from "../src/statusBar";
 import { StubStatusBarItem, ThemeColor } from "./vscode-stub";
 
@@ -72,6 +72,20 @@ test("the targets are read from fxls/analysisDone's params", () => {
   assert.equal(targetsOf({ targets: [] }), undefined);
   assert.equal(targetsOf({ targets: [3] }), undefined);
   assert.equal(targetsOf(undefined), undefined);
+});
+
+test("a report from the server's result cache says so until the fresh analysis replaces it", () => {
+  const cached = statusFor({ ...base, counts: { ...none, warning: 1 }, cached: true });
+  assert.equal(cached.text, "$(warning) fxls: 1 problem (cached)");
+  assert.equal(cached.tooltip, "1 warning in model.py. From the result cache (the file, its imports, settings and environment are as when it was analysed); its analysis is running. Click to open the Problems view.");
+  assert.equal(statusFor({ ...base, cached: true }).text, "$(check) fxls: clean (cached)");
+  const compile = { targets: ["compile"], because: "from the settings" };
+  assert.equal(statusFor({ ...base, cached: true, targets: compile }).text, "$(check) fxls: clean · compile (cached)");
+  assert.equal(statusFor({ ...base, counts: { ...none, warning: 1 }, cached: false }).text, "$(warning) fxls: 1 problem");
+  assert.equal(fromCache({ uri: "file:///m.py", version: 2, targets: ["symbolic_trace"], cached: true }), true);
+  assert.equal(fromCache({ uri: "file:///m.py", version: 2, targets: ["symbolic_trace"] }), false, "a fresh report");
+  assert.equal(fromCache({ cached: "yes" }), false);
+  assert.equal(fromCache(undefined), false);
 });
 
 test("hidden for files that are not Python", () => {
