@@ -97,6 +97,10 @@ def test_group_panel_and_identical_siblings(net: tuple[Path, dict[str, Any]]) ->
         {"eval": "['blocks.0', 'blocks.1', 'blocks.2'].map((p) => view.setExpanded(p, false))",
          "as": "closed"},
         {"boxes": ".group.collapsed .same-badge", "as": "badges"},
+        # styled by class: VS Code's webview refuses style attributes
+        {"eval": "['rect', 'text'].map((part) => "
+                 "getComputedStyle(document.querySelector(`.same-badge ${part}`)).fill)",
+         "as": "badgeFill"},
         {"eval": "view.select(view.groupOf('blocks.0'))", "as": "_"},
         {"eval": PANEL, "as": "panel"},
         {"click": "#fx-group-defined"},
@@ -109,6 +113,7 @@ def test_group_panel_and_identical_siblings(net: tuple[Path, dict[str, Any]]) ->
         ("g:blocks.0", f"same as blocks.1-2{TIMES}3"),
         ("g:blocks.1", f"same as blocks.0, 2{TIMES}3"),
         ("g:blocks.2", f"same as blocks.0-1{TIMES}3")]
+    assert result["badgeFill"] == ["rgb(71, 85, 105)", "rgb(255, 255, 255)"]
     line = _class_line(folder / "net.py", "class Block(nn.Module):")
     assert result["panel"] == [
         ["module", "net.Block"],

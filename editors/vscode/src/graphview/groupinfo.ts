@@ -177,7 +177,8 @@ const comparePaths = new Intl.Collator("en", { numeric: true }).compare;
 
 /** The small mark a closed group's box carries when siblings are the same as it: how many
  * are (it included), the list in its tooltip; "" for none. SVG, drawn on the box's top
- * border at its right, left of the problem badge. */
+ * border at its right, left of the problem badge; styled by class (style.ts: VS Code's
+ * webview allows no style attributes). */
 export function sameBadge(model: GraphModel, group: Group, width: number): string {
   const others = sameSiblings(model, group);
   if (!others.length) return "";
@@ -187,7 +188,7 @@ export function sameBadge(model: GraphModel, group: Group, width: number): strin
   const tip = `same as ${groupList(others)}`.replace(/&/g, "&amp;").replace(/</g, "&lt;");
   return (
     `<g class="same-badge"><title>${tip}</title>` +
-    `<rect x="${x}" y="-9" width="${w}" height="15" rx="7.5" style="fill:#475569;stroke:#f8fafc;stroke-width:1"/>` +
-    `<text x="${x + w / 2}" y="2.5" text-anchor="middle" style="fill:#fff;font-size:11px;font-weight:700">${text}</text></g>`
+    `<rect x="${x}" y="-9" width="${w}" height="15" rx="7.5"/>` +
+    `<text x="${x + w / 2}" y="2.5" text-anchor="middle">${text}</text></g>`
   );
 }

@@ -61,6 +61,8 @@ marker.arrow path { fill: #5f6f84; }
 .problem > rect { stroke: #e51400 !important; stroke-width: 2.2 !important; }
 .badge { fill: #e51400; }
 .badge-text { fill: #fff !important; font-size: 10px; font-weight: 700; }
+.group .same-badge rect { fill: #475569; stroke: #f8fafc; stroke-width: 1; }
+.group .same-badge text { fill: #fff !important; font-size: 11px; font-weight: 700; }
 .match > rect { stroke: #d97706 !important; stroke-width: 2.5 !important; fill: #fef3c7 !important; }
 .cursor > rect { stroke: #0ea5e9 !important; stroke-width: 3 !important; }
 .selected > rect { stroke: #1d4ed8 !important; stroke-width: 3 !important; }
