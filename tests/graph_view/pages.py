@@ -134,27 +134,32 @@ def _run_folder(factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-def shared_page(factory: pytest.TempPathFactory, file: str, source: str, target: str,
-                *, zoo: bool = False) -> Path:
-    """``fxls graph FILE::target --format html`` of ``source`` saved as ``file``, built
-    once per run in a folder of its own and read by every test after."""
+def shared_output(factory: pytest.TempPathFactory, file: str, source: str, target: str,
+                  fmt: str = "html", *, zoo: bool = False) -> Path:
+    """``fxls graph FILE::target --format fmt`` of ``source`` saved as ``file``, run once
+    per run in a folder of its own and read by every test after."""
     folder = _run_folder(factory) / f"{Path(file).stem}-{target}"
-    page = folder / Path(file).with_suffix(".html").name
+    output = folder / Path(file).with_suffix(f".{fmt}").name
     with FileLock(str(folder) + ".lock"):
-        if page.is_file():
-            return page
+        if output.is_file():
+            return output
         folder.mkdir(exist_ok=True)
         (folder / file).write_text(source, encoding="utf-8")
         done = subprocess.run(
-            [sys.executable, "-m", "fxls", "graph", f"{file}::{target}", "--format", "html"],
+            [sys.executable, "-m", "fxls", "graph", f"{file}::{target}", "--format", fmt],
             capture_output=True, text=True, timeout=600, cwd=folder,
             env=zoo_env() if zoo else None)
         assert done.returncode == 0, done.stderr[-3000:]
-        # written whole under another name first: a page is there complete or not at all
-        partial = page.with_suffix(".partial")
+        # written whole under another name first: an output is there complete or not at all
+        partial = output.with_suffix(".partial")
         partial.write_text(done.stdout, encoding="utf-8")
-        partial.rename(page)
-    return page
+        partial.rename(output)
+    return output
+
+
+def shared_page(factory: pytest.TempPathFactory, file: str, source: str, target: str,
+                *, zoo: bool = False) -> Path:
+    return shared_output(factory, file, source, target, zoo=zoo)
 
 
 def vit_page(factory: pytest.TempPathFactory) -> Path:
@@ -178,3 +183,8 @@ def bert_page(factory: pytest.TempPathFactory) -> Path:
 def big_page(factory: pytest.TempPathFactory) -> Path:
     """The 5,000-node model's page; its source is ``BIG``, saved beside it as big.py."""
     return shared_page(factory, "big.py", BIG, "Big")
+
+
+def nested_json(factory: pytest.TempPathFactory) -> Path:
+    """``fxls graph net.py::Net --format json`` of ``NESTED``, saved beside net.py."""
+    return shared_output(factory, "net.py", NESTED, "Net", "json")

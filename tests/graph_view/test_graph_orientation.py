@@ -11,25 +11,22 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from fxls.graph_view.module_graph import graph_page
 from tests.graph_view.browser import PageRun, browser, drive_pages  # noqa: F401
-from tests.graph_view.pages import NESTED, NO_TIMM, NO_ZOO_REASON, big_page, vit_unfused_page
+from tests.graph_view.pages import (
+    NESTED,
+    NO_TIMM,
+    NO_ZOO_REASON,
+    big_page,
+    nested_json,
+    vit_unfused_page,
+)
 
 Box = dict[str, Any]
-
-
-def _fxls(folder: Path, *arguments: str) -> str:
-    done = subprocess.run([sys.executable, "-m", "fxls", *arguments], capture_output=True,
-                          text=True, timeout=600, cwd=folder)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done.stdout
 
 
 def _inside(box: Box, area: Box) -> bool:
@@ -153,17 +150,16 @@ IN_GROUP = {"code": "FX010", "severity": "error", "message": "a library call fai
 
 def _nested_run(factory: pytest.TempPathFactory) -> tuple[PageRun, dict[str, Any]]:
     """The steps on the nested model's page, and what the tests compare them with."""
-    folder = factory.mktemp("nested")
-    path = folder / "net.py"
-    path.write_text(NESTED, encoding="utf-8")
-    document = json.loads(_fxls(folder, "graph", "net.py::Net", "--format", "json"))
+    output = nested_json(factory)
+    path = output.parent / "net.py"
+    document = json.loads(output.read_text(encoding="utf-8"))
     (marked,) = [p for p in document["problems"] if p["code"] == "FX001"]
     branch = _line(NESTED, "if h.sum() > 0:")
     unmarked = {**UNMARKED, "span": {**marked["span"], "line": branch + 1, "end_line": branch + 1}}
     in_group = {**IN_GROUP, "span": {**marked["span"], "line": branch - 1, "end_line": branch - 1}}
     # the view's side of the document's sources: written here, whatever the CLI embeds
     sources = {str(path): {str(n): text for n, text in enumerate(NESTED.splitlines(), 1)}}
-    page = folder / "net.html"
+    page = factory.mktemp("nested") / "net.html"
     problems = [marked, unmarked, in_group]
     page.write_text(graph_page({**document, "problems": problems, "sources": sources}),
                     encoding="utf-8")

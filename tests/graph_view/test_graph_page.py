@@ -17,7 +17,15 @@ from pathlib import Path
 import pytest
 
 from tests.graph_view.browser import EXTENSION, browser, drive, node_modules  # noqa: F401
-from tests.graph_view.pages import BIG, NESTED, NO_TIMM, NO_ZOO_REASON, big_page, vit_page
+from tests.graph_view.pages import (
+    BIG,
+    NESTED,
+    NO_TIMM,
+    NO_ZOO_REASON,
+    big_page,
+    nested_json,
+    vit_page,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 BUNDLE = REPO / "fxls" / "graph_page" / "graph.js"
@@ -40,14 +48,15 @@ def _line(text: str, fragment: str) -> int:
     return next(i for i, line in enumerate(text.splitlines(), 1) if fragment in line)
 
 
-def test_json_groups_nodes_by_module_path_with_their_file_and_line(nested: Path) -> None:
-    done = _fxls(nested, "graph", "net.py::Net", "--format", "json")
-    assert done.returncode == 0, done.stderr
-    document = json.loads(done.stdout)
+def test_json_groups_nodes_by_module_path_with_their_file_and_line(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    # the CLI's output on net.py, shared with test_graph_orientation's page of it
+    output = nested_json(tmp_path_factory)
+    document = json.loads(output.read_text(encoding="utf-8"))
     nodes = {n["name"]: n for n in document["nodes"]}
     relu = nodes["blocks_0_relu"] if "blocks_0_relu" in nodes else nodes["relu"]
     assert relu["module_path"] == "blocks.0"
-    assert relu["file"] == str(nested / "net.py")
+    assert relu["file"] == str(output.parent / "net.py")
     assert relu["line"] == _line(NESTED, "return self.fc(x).relu() + x")
     assert nodes["blocks_1_fc"]["module_path"] == "blocks.1.fc"
     groups = {g["path"]: g for g in document["groups"]}
