@@ -2,8 +2,8 @@
 made, drawn as the FX graph is. Export's program of a real model from the zoo (Hugging Face
 BERT behind a data-dependent branch: export fails, draft_export's program is shown) grouped
 by ``nn_module_stack`` with the modules' classes, the failure on the nodes of its line, a
-click -> the user's line, in headless Chromium; compared with torch run here on the same
-class. (Dynamo's subgraphs, one group each, are checked in test_export_hover.py, on that
+click -> the user's line, in headless Chromium; compared with torch's own draft of the same
+class (kept by tests/torch_answers.py). (Dynamo's subgraphs, one group each, are checked in test_export_hover.py, on that
 module's server.)"""
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import torch
 
 from fxls.graph_view.module_graph import graph_page
 from tests.graph_view.browser import EXTENSION, browser  # noqa: F401
 from tests.graph_view.pages import BERT_BRANCHED as BERT
-from tests.graph_view.pages import NO_TRANSFORMERS, NO_ZOO_REASON, ZOO_SITE, zoo_env
+from tests.graph_view.pages import NO_TRANSFORMERS, NO_ZOO_REASON, zoo_env
+from tests.torch_answers import torch_answer
 
 DRIVER = Path(__file__).with_name("export_page_browser.cjs")
 
@@ -39,10 +39,21 @@ def _graph(folder: Path, name: str, target: str, env: dict[str, str]) -> dict[st
     return json.loads(done.stdout)  # type: ignore[no-any-return]
 
 
-def _load(path: Path, name: str) -> Any:
-    namespace: dict[str, Any] = {"__name__": path.stem}
-    exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), namespace)
-    return namespace[name]
+#: torch's own draft of the file's BertClassifier, in a plain process (kept by
+#: tests/torch_answers.py for the same torch, zoo and file): its node count, each ATen
+#: target's count
+_DRAFT_IN_TORCH = """
+import json, sys
+from collections import Counter
+import torch
+namespace = {"__name__": "bert"}
+exec(compile(open(sys.argv[1], encoding="utf-8").read(), sys.argv[1], "exec"), namespace)
+model = namespace["BertClassifier"]().eval()
+program = torch.export.draft_export(model, (torch.randint(0, 500, (2, 16)),))
+nodes = list(program.graph_module.graph.nodes)
+aten = Counter(str(n.target) for n in nodes if str(n.target).startswith("aten."))
+print(json.dumps({"nodes": len(nodes), "aten": aten}))
+"""
 
 
 @pytest.fixture(scope="module")
@@ -57,17 +68,12 @@ def bert(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]
 def test_the_drafted_program_is_torchs_grouped_by_module_with_classes(
         bert: tuple[Path, dict[str, Any]]) -> None:
     path, document = bert
-    sys.path.insert(0, str(ZOO_SITE))
-    try:
-        model = _load(path, "BertClassifier")().eval()
-        program = torch.export.draft_export(model, (torch.randint(0, 500, (2, 16)),))
-    finally:
-        sys.path.remove(str(ZOO_SITE))
-    torch_nodes = list(program.graph_module.graph.nodes)
-    assert len(document["nodes"]) == len(torch_nodes)
+    answer = torch_answer([sys.executable, "-c", _DRAFT_IN_TORCH, str(path)], [path],
+                          cwd=path.parent, env=zoo_env(), timeout=600)
+    drafted = json.loads(answer.strip().splitlines()[-1])
+    assert len(document["nodes"]) == drafted["nodes"]
     assert Counter(node["target"] for node in document["nodes"]
-                   if node["target"].startswith("aten.")) == Counter(
-        str(node.target) for node in torch_nodes if str(node.target).startswith("aten."))
+                   if node["target"].startswith("aten.")) == Counter(drafted["aten"])
     assert document["title"] == "exported program (ATen)"
     assert document["verdict"] == "export failed: 1 problem"
     types = {group["path"]: group["type"] for group in document["groups"]}
