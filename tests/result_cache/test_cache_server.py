@@ -31,6 +31,7 @@ from tests.lsp_client import (
     serve_config,
     wait_for_version,
 )
+from tests.notebooks.test_notebooks_lsp import Notebook, notebook_capabilities
 
 #: the server's cache folder: made for this module (the server's environment is fixed when
 #: the module is imported), removed after it
@@ -77,8 +78,9 @@ def _cache_folder_removed() -> Any:
                                              "FXLS_CACHE_DIR": str(CACHE_FOLDER)}),
                     scope="module")
 async def cache_client(lsp_client: LanguageClient, module_workspace: Path):
-    """One server with the result cache on, for the module."""
-    async with editor_session(lsp_client, root=module_workspace):
+    """One server with the result cache on, for the module (VS Code with notebooks)."""
+    async with editor_session(lsp_client, editor=notebook_capabilities(),
+                              root=module_workspace):
         yield
 
 
@@ -221,3 +223,34 @@ async def test_a_damaged_entry_is_a_miss_and_the_fresh_result_replaces_it(
     assert _cached(cache_client, uri, 3) is True
     assert _shown(cache_client.diagnostics[uri]) == FX001
     await wait_for_version(cache_client, uri, 3)
+
+
+def _gated_cells(release: Path) -> list[tuple[str, str]]:
+    """A notebook: the gate in cell 1, a class with an FX001 in cell 2."""
+    gate = GATED[:GATED.index("class Gate")].replace(
+        'os.path.join(os.path.dirname(__file__), "release")', repr(str(release)))
+    return [("python", gate.replace("from helper import WIDTH\n", "WIDTH = 4\n")),
+            ("python", GATED[GATED.index("class Gate"):])]
+
+
+@on_the_module_server
+async def test_a_reopened_notebook_shows_the_cache_in_its_cell(
+    cache_client: LanguageClient, folder: Path
+):
+    cells, path = _gated_cells(folder / "release"), folder / "gate.ipynb"
+    before = _entries()
+    notebook = Notebook(cache_client, path, cells)
+    await notebook.analysed()
+    assert _cached(cache_client, notebook.uri, 1) is False
+    in_cell = [("FX001", 6, 11, 6, 22)]  # the condition, in cell 2
+    assert _shown(notebook.shown(1)) == in_cell
+    notebook.close()
+    await _until(lambda: _entries() - before)
+    (folder / "release").unlink()
+    notebook = Notebook(cache_client, path, cells)
+    await _until(lambda: _cached(cache_client, notebook.uri, 1) is True)
+    assert _shown(notebook.shown(1)) == in_cell and notebook.shown(0) == []
+    (folder / "release").touch()
+    await _until(lambda: _cached(cache_client, notebook.uri, 1) is False)
+    assert _shown(notebook.shown(1)) == in_cell
+    notebook.close()
