@@ -121,3 +121,12 @@ def test_readers_see_a_whole_entry_or_none_while_another_process_writes(tmp_path
 def test_the_suite_runs_without_the_cache():
     # tests/conftest.py: a test analyses afresh, and never writes to the user's cache
     assert cache_disabled()
+
+
+@pytest.mark.parametrize(("value", "megabytes"), [
+    ("0.5", 0.5), ("1024", 1024), ("", 200), ("0", 200), ("-3", 200), ("lots", 200),
+    ("inf", 200), ("nan", 200),
+])
+def test_the_size_bound_is_the_users_variable_or_200_mb(monkeypatch, value, megabytes):
+    monkeypatch.setenv("FXLS_CACHE_MAX_MB", value)
+    assert ResultCache.default().limit_bytes == int(megabytes * 1024 * 1024)
