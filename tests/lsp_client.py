@@ -35,6 +35,23 @@ async def open_and_wait(
     return await wait_for_version(client, uri, version)
 
 
+def record_publishes(client: LanguageClient, path: Path) -> list[types.PublishDiagnosticsParams]:
+    """Every publish for ``path`` from now on, in the order the client got them (wraps
+    pytest-lsp's own handler; on a shared server, other documents' publishes are not
+    recorded)."""
+    uri, seen = path.as_uri(), []
+    features = client.protocol.fm.features
+    original = features[types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS]
+
+    def recording(*args: Any) -> Any:
+        if args[-1].uri == uri:
+            seen.append(args[-1])
+        return original(*args)
+
+    features[types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS] = recording
+    return seen
+
+
 def send_save(client: LanguageClient, path: Path, text: str, version: int) -> None:
     """What an editor sends when the user saves ``text``: didChange, then didSave."""
     uri = path.as_uri()

@@ -17,7 +17,6 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import pytest_asyncio
@@ -29,6 +28,7 @@ from tests.lsp_client import (
     editor_session,
     on_the_module_server,
     open_and_wait,
+    record_publishes,
     save_and_wait,
     serve_config,
     wait_for_version,
@@ -178,22 +178,6 @@ class Gate(nn.Module):
 TRACE_AND_COMPILE = '[tool.fxls]\ntargets = ["symbolic_trace", "compile"]\n'
 
 
-def _publishes(client: LanguageClient, path: Path) -> list[types.PublishDiagnosticsParams]:
-    """Every publish for ``path`` from now on, in the order the client got them (wraps
-    pytest-lsp's own handler)."""
-    uri, seen = path.as_uri(), []
-    features = client.protocol.fm.features
-    original = features[types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS]
-
-    def recording(*args: Any) -> Any:
-        if args[-1].uri == uri:
-            seen.append(args[-1])
-        return original(*args)
-
-    features[types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS] = recording
-    return seen
-
-
 def _codes(publish: types.PublishDiagnosticsParams) -> list[str]:
     return sorted(str(d.code) for d in publish.diagnostics)
 
@@ -209,7 +193,7 @@ async def test_tracings_diagnostics_are_published_before_compiles(
         module_client: LanguageClient, own_folder: Path) -> None:
     (own_folder / "pyproject.toml").write_text(TRACE_AND_COMPILE, encoding="utf-8")
     path = own_folder / "gate.py"
-    publishes = _publishes(module_client, path)
+    publishes = record_publishes(module_client, path)
     _open_document(module_client, path, GATE)
     async with asyncio.timeout(300):
         while not publishes:
@@ -287,7 +271,7 @@ async def test_a_newer_save_cancels_a_running_tier(
         pytest.skip("/proc/<pid>/wchan does not show a sleeping process's wait here")
     (own_folder / "pyproject.toml").write_text(TRACE_AND_COMPILE, encoding="utf-8")
     path = own_folder / "slow.py"
-    publishes = _publishes(module_client, path)
+    publishes = record_publishes(module_client, path)
     _open_document(module_client, path, SLOW_COMPILE)
     async with asyncio.timeout(300):
         while not _sleeping_descendants():  # dynamo is running forward: the tier has begun

@@ -13,7 +13,13 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from fxls.worker.procfs import child_pids
-from tests.lsp_client import on_the_module_server, open_and_wait, save_and_wait, wait_for_version
+from tests.lsp_client import (
+    on_the_module_server,
+    open_and_wait,
+    record_publishes,
+    save_and_wait,
+    wait_for_version,
+)
 
 MODEL = """import torch
 from torch import nn
@@ -254,19 +260,22 @@ class Gate(nn.Module):
 """
 
 
+@on_the_module_server
 async def test_tracing_diagnostics_are_published_before_the_slow_eager_run(
-    client: LanguageClient, tmp_path: Path
+    module_client: LanguageClient, own_folder: Path
 ):
-    path = tmp_path / "slow.py"
+    path = own_folder / "slow.py"
     path.write_text(SLOW_EAGER, encoding="utf-8")
     uri = path.as_uri()
-    first = client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
-    client.text_document_did_open(types.DidOpenTextDocumentParams(
+    publishes = record_publishes(module_client, path)
+    module_client.text_document_did_open(types.DidOpenTextDocumentParams(
         types.TextDocumentItem(uri, "python", 1, SLOW_EAGER)))
-    early = await first
-    assert early.uri == uri and early.version == 1
+    while not publishes:
+        await asyncio.sleep(0.01)
+    early = publishes[0]
+    assert early.version == 1
     assert [d.code for d in early.diagnostics] == ["FX001"]
     # the complete report is still 2 s of eager run away
-    assert (uri, 1) not in client.fxls_done  # type: ignore[attr-defined]
-    final = await wait_for_version(client, uri, 1)
+    assert (uri, 1) not in module_client.fxls_done  # type: ignore[attr-defined]
+    final = await wait_for_version(module_client, uri, 1)
     assert [(d.code, d.range) for d in final] == [(d.code, d.range) for d in early.diagnostics]
