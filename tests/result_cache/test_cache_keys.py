@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
 
 from fxls.result_cache import file_fingerprint
 from fxls.result_cache.code_version import sources_digest
+from fxls.result_cache.environment import environment_digest
 from tests.result_cache.checks import RecordedAnalysis
 
 LAYERS = "from torch import nn\n\n\nclass Block(nn.Linear):\n    pass\n"
@@ -117,3 +119,15 @@ def test_fxls_code_is_told_apart_by_its_bytes_not_its_sizes_or_times(tmp_path):
     module.write_text("LIMIT = 2\n")  # another commit: same size, and the same time here
     os.utime(module, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     assert sources_digest([str(tmp_path / "pkg")]) != before
+
+
+def test_another_interpreter_is_asked_and_one_that_cannot_be_is_never_cached(tmp_path,
+                                                                             recorded):
+    other = tmp_path / "python"
+    other.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    other.chmod(0o755)
+    assert environment_digest(str(other)) not in (None, environment_digest(sys.executable))
+    (tmp_path / "solo.py").write_text(SOLO, encoding="utf-8")
+    missing = str(tmp_path / "no-python")
+    assert recorded.analysed(str(tmp_path / "solo.py"), "--python", missing) == ["solo.py"]
+    assert recorded.analysed(str(tmp_path / "solo.py"), "--python", missing) == ["solo.py"]
