@@ -169,14 +169,20 @@ class TargetGraph:
 
 @dataclass(slots=True)
 class TargetGraphs:
-    """What the export and compile tiers made of a module (``ModuleReport.target_graphs``)."""
+    """What the export and compile tiers made of a module (``ModuleReport.target_graphs``):
+    their graphs, and the module's eager outputs on the inputs they ran it on."""
 
     export: TargetGraph | None = None
     compile: list[TargetGraph] = field(default_factory=list)
+    #: the eager outputs summarised (``analysis.pipeline.eager_outputs``): a fix of an export
+    #: or compile problem must keep them
+    eager_outputs: list[float] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"export": self.export.to_dict() if self.export is not None else None,
-                "compile": [g.to_dict() for g in self.compile]}
+                "compile": [g.to_dict() for g in self.compile],
+                **({"eager_outputs": self.eager_outputs} if self.eager_outputs is not None
+                   else {})}
 
 
 @dataclass(slots=True)
@@ -206,15 +212,16 @@ class ModuleReport:
     #: how the class fared under each other targeted tracer: ``{"export": "exported",
     #: "compile": "2 graph breaks"}`` (symbolic tracing is ``status``)
     targets: dict[str, str] = field(default_factory=dict)
-    #: the module's eager outputs on the inputs the export and compile tiers ran it on,
-    #: summarised (``analysis.pipeline.eager_outputs``): a fix of an export or compile
-    #: problem must keep them
-    eager_outputs: list[float] | None = None
-    #: the graphs the export and compile tiers made (hover, inlay hints, the graph page)
+    #: the graphs the export and compile tiers made (hover, inlay hints, the graph page) and
+    #: the eager outputs a fix of their problems must keep
     target_graphs: TargetGraphs | None = None
 
     def __post_init__(self) -> None:
         self.status = TraceStatus(self.status)  # also from its plain string
+
+    @property
+    def eager_outputs(self) -> list[float] | None:
+        return self.target_graphs.eager_outputs if self.target_graphs is not None else None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -229,8 +236,6 @@ class ModuleReport:
                                  for name, place in self.class_places.items()}}
                if self.class_places else {}),
             **({"targets": dict(self.targets)} if self.targets else {}),
-            **({"eager_outputs": self.eager_outputs} if self.eager_outputs is not None
-               else {}),
             **({"target_graphs": self.target_graphs.to_dict()}
                if self.target_graphs is not None else {}),
         }

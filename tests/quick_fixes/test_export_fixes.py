@@ -24,7 +24,7 @@ from fxls.fixes.verify_targets import moved_lines, target_fix_holds, verificatio
 from fxls.project.setting_groups import ProjectLayout, TracerTargets
 from fxls.project.settings import Settings
 from fxls.project.source_text import SourceText
-from fxls.report import Diagnostic, FileReport, ModuleReport, Span
+from fxls.report import Diagnostic, FileReport, ModuleReport, Span, TargetGraphs
 from fxls.server.code_actions import FixCache
 from tests.torch_answers import torch_answer
 
@@ -383,10 +383,13 @@ def test_a_class_the_job_had_no_time_for_is_not_judged_unless_it_is_the_fixed_on
     out_of_time = "not run: out of time (the job's timeout is 30 s)"
 
     def report(fixed: str, other: str, *found: Diagnostic) -> FileReport:
+        def outputs(value: float, status: str) -> TargetGraphs | None:
+            return TargetGraphs(eager_outputs=[value]) if status != out_of_time else None
+
         modules = [ModuleReport("Net", "partial", targets={"export": fixed},
-                                eager_outputs=[1.0] if fixed != out_of_time else None),
+                                target_graphs=outputs(1.0, fixed)),
                    ModuleReport("Big", "traced", targets={"export": other},
-                                eager_outputs=[2.0] if other != out_of_time else None)]
+                                target_graphs=outputs(2.0, other))]
         return FileReport("/m.py", modules, list(found), targets=["export"])
 
     before = report("failed: 1 problem", "exported",

@@ -74,7 +74,9 @@ def run_torch_tiers(traced: list[TracedModule], report: FileReport, file: Source
                 continue
             budget.start()
             if module_report.eager_outputs is None:  # what a fix must keep (quick fixes)
-                module_report.eager_outputs = eager_outputs(run)
+                graphs = module_report.target_graphs = module_report.target_graphs or \
+                    TargetGraphs()
+                graphs.eager_outputs = eager_outputs(run)
             outcome = _run_target(Target(name), run, file)
             budget.stop()
             module_report.targets[name] = outcome.status
