@@ -1,5 +1,6 @@
-"""``fxls.checkProject``: analyse every Python file of the workspace under a cancellable
-progress, and publish what each shows."""
+"""``fxls.checkProject``: analyse every Python file and notebook of the workspace under a
+cancellable progress, and publish what each shows (a closed notebook's on its file:
+``closed_notebooks``)."""
 
 from __future__ import annotations
 
@@ -14,10 +15,18 @@ from pygls.lsp.server import LanguageServer
 from fxls.analysis_runs.request import AnalysisRequest
 from fxls.codes import CODES
 from fxls.project.files import Skipped, SkippedFile, walk_python_files
+from fxls.project.notebooks import (
+    NOTEBOOK_SUFFIX,
+    MalformedNotebook,
+    NotebookCells,
+    is_notebook,
+    read_notebook,
+)
 from fxls.project.python_source import UndecodableSource, read_python_source
 from fxls.project.settings import load_settings
 from fxls.report import Diagnostic, FileReport, Span
 from fxls.server.analysis_service import WorkerStartError
+from fxls.server.closed_notebooks import on_notebook_file
 from fxls.server.folders import FolderInterpreters
 from fxls.server.progress import TaskProgress
 from fxls.server.publisher import Publisher
@@ -99,12 +108,14 @@ class ProjectCheck:
         if uri in self._session.documents:
             await self._scheduler.analyze(uri, track=False)
             return
-        unread = None
+        unread, cells = None, None
         try:
             # off the event loop: bounded and non-blocking, but up to 8 MB to decode
-            text = await asyncio.to_thread(read_python_source, path)
+            text, cells = await asyncio.to_thread(_read_source, path)
         except UndecodableSource as error:
             text = error.text  # the analysis reports it
+        except MalformedNotebook as error:
+            text, unread = "", error.message
         except SkippedFile as error:  # it became one since the walk
             skipped.append(Skipped(str(path), error.reason))
             return
@@ -122,23 +133,37 @@ class ProjectCheck:
             return
         try:
             service = await self._interpreters.for_path(str(path))
-            found = await service.analyze(f"check:{path}", AnalysisRequest(str(path), text,
-                                                                           settings))
+            found = await service.analyze(f"check:{path}", AnalysisRequest(
+                str(path), text, settings, cells))
         except WorkerStartError as error:
             self._publisher.say_once(str(error), types.MessageType.Error)
             raise asyncio.CancelledError from error
         if found is None or uri in self._session.documents:
             return  # opened meanwhile: its own analysis publishes
-        self._publisher.publish_report(uri, str(path), found, text, None, settings.project.root)
+        reshape = None
+        if cells is not None:
+            def reshape(shown: list[types.Diagnostic]) -> list[types.Diagnostic]:
+                return on_notebook_file(shown, cells, path.name)
+        self._publisher.publish_report(uri, str(path), found, text, None,
+                                       settings.project.root, reshape)
+
+
+def _read_source(path: Path) -> tuple[str, NotebookCells | None]:
+    """The Python text to analyse of ``path``, and for a notebook where its cells are."""
+    if is_notebook(path):
+        notebook = read_notebook(path)
+        return notebook.source, notebook.cells
+    return read_python_source(path), None
 
 
 def project_files(roots: list[str], skipped: list[Skipped] | None = None) -> list[Path]:
-    """The regular Python files under ``roots``, resolved and sorted, outside hidden
+    """The regular Python files and notebooks under ``roots``, resolved and sorted, outside hidden
     folders, virtual environments and installed libraries; names that are not regular files
     are appended to ``skipped``."""
     found: dict[str, Path] = {}
     for root in roots:
-        for name in walk_python_files(root, SKIPPED_FOLDERS, skipped):
+        for name in walk_python_files(root, SKIPPED_FOLDERS, skipped,
+                                      (".py", NOTEBOOK_SUFFIX)):
             path = os.path.realpath(name)
             found.setdefault(path, Path(path))
     return sorted(found.values())

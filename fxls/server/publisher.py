@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from lsprotocol import types
@@ -61,10 +62,12 @@ class Publisher:
         text: str,
         version: int | None,
         project_root: str,
+        reshape: Callable[[list[types.Diagnostic]], list[types.Diagnostic]] | None = None,
     ) -> None:
-        """Publish ``report`` of ``text`` (the document ``uri`` at ``path``): to the document,
-        and each problem located in another project file to that file (replacing what this
-        document put there before)."""
+        """Publish ``report`` of ``text`` (the document ``uri`` at ``path``): to the document
+        (its diagnostics passed through ``reshape`` first when given), and each problem
+        located in another project file to that file (replacing what this document put there
+        before)."""
         workspace = self._server.workspace
         other_texts = {
             os.path.realpath(other.path): (
@@ -78,6 +81,8 @@ class Publisher:
         roots = [*workspace_roots(workspace), project_root]
         placed = place_diagnostics(report, converter, lambda file: is_project_file(file, roots))
         own = placed.pop(converter.path, [])
+        if reshape is not None:
+            own = reshape(own)
         by_target: dict[str, list[types.Diagnostic]] = {}
         seen: dict[str, str] = {}
         for file, diagnostics in placed.items():
@@ -151,7 +156,10 @@ class Publisher:
 
     def _push_cells(self, notebook_uri: str) -> None:
         """A notebook's diagnostics, pushed to each of its cells (also to a client that
-        pulls: editors pull a document's, never a cell's), none to the notebook itself."""
+        pulls: editors pull a document's, never a cell's), none to the notebook itself (what
+        the project check put on it while it was closed is cleared)."""
+        if notebook_uri in self._pushed:
+            self._push(notebook_uri, [], None)
         shown = self._session.diagnostics
         cells = self._session.notebooks.per_cell(
             notebook_uri, shown.shown(notebook_uri), shown.version(notebook_uri))
