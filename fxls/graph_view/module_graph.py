@@ -14,7 +14,7 @@ from typing import Any
 
 from fxls.graph_view.problem_nodes import Landing, landing
 from fxls.graph_view.problem_nodes import spans_overlap as spans_overlap
-from fxls.graph_view.source_lines import Place, SourceFiles, source_lines
+from fxls.graph_view.source_lines import Place, SourceFiles, notebook_cells, source_lines
 from fxls.report import Diagnostic, FileReport, ModuleReport, NodeInfo, Span
 
 _DOT_STYLE = {
@@ -61,9 +61,11 @@ def format_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 MODULE_TABLE_HEADER = (*TABLE_HEADER[:-1], "location")
 
 
-def location_text(span: Span | None, base: str | None) -> str:
-    """``file:line`` of a span: the file relative to ``base`` (the module's folder) when it
-    is inside it, else its absolute path; ``""`` without a span."""
+def location_text(span: Span | None, base: str | None, files: SourceFiles | None = None
+                  ) -> str:
+    """``file:line`` of a span (``file:cell 4:2`` in a notebook, given ``files``): the file
+    relative to ``base`` (the module's folder) when it is inside it, else its absolute path;
+    ``""`` without a span."""
     if span is None:
         return ""
     path = span.file
@@ -71,7 +73,8 @@ def location_text(span: Span | None, base: str | None) -> str:
         relative = os.path.relpath(path, base)
         if not relative.startswith(".."):
             path = relative
-    return f"{path}:{span.line}"
+    line = files.label(span.file, span.line) if files is not None else str(span.line)
+    return f"{path}:{line}"
 
 
 def module_folder(module: ModuleReport) -> str | None:
@@ -80,8 +83,8 @@ def module_folder(module: ModuleReport) -> str | None:
 
 
 def render_table(module: ModuleReport, report: FileReport | None = None) -> str:
-    base = module_folder(module)
-    rows = [node_cells(n, location_text(n.span, base)) for n in module.nodes]
+    base, files = module_folder(module), SourceFiles()
+    rows = [node_cells(n, location_text(n.span, base, files)) for n in module.nodes]
     return format_table(MODULE_TABLE_HEADER, rows)
 
 
@@ -183,16 +186,26 @@ def graph_document(module: ModuleReport, report: FileReport | None = None,
     each node with its module path (``module_path``, "" or null at the root) and the
     ``file`` and ``line`` that created it, the module groups, the module's problems where
     they land (``problems`` in place of the report's, when given), and ``sources``: the
-    source lines around each node and problem."""
+    source lines around each node and problem. A notebook's lines are named by cell as
+    ``fxls check`` names them: a node's ``where`` (``cell 4:2``), the problems' messages,
+    and ``cells`` (:func:`~fxls.graph_view.source_lines.notebook_cells`) for the page; spans
+    keep counting lines of the notebook's joined code (VS Code maps those itself)."""
     files = SourceFiles()
     if problems is None:
         problems = module_problems(module, report, files)
+    problems = [_in_cells(problem, files) for problem in problems]
     nodes = []
     for node in module.nodes:
         entry = node.to_dict()
         entry["file"] = node.span.file if node.span is not None else None
         entry["line"] = node.span.line if node.span is not None else None
+        if node.span is not None and files.cells(node.span.file) is not None:
+            entry["where"] = files.label(node.span.file, node.span.line)
         nodes.append(entry)
+    named = [n.span.file for n in module.nodes if n.span is not None]
+    named += [p["span"]["file"] for p in problems if p.get("span")]
+    if module.span is not None:
+        named.insert(0, module.span.file)
     return {
         "version": 1,
         "name": module.name,
@@ -203,8 +216,20 @@ def graph_document(module: ModuleReport, report: FileReport | None = None,
         "groups": module_groups(module),
         "problems": problems,
         "sources": document_sources(module.nodes, problems, files),
+        "cells": notebook_cells(files, named),
         "code": module.code,
     }
+
+
+def _in_cells(problem: dict[str, Any], files: SourceFiles) -> dict[str, Any]:
+    """``problem`` with the lines of a notebook its message names (``(line 25)``,
+    ``model.ipynb:25``) named in their cells."""
+    span = problem.get("span")
+    cells = files.cells(span["file"]) if span else None
+    if cells is None:
+        return problem
+    message = cells.relabel(problem["message"], os.path.basename(span["file"]))
+    return {**problem, "message": message}
 
 
 def render_json(module: ModuleReport, report: FileReport | None = None) -> str:
@@ -265,7 +290,7 @@ def render_html(module: ModuleReport, report: FileReport | None = None) -> str:
 
 
 #: node fields the page does not show (``--format json`` keeps them)
-_NOT_ON_PAGE = ("named_args", "backward", "module_params", "file", "line")
+_NOT_ON_PAGE = ("named_args", "backward", "module_params", "file", "line", "where")
 
 
 def _page_document(document: dict[str, Any]) -> dict[str, Any]:

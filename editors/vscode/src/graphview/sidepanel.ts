@@ -6,7 +6,7 @@ import { isMarked, problemPlace, problemText } from "./banner";
 import { el } from "./dom";
 import { BoundaryValue, boundary, definedAt, groupList, opCounts, sameSiblings } from "./groupinfo";
 import { GNode, GraphModel, GraphProblem, Group, Span, fileName } from "./model";
-import { Sources, sourceLines } from "./sourcelines";
+import { Sources, documentCells, lineLabel, sourceLines } from "./sourcelines";
 
 /** What the panel needs from its view. */
 export interface PanelContext {
@@ -43,7 +43,7 @@ function row(table: HTMLElement, key: string, value: string | Node | Node[]): vo
 }
 
 function sourceLink(ctx: PanelContext, span: Span, id: string): HTMLElement {
-  const link = el("a", { id, title: span.file }, `${fileName(span.file)}:${span.line}`);
+  const link = el("a", { id, title: span.file }, `${fileName(span.file)}:${lineLabel(documentCells(ctx.model.doc), span.file, span.line)}`);
   link.addEventListener("click", () => ctx.reveal(span));
   return link;
 }
@@ -68,7 +68,7 @@ export function nodePanel(ctx: PanelContext, node: GNode): Node[] {
   if (d.span) row(table, d.mark === "added" || (d.mark === "rewired" && d.origin) ? "pass line" : "source", sourceLink(ctx, d.span, "fx-node-source"));
   if (d.origin) row(table, "model line", sourceLink(ctx, d.origin, "fx-node-origin"));
   out.push(table);
-  const lines = d.span ? sourceLines(ctx.sources, d.span) : null;
+  const lines = d.span ? sourceLines(ctx.sources, d.span, documentCells(ctx.model.doc)) : null;
   if (lines) out.push(lines);
   if (node.problems.length) {
     out.push(el("h3", {}, "Problems"));
