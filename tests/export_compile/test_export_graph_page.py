@@ -3,8 +3,8 @@ made, drawn as the FX graph is. Export's program of a real model from the zoo (H
 BERT behind a data-dependent branch: export fails, draft_export's program is shown) grouped
 by ``nn_module_stack`` with the modules' classes, the failure on the nodes of its line, a
 click -> the user's line, in headless Chromium; compared with torch's own draft of the same
-class (kept by tests/torch_answers.py). (Dynamo's subgraphs, one group each, are checked in test_export_hover.py, on that
-module's server.)"""
+class (kept by tests/torch_answers.py). (Dynamo's subgraphs, one group each, are checked in
+test_export_hover.py, on that module's server.)"""
 
 from __future__ import annotations
 
