@@ -222,14 +222,14 @@ def graph_document(module: ModuleReport, report: FileReport | None = None,
 
 
 def _in_cells(problem: dict[str, Any], files: SourceFiles) -> dict[str, Any]:
-    """``problem`` with the lines of a notebook its message names (``(line 25)``,
-    ``model.ipynb:25``) named in their cells."""
+    """``problem`` in a notebook with its ``where`` (``cell 4:2``) and the lines its message
+    names (``(line 25)``, ``model.ipynb:25``) named in their cells."""
     span = problem.get("span")
     cells = files.cells(span["file"]) if span else None
     if cells is None:
         return problem
     message = cells.relabel(problem["message"], os.path.basename(span["file"]))
-    return {**problem, "message": message}
+    return {**problem, "message": message, "where": cells.label(span["line"])}
 
 
 def render_json(module: ModuleReport, report: FileReport | None = None) -> str:

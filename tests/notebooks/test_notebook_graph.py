@@ -42,8 +42,17 @@ class Net(nn.Module):
         y = self.block(x)
         return y + 1
 """
-#: cell 1 markdown, cell 2 Block, cell 3 Net (1-based among all cells, as ruff names them)
-CELLS = [("markdown", "# A model"), ("code", BLOCK), ("code", NET)]
+GATE = """\
+class Gate(nn.Module):
+    def forward(self, x):
+        y = x * 2
+        if y.sum() > 0:
+            return y
+        return -y
+"""
+#: cell 1 markdown, cell 2 Block, cell 3 Net, cell 4 Gate and its FX001 (1-based among all
+#: cells, as ruff names them)
+CELLS = [("markdown", "# A model"), ("code", BLOCK), ("code", NET), ("code", GATE)]
 
 
 def _notebook(cells: list[tuple[str, str]]) -> str:
@@ -60,7 +69,8 @@ def _line_in(cell: str, text: str) -> int:
 
 @pytest.fixture(scope="module")
 def drawn(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
-    """``fxls graph model.ipynb::Net`` as a table, JSON and a page, on one analysis."""
+    """``fxls graph model.ipynb::Net`` as a table, JSON and a page, and Gate's (partial, an
+    FX001) as JSON and a page, on one analysis."""
     folder = tmp_path_factory.mktemp("notebook_graph")
     (folder / "model.ipynb").write_text(_notebook(CELLS), encoding="utf-8")
     analysed: list[Any] = []
@@ -75,11 +85,12 @@ def drawn(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(folder)
         patch.setattr(cli, "_analyze_all", analyze_once)
-        for format_ in ("table", "json", "html"):
+        for name, format_ in (("Net", "table"), ("Net", "json"), ("Net", "html"),
+                              ("Gate", "json"), ("Gate", "html")):
             out = io.StringIO()
             with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-                assert cli.main(["graph", "model.ipynb::Net", "--format", format_]) == 0
-            outputs[format_] = out.getvalue()
+                cli.main(["graph", f"model.ipynb::{name}", "--format", format_])
+            outputs[format_ if name == "Net" else f"gate {format_}"] = out.getvalue()
     return folder, outputs
 
 
@@ -105,10 +116,18 @@ def test_the_json_gives_cell_labels_and_where_code_cells_start(drawn):
     assert where["block_proj"] == f"cell 2:{_line_in(BLOCK, 'h = self.proj(x)')}"
     assert where["add"] == f"cell 3:{_line_in(NET, 'y + 1')}"
     # line 1 is the notebook's prelude; cell 2's code starts at line 2, cell 3's after it
-    assert document["cells"] == {path: [[2, 2], [3, 2 + len(BLOCK.splitlines())]]}
+    assert document["cells"] == {path: [[2, 2], [3, 2 + len(BLOCK.splitlines())],
+                                        [4, 2 + len(BLOCK.splitlines() + NET.splitlines())]]}
     # spans still count lines of the joined code (VS Code maps them to cells itself)
     (proj,) = [node for node in document["nodes"] if node["name"] == "block_proj"]
     assert proj["line"] == 1 + _line_in(BLOCK, "h = self.proj(x)")
+
+
+def test_a_problem_says_its_cell(drawn):
+    _folder, outputs = drawn
+    (problem,) = json.loads(outputs["gate json"])["problems"]
+    assert (problem["code"], problem["where"], problem["nodes"]) == (
+        "FX001", f"cell 4:{_line_in(GATE, 'y.sum() > 0')}", ["sum_1", "gt"])
 
 
 @pytest.mark.usefixtures("browser")
@@ -116,6 +135,8 @@ def test_the_node_panel_names_the_cell_and_shows_only_its_lines(drawn):
     folder, outputs = drawn
     page = folder / "model.html"
     page.write_text(outputs["html"], encoding="utf-8")
+    gate = folder / "gate.html"
+    gate.write_text(outputs["gate html"], encoding="utf-8")
     lines = ("[...document.querySelectorAll('#fx-source-lines .line')]"
              ".map((row) => row.textContent.trim())")
     result = drive_steps(page, [
@@ -125,6 +146,9 @@ def test_the_node_panel_names_the_cell_and_shows_only_its_lines(drawn):
         {"eval": "view.select(view.model.nodes.get('relu'))", "as": "_"},
         {"eval": "document.getElementById('fx-node-source').textContent", "as": "reluSource"},
         {"eval": lines, "as": "reluLines"},
+        {"open": str(gate), "width": 1600, "height": 1000},
+        {"eval": "[...document.querySelectorAll('#fx-problems li')].map((li) => li.textContent)",
+         "as": "gateProblems"},
     ])
     add = _line_in(NET, "y + 1")
     assert result["addSource"] == f"model.ipynb:cell 3:{add}"
@@ -133,6 +157,9 @@ def test_the_node_panel_names_the_cell_and_shows_only_its_lines(drawn):
     assert result["reluSource"] == f"model.ipynb:cell 2:{relu}"
     # Block's last line ends cell 2: nothing of cell 3 (``class Net``) below it
     assert result["reluLines"] == _numbered(BLOCK, relu - 2, relu)
+    (problem,) = result["gateProblems"]
+    assert problem.startswith(f"FX001 model.ipynb:cell 4:{_line_in(GATE, 'y.sum() > 0')} `y.sum"), \
+        problem
 
 
 def _numbered(cell: str, first: int, last: int) -> list[str]:

@@ -60,8 +60,10 @@ export function problemBanner(
   return banner;
 }
 
-/** A problem's text: code, file:line and message. */
+/** A problem's text: code, file:line (a notebook's `file:cell 4:2`, the document's `where`)
+ * and message. */
 export function problemText(problem: GraphProblem): string {
-  const line = problem.span ? `${fileName(problem.span.file)}:${problem.span.line} ` : "";
+  const where = (problem as GraphProblem & { where?: string }).where ?? problem.span?.line;
+  const line = problem.span ? `${fileName(problem.span.file)}:${where} ` : "";
   return `${problem.code} ${line}${problem.message}`;
 }
