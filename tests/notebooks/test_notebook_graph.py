@@ -146,6 +146,9 @@ def test_the_node_panel_names_the_cell_and_shows_only_its_lines(drawn):
         {"eval": "view.select(view.model.nodes.get('relu'))", "as": "_"},
         {"eval": "document.getElementById('fx-node-source').textContent", "as": "reluSource"},
         {"eval": lines, "as": "reluLines"},
+        {"click": "#fx-node-source"},  # in a browser the place is shown in the toolbar
+        {"eval": "document.getElementById('fx-source-location').textContent",
+         "as": "reluLocation"},
         {"open": str(gate), "width": 1600, "height": 1000},
         {"eval": "[...document.querySelectorAll('#fx-problems li')].map((li) => li.textContent)",
          "as": "gateProblems"},
@@ -157,6 +160,7 @@ def test_the_node_panel_names_the_cell_and_shows_only_its_lines(drawn):
     assert result["reluSource"] == f"model.ipynb:cell 2:{relu}"
     # Block's last line ends cell 2: nothing of cell 3 (``class Net``) below it
     assert result["reluLines"] == _numbered(BLOCK, relu - 2, relu)
+    assert result["reluLocation"] == f"{folder / 'model.ipynb'}:cell 2:{relu}"
     (problem,) = result["gateProblems"]
     assert problem.startswith(f"FX001 model.ipynb:cell 4:{_line_in(GATE, 'y.sum() > 0')} `y.sum"), \
         problem

@@ -25,7 +25,7 @@ import {
 } from "./model";
 import { findNodes, resultsList } from "./nodesearch";
 import { PanelContext, codePanel, groupPanel, nodePanel, summaryPanel } from "./sidepanel";
-import { Sources, documentSources } from "./sourcelines";
+import { Sources, documentCells, documentSources, lineLabel } from "./sourcelines";
 
 export { esc };
 
@@ -886,7 +886,7 @@ export class GraphView {
 
   /** The standalone page's `Host.reveal`: shows `file:line` in the toolbar. */
   showLocation(span: Span): void {
-    this.sourceLocation.textContent = `${span.file}:${span.line}`;
+    this.sourceLocation.textContent = `${span.file}:${lineLabel(documentCells(this.model.doc), span.file, span.line)}`;
     this.sourceLocation.title = `${span.file}:${span.line}:${span.col + 1}`;
   }
 
