@@ -109,13 +109,15 @@ class ProjectCheck:
             await self._scheduler.analyze(uri, track=False)
             return
         unread, cells = None, None
+        span = Span(str(path), 1, 1, 0, 0)  # where a file that cannot be read says so
         try:
             # off the event loop: bounded and non-blocking, but up to 8 MB to decode
             text, cells = await asyncio.to_thread(_read_source, path)
         except UndecodableSource as error:
             text = error.text  # the analysis reports it
-        except MalformedNotebook as error:
-            text, unread = "", error.message
+        except MalformedNotebook as error:  # said where its JSON breaks, in the file
+            text, unread = error.text, error.message
+            span = Span(str(path), error.line, error.line, error.col, error.end_col)
         except SkippedFile as error:  # it became one since the walk
             skipped.append(Skipped(str(path), error.reason))
             return
@@ -125,7 +127,6 @@ class ProjectCheck:
         settings = load_settings(str(path), self._session.config.overrides())
         self._publisher.publish_settings(settings)
         if unread is not None:
-            span = Span(str(path), 1, 1, 0, 0)
             report = FileReport(str(path), [], [
                 Diagnostic("FX100", CODES["FX100"].severity, unread, span)])
             self._publisher.publish_report(uri, str(path), report, text, None,

@@ -23,6 +23,8 @@ from tests.notebooks.test_notebooks_lsp import (
 )
 
 FILE_START = types.Range(types.Position(0, 0), types.Position(0, 0))
+#: JSON stops at `"source"` of line 2 (0-based 1), column 23 (0-based)
+MISSING_COMMA = '{"cells": [\n  {"cell_type": "code" "source": []}\n]}\n'
 
 
 def _notebook_file(cells: list[tuple[str, str]]) -> str:
@@ -37,6 +39,7 @@ def _notebook_file(cells: list[tuple[str, str]]) -> str:
 def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("notebook_project")
     (root / "model.ipynb").write_text(_notebook_file(CELLS), encoding="utf-8")
+    (root / "broken.ipynb").write_text(MISSING_COMMA, encoding="utf-8")
     return root
 
 
@@ -51,7 +54,11 @@ async def test_a_closed_notebook_is_checked_and_shown_on_its_file_then_in_its_ce
         client: LanguageClient, project: Path):
     result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
         command="fxls.checkProject"))
-    assert (result["files"], result["checked"], result["diagnostics"]) == (1, 1, 1), result
+    assert (result["files"], result["checked"], result["diagnostics"]) == (2, 2, 2), result
+    (broken,) = client.diagnostics[(project / "broken.ipynb").as_uri()]
+    assert (broken.code, broken.message, broken.range) == (
+        "FX100", "the notebook is not valid JSON: Expecting ',' delimiter",
+        types.Range(types.Position(1, 23), types.Position(1, 24)))
     path = project / "model.ipynb"
     (shown,) = client.diagnostics[path.as_uri()]
     # the FX001 of cell 3 (1-based among all cells, as ruff names them), line 3, column 12
@@ -65,4 +72,12 @@ async def test_a_closed_notebook_is_checked_and_shown_on_its_file_then_in_its_ce
     assert (in_cell.code, in_cell.range) == ("FX001", cell_range(GATE, "x.sum() > 0"))
     assert in_cell.message == shown.message.removeprefix("cell 3:3:12: ")
     assert list(client.diagnostics[path.as_uri()]) == []  # cleared from the file
+
+    # checked again while open: its own analysis, shown in its cells
+    result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="fxls.checkProject"))
+    assert (result["files"], result["checked"]) == (2, 2), result
+    assert [(d.code, d.range) for d in notebook.shown(2)] == [
+        ("FX001", cell_range(GATE, "x.sum() > 0"))]
+    assert list(client.diagnostics[path.as_uri()]) == []
     notebook.close()
