@@ -49,9 +49,14 @@ def landing(diagnostic: Diagnostic, nodes: Sequence[NodeInfo], groups: Collectio
     ``user_files`` are the files whose lines count as the user's (the diagnostic's own file
     counts always)."""
     span = diagnostic.span
-    own = [n.name for n in nodes if n.span is not None and spans_overlap(n.span, span)]
+    own = [n.name for n in nodes if n.span is not None and _inside(n.span, span)]
     if own:
         return Landing("own", own)
+    # a problem at a submodule's call (`self.bert(x)`, raised inside the library) is that
+    # module's, not that of a call around it on the line (`self.head(self.bert(x)...)`)
+    called = called_groups(span, groups, files, whole_lines=False)
+    if called:
+        return Landing("group", group=called[0])
     places = user_places(diagnostic, user_files)
     at_line = [n.name for n in nodes if n.span is not None and _on_lines(n.span, places)]
     if at_line:
@@ -68,21 +73,29 @@ def user_places(diagnostic: Diagnostic, user_files: Collection[str]) -> list[Spa
     return [diagnostic.span, *(r.span for r in diagnostic.related if r.span.file in files)]
 
 
+def _inside(node: Span, span: Span) -> bool:
+    """Whether ``node`` lies within ``span`` (an expression the diagnostic's range holds)."""
+    return node.file == span.file and (span.line, span.col) <= (node.line, node.col) and \
+        (node.end_line, node.end_col) <= (span.end_line, span.end_col)
+
+
 def _on_lines(node: Span, places: Sequence[Span]) -> bool:
     return any(node.file == p.file and node.line <= p.end_line and p.line <= node.end_line
                for p in places)
 
 
-def called_groups(place: Span, groups: Collection[str], files: SourceFiles) -> list[str]:
+def called_groups(place: Span, groups: Collection[str], files: SourceFiles, *,
+                  whole_lines: bool = True) -> list[str]:
     """The module groups called in the text of ``place`` (its whole lines when its own
-    range calls none), in text order: ``self.blocks[0].attn.forward(x)`` ->
-    ``blocks.0.attn``, the longest prefix of the attribute path that is a group."""
+    range calls none, unless not ``whole_lines``), in text order:
+    ``self.blocks[0].attn.forward(x)`` -> ``blocks.0.attn``, the longest prefix of the
+    attribute path that is a group."""
     text = files.text(place.file)
     if text is None:
         return []
     found: list[str] = []
     lines = "\n".join(text.line(n) for n in range(place.line, place.end_line + 1))
-    for source in (text.text_at(place), lines):
+    for source in (text.text_at(place), lines) if whole_lines else (text.text_at(place),):
         for match in _SUBMODULE_CALL.finditer(source):
             group = _longest_group(_path_parts(match.group(1)), groups)
             if group is not None and group not in found:

@@ -158,14 +158,15 @@ def test_a_problem_inside_a_library_lands_on_the_group_its_line_calls(
     assert "mixer" in {group["path"] for group in document["groups"]}
 
 
-def test_a_problem_reached_from_a_user_line_lands_on_the_nodes_made_there(
+def test_a_problem_at_a_submodule_call_lands_on_that_module_not_on_the_line_around_it(
         analysed: tuple[Path, FileReport]) -> None:
-    # reported in `mix`, which made no node; `forward`'s line that called it made two
+    # reported in `mix` at `self.mixer(h)`, which made no node in the user's file; the nodes
+    # `forward`'s line made (`fc`, `sub`) are not where it went wrong: the `mixer` group is
     path, _ = analysed
     (problem,) = _document(analysed, "Wrapped")["problems"]
     assert problem["span"] == _span(path, NET, "self.mixer(h)", "return self.mixer(h)")
     assert (problem["nodes"], problem["group"], problem["attached"]) == \
-        (["fc", "sub"], None, "line")
+        ([], "mixer", "group")
 
 
 def test_sources_hold_the_lines_around_each_node_and_problem(

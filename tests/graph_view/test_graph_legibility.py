@@ -114,6 +114,14 @@ BERT_LOOKS = ["bert_embeddings", "bert_encoder_layer_0_attention_self_value",
 def _bert_run(factory: pytest.TempPathFactory) -> PageRun:
     folder = factory.mktemp("bert")
     return PageRun(bert_page(factory), [
+        # issue 36.2: the problems raised inside transformers, on the graph at the user's line
+        {"eval": "document.querySelector('#fx-banner').textContent", "as": "banner"},
+        {"eval": "view.model.doc.problems.map((p) => [p.code, p.attached, p.group])",
+         "as": "problems"},
+        {"boxes": "#graph g.problem", "as": "problemMarks"},
+        {"click": "#fx-banner a.fx-problem-link"},
+        {"boxes": "#graph g.selected", "as": "problemSelected"},
+        {"boxes": "#fx-group-problems li", "as": "groupProblems"},
         *_looks(BERT_LOOKS),
         {"eval": "view.shown().nodes", "as": "shown"},
         {"eval": FRAME_PAINT, "as": "framePaint"},
@@ -249,3 +257,16 @@ def test_search_finds_a_folded_node_and_the_toggle_shows_every_node(
     assert [m["id"] for m in vit_run["marked"]] == ["n:reshape"], "drawn on its consumer"
     assert vit_run["shown"] == [476, 476]
     assert len(vit_run["ownNode"]) == 1
+
+
+def test_bert_problems_inside_the_library_are_marked_where_the_user_called_it(
+        bert_run: dict[str, Any]) -> None:
+    # symbolic tracing fails three times inside transformers, all reached from
+    # `self.bert(x)`: each lands on the `bert` group, which is marked and selected
+    assert bert_run["problems"] == [["FX001", "group", "bert"], ["FX002", "group", "bert"],
+                                    ["FX004", "group", "bert"]]
+    assert "3 problems marked in red" in bert_run["banner"]
+    assert [mark["id"] for mark in bert_run["problemMarks"]] == ["g:bert"]
+    assert [item["id"] for item in bert_run["problemSelected"]] == ["g:bert"]
+    assert [li["text"].split()[0] for li in bert_run["groupProblems"]] == [
+        "FX001", "FX002", "FX004"]
