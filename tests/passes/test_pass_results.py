@@ -424,8 +424,9 @@ def test_a_graph_built_at_import_reads_naturally(results):
     assert not any("graph of `a graph" in m for m in messages), messages
 
 
-def test_the_text_format_is_one_line_per_diagnostic_and_steady(folder):
-    """torch.fx's lint error holds the whole graph; reprs hold addresses: neither shows."""
+def test_the_text_format_is_one_line_per_diagnostic_and_steady(folder, results):
+    """torch.fx's lint error holds the whole graph; reprs hold addresses: neither shows. The
+    text run says what the JSON run (another analysis of the same files) said, line by line."""
     first = _fxls(folder, "--no-progress")
     lines = first.splitlines()
     assert lines and all(re.match(r"^\S+\.py:\d+:\d+: FX\d{3} ", line) for line in lines), first
@@ -433,7 +434,10 @@ def test_the_text_format_is_one_line_per_diagnostic_and_steady(folder):
             or "lint_at_import.py:" in line]
     assert lint and all("graph():" not in line for line in lint), lint
     assert not re.search(r"0x[0-9a-f]{6,}", first)
-    assert _fxls(folder, "--no-progress") == first
+    in_json = [f"{d.get('path', report['path'])}:{d['range']['start']['line'] + 1}:"
+               f"{d['range']['start']['character'] + 1}: {d['code']} {d['message']}"
+               for report in results.values() for d in report["diagnostics"]]
+    assert lines == in_json
 
 
 def test_a_kept_node_is_fixed_by_eliminate_dead_code_not_by_deleting_its_line():
