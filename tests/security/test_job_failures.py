@@ -66,6 +66,9 @@ FILES = {
     "        time.sleep(0.01)\n" + MODEL,
 }
 
+#: what waits out its timeout: checked in the project of ``IGNORING_SIGNALS`` (4 s)
+HANGS = {"hang_with_sigusr1_blocked.py"}
+
 
 def line_of(name: str, text: str) -> int:
     """The 0-based line of ``text`` in ``FILES[name]``."""
@@ -90,6 +93,7 @@ class Net(nn.Module):
         return torch.relu(self.fc(x))
 '''
 #: files that ignore the signals and sleep, in a project of their own whose timeout is 4 s
+#: (with the hangs of ``FILES``: no other file waits out its timeout)
 IGNORING_SIGNALS = {
     "at_import.py": SIGNALS_HEAD + IGNORE + "time.sleep(1000)  # sleeps here\n" + NET,
     "in_forward.py": SIGNALS_HEAD + NET.replace(
@@ -113,17 +117,19 @@ def sleep_line(name: str) -> int:
 @pytest.fixture(scope="module", params=EACH_MODE)
 def reports(request: pytest.FixtureRequest,
             tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
-    """One `fxls check` of all the files per mode (a worker, two jobs at a time)."""
+    """One `fxls check` of all the files per mode, five jobs at a time: the four that wait
+    out their timeout (4 s, their project's) wait side by side, not two by two (they sleep:
+    no core is taken), and the other files run meanwhile."""
     tmp_path = tmp_path_factory.mktemp(request.param)
     (tmp_path / "pyproject.toml").write_text(SETTINGS, encoding="utf-8")
-    for name, text in FILES.items():
-        (tmp_path / name).write_text(text, encoding="utf-8")
     signals = tmp_path / "ignoring_signals"
     signals.mkdir()
     (signals / "pyproject.toml").write_text("[tool.fxls]\ntimeout = 4\n", encoding="utf-8")
+    for name, text in FILES.items():
+        ((signals if name in HANGS else tmp_path) / name).write_text(text, encoding="utf-8")
     for name, text in IGNORING_SIGNALS.items():
         (signals / name).write_text(text, encoding="utf-8")
-    return check_in_mode(tmp_path, request.param, timeout=300)
+    return check_in_mode(tmp_path, request.param, "--jobs", "5", timeout=300)
 
 
 def found(report: dict[str, Any], code: str) -> list[tuple[int, str]]:
@@ -149,7 +155,7 @@ def test_each_failure_at_its_line_with_its_cause(reports: dict[str, dict[str, An
     ((line, message),) = found(reports["hang_with_sigusr1_blocked.py"], "FX102")
     assert line in (line_of("hang_with_sigusr1_blocked.py", "while True"),
                     line_of("hang_with_sigusr1_blocked.py", "time.sleep(0.01)"))
-    assert "timed out after 8 s while running line" in message
+    assert "timed out after 4 s while running line" in message
     # fxls's own code does not use what the file broke: the report is whole
     assert reports["json_dumps_broken.py"]["diagnostics"] == []
     assert traced(reports["json_dumps_broken.py"]) == [("Net", "traced")]
