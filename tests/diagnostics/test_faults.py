@@ -36,7 +36,10 @@ def test_each_fault_gives_its_diagnostic_and_the_next_file_works(tmp_path: Path)
         "[tool.fxls]\ntimeout = 6\nmemory_limit_mb = 2048\n", encoding="utf-8")
     for name, text in FILES.items():
         (tmp_path / name).write_text(text, encoding="utf-8")
-    command = [sys.executable, "-m", "fxls", "check", "--format", "json", str(tmp_path)]
+    # four jobs at a time: the three hangs run out their timeouts side by side (6 s, not a
+    # pair and then the third: 12 s), the other files share the cores with them meanwhile
+    command = [sys.executable, "-m", "fxls", "check", "--format", "json", "--jobs", "4",
+               str(tmp_path)]
     done = subprocess.run(command, capture_output=True, text=True, timeout=180, cwd=tmp_path)
     assert "floodflood" not in done.stdout  # user output never reaches fxls's own stdout
     files = {Path(f["path"]).name: f for f in json.loads(done.stdout)["files"]}
