@@ -293,8 +293,8 @@ async def _warm_state(warm_up: str | None) -> list[JobResult]:
 
 
 async def test_warm_up_runs_before_the_job_and_leaves_no_trace() -> None:
-    warmed = await _warm_state(f"{JOBS}:warm_up")
-    plain = await _warm_state(None)
+    # the two workers side by side: their waits for the idle job process (2 s each) overlap
+    warmed, plain = await asyncio.gather(_warm_state(f"{JOBS}:warm_up"), _warm_state(None))
     for result in (*warmed, *plain):
         assert result.status == "ok", result
         assert "WARM-UP OUTPUT" not in result.output
