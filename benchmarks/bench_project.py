@@ -180,8 +180,8 @@ def worker_env(pythonpath: str | None) -> dict[str, str] | None:
 
 def run_command(package: Path, jobs: int, env: dict[str, str] | None = None) -> tuple[float, str]:
     """Wall time (ms) and JSON output of ``fxls check --jobs N --format json``."""
-    command = [sys.executable, "-m", "fxls", "check", "--jobs", str(jobs), "--format", "json",
-               "--no-progress", str(package)]
+    command = [sys.executable, "-m", "fxls", "check", "--no-cache", "--jobs", str(jobs),
+               "--format", "json", "--no-progress", str(package)]
     start = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, cwd=package.parent, env=env,
                           check=False)

@@ -193,8 +193,8 @@ def is_not_built(status: str | None, reason: str | None) -> bool:
 
 
 def run_file(fxls: list[str], env: dict, path: Path, timeout: float) -> dict:
-    cmd = [*fxls, "check", "--format", "json", "--no-progress", "--timeout", str(timeout),
-           str(path)]
+    cmd = [*fxls, "check", "--no-cache", "--format", "json", "--no-progress", "--timeout",
+           str(timeout), str(path)]
     start = time.perf_counter()
     record: dict = {"path": str(path), "modules": [], "file_errors": []}
     try:

@@ -49,7 +49,7 @@ def cli(attack: str) -> None:
         [sys.executable, "-c", "import resource, sys; from fxls.cli import main\n"
          "try:\n    code = main()\nexcept SystemExit as e:\n    code = e.code\n"
          "sys.stderr.write('\\nmaxrss %d\\n' % resource.getrusage(resource.RUSAGE_SELF)"
-         ".ru_maxrss)\nsys.exit(code)", "check", "--format", "json", "."],
+         ".ru_maxrss)\nsys.exit(code)", "check", "--no-cache", "--format", "json", "."],
         capture_output=True, text=True, cwd=folder, timeout=600)
     seconds = time.monotonic() - started
     maxrss = done.stderr.rsplit("maxrss ", 1)[-1].strip()

@@ -710,7 +710,8 @@ def fxls_sites(model: str) -> set[tuple[str, int]]:
     repo = Path(__file__).resolve().parent.parent
     fxls = repo / ".venv" / "bin" / "fxls"
     command = [str(fxls)] if fxls.exists() else [sys.executable, "-m", "fxls"]
-    done = subprocess.run([*command, "check", "--format", "json", "--no-progress", str(path)],
+    done = subprocess.run([*command, "check", "--no-cache", "--format", "json", "--no-progress",
+                           str(path)],
                           capture_output=True, text=True, timeout=900)
     sites: set[tuple[str, int]] = set()
     for report in json.loads(done.stdout)["files"]:
