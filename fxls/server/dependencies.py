@@ -14,22 +14,14 @@ False
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterable
 from pathlib import Path
 
 from fxls.report import FileReport, Span
+from fxls.result_cache.dependencies import names_imported
 
 #: installed-library locations: never published to, even inside the workspace (a venv)
 _LIBRARY_MARKERS = ("site-packages", "dist-packages")
-
-_IMPORT = re.compile(
-    r"^[ \t]*(?:from[ \t]+(?P<source>\.*[\w.]*)[ \t]+import[ \t]+(?P<names>[^#\n;]*)"
-    r"|import[ \t]+(?P<modules>[^#\n;]*))",
-    re.MULTILINE,
-)
-_NAME = re.compile(r"[A-Za-z_][\w.]*")
-
 
 def report_files(report: FileReport) -> set[str]:
     """Resolved paths of every file the report's spans point into."""
@@ -48,26 +40,14 @@ def report_files(report: FileReport) -> set[str]:
 
 def imported_names(text: str) -> set[str]:
     """Dotted names in the import statements of ``text``: ``import a.b`` -> ``a.b``;
-    ``from .a import b, c as d`` -> ``a``, ``a.b``, ``a.c``; ``from . import b`` -> ``b``."""
+    ``from .a import b, c as d`` -> ``a``, ``a.b``, ``a.c``; ``from . import b`` -> ``b``
+    (the statements as the result cache finds them: ``names_imported``)."""
     names: set[str] = set()
-    for match in _IMPORT.finditer(text):
-        if match.group("modules") is not None:
-            names.update(_names(match.group("modules")))
-            continue
-        source = match.group("source").lstrip(".")
-        if source:
-            names.add(source)
-        for name in _names(match.group("names")):
-            names.add(f"{source}.{name}" if source else name)
+    for _, module, taken in names_imported(text):
+        if module:
+            names.add(module)
+        names.update(f"{module}.{name}" if module else name for name in taken)
     return names
-
-
-def _names(clause: str) -> Iterable[str]:
-    """``a.b as c, (d`` -> ``a.b``, ``d``: the imported names, aliases dropped."""
-    for part in clause.replace("(", " ").replace(")", " ").replace("\\", " ").split(","):
-        words = part.split()
-        if words and _NAME.fullmatch(words[0]):
-            yield words[0]
 
 
 def module_name(path: str) -> str:
