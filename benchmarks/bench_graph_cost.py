@@ -31,26 +31,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from benchmarks.graph_models import model_source  # noqa: E402
+from benchmarks.graph_models import BERT_BRANCHED as BERT  # noqa: E402
+from benchmarks.graph_models import VIT, model_source  # noqa: E402
 from fxls.graph_view.module_graph import json_for_script  # noqa: E402
 
 ZOO_SITE = Path(os.environ.get("FXLS_MODEL_ZOO", "~/.cache/fxls-model-zoo")).expanduser() / "site"
-
-VIT = """\
-import timm
-import torch
-from torch import nn
-
-
-class Vit(nn.Module):
-    # fxls: args (torch.randn(1, 3, 224, 224),)
-    def __init__(self):
-        super().__init__()
-        self.vit = timm.create_model("vit_base_patch16_224", pretrained=False)
-
-    def forward(self, x):
-        return self.vit(x)
-"""
 
 RESNET = """\
 import torch
@@ -66,27 +51,6 @@ class ResNet(nn.Module):
 
     def forward(self, x):
         return self.net(x)
-"""
-
-BERT = """\
-import torch
-from torch import nn
-from transformers import BertConfig, BertModel
-
-
-class BertClassifier(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.backbone = BertModel(BertConfig(num_hidden_layers=2, hidden_size=64,
-                                             num_attention_heads=2, intermediate_size=128,
-                                             vocab_size=500), add_pooling_layer=False)
-        self.head = nn.Linear(64, 2)
-
-    def forward(self, x):  # fxls: args (torch.randint(0, 500, (2, 16)),)
-        feats = self.backbone(x).last_hidden_state
-        if feats.mean() > 0:
-            feats = feats * 2
-        return self.head(feats)
 """
 
 #: name -> (file's text, class, the library it needs or None)

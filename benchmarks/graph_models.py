@@ -78,3 +78,43 @@ class Big(nn.Module):
 def model_source(stages: int, depth: int) -> str:
     """A file with the class ``Big``: ``stages * (depth * 18 + 1) + 6`` nodes."""
     return MODEL.replace("STAGES", str(stages)).replace("DEPTH", str(depth))
+
+
+#: user files the graph benchmarks and tests draw (the model zoo on PYTHONPATH)
+VIT = """\
+import timm
+import torch
+from torch import nn
+
+
+class Vit(nn.Module):
+    # fxls: args (torch.randn(1, 3, 224, 224),)
+    def __init__(self):
+        super().__init__()
+        self.vit = timm.create_model("vit_base_patch16_224", pretrained=False)
+
+    def forward(self, x):
+        return self.vit(x)
+"""
+
+#: BERT behind a data-dependent branch (torch.export fails on it; draft_export drafts it)
+BERT_BRANCHED = """\
+import torch
+from torch import nn
+from transformers import BertConfig, BertModel
+
+
+class BertClassifier(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.backbone = BertModel(BertConfig(num_hidden_layers=2, hidden_size=64,
+                                             num_attention_heads=2, intermediate_size=128,
+                                             vocab_size=500), add_pooling_layer=False)
+        self.head = nn.Linear(64, 2)
+
+    def forward(self, x):  # fxls: args (torch.randint(0, 500, (2, 16)),)
+        feats = self.backbone(x).last_hidden_state
+        if feats.mean() > 0:
+            feats = feats * 2
+        return self.head(feats)
+"""

@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
+from benchmarks.graph_models import BERT_BRANCHED as BERT
 from fxls.graph_view.module_graph import graph_page
 from tests.graph_view.browser import EXTENSION, browser  # noqa: F401
-from tests.graph_view.pages import BERT_BRANCHED as BERT
 from tests.graph_view.pages import NO_TRANSFORMERS, NO_ZOO_REASON, zoo_env
 from tests.torch_answers import torch_answer
 

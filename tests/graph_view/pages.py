@@ -16,28 +16,12 @@ from pathlib import Path
 import pytest
 from filelock import FileLock
 
-from benchmarks.graph_models import model_source
+from benchmarks.graph_models import VIT, model_source
 
 ZOO_SITE = Path(os.environ.get("FXLS_MODEL_ZOO", "~/.cache/fxls-model-zoo")).expanduser() / "site"
 NO_TIMM = not (ZOO_SITE / "timm").is_dir()
 NO_TRANSFORMERS = not (ZOO_SITE / "transformers").is_dir()
 NO_ZOO_REASON = "model zoo not installed (scripts/install_model_zoo.py)"
-
-VIT = """\
-import timm
-import torch
-from torch import nn
-
-
-class Vit(nn.Module):
-    # fxls: args (torch.randn(1, 3, 224, 224),)
-    def __init__(self):
-        super().__init__()
-        self.vit = timm.create_model("vit_base_patch16_224", pretrained=False)
-
-    def forward(self, x):
-        return self.vit(x)
-"""
 
 #: the ViT with its attention as its parts (matmul, softmax), not one fused call
 VIT_UNFUSED = VIT.replace("from torch import nn\n", """\
@@ -63,28 +47,6 @@ class BertClassifier(nn.Module):
 
     def forward(self, x):  # fxls: args (torch.randint(0, 500, (2, 16)),)
         return self.head(self.bert(x).last_hidden_state)
-"""
-
-#: BERT behind a data-dependent branch (torch.export fails on it; draft_export drafts it)
-BERT_BRANCHED = """\
-import torch
-from torch import nn
-from transformers import BertConfig, BertModel
-
-
-class BertClassifier(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.backbone = BertModel(BertConfig(num_hidden_layers=2, hidden_size=64,
-                                             num_attention_heads=2, intermediate_size=128,
-                                             vocab_size=500), add_pooling_layer=False)
-        self.head = nn.Linear(64, 2)
-
-    def forward(self, x):  # fxls: args (torch.randint(0, 500, (2, 16)),)
-        feats = self.backbone(x).last_hidden_state
-        if feats.mean() > 0:
-            feats = feats * 2
-        return self.head(feats)
 """
 
 #: two blocks and a data-dependent branch: a partial graph with nested modules
