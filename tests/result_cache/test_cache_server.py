@@ -10,8 +10,10 @@ creates a ``release`` file, so while it is missing the worker cannot answer.
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 import tempfile
+import zlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -138,20 +140,31 @@ def _shown(diagnostics: list[types.Diagnostic]) -> list[tuple[str, int, int, int
              d.range.end.character) for d in diagnostics]
 
 
-def _entries() -> set[Path]:
-    return set(CACHE_FOLDER.rglob("*.report"))
+def _entries(path: Path) -> set[Path]:
+    """The stored entries whose report is ``path``'s: the previous test's document, closed
+    when that test ended, may be stored while this one runs."""
+    return {entry for entry in CACHE_FOLDER.rglob("*.report")
+            if (_report_path(entry) or "") == str(path)}
+
+
+def _report_path(entry: Path) -> str | None:
+    try:
+        decoded = json.loads(zlib.decompress(entry.read_bytes()))
+        return decoded["report"]["path"]
+    except (OSError, zlib.error, ValueError, KeyError, TypeError):
+        return None
 
 
 async def _first_open(client: LanguageClient, path: Path) -> Path:
     """Open ``path`` at version 1, let its analysis run and close it, once its result is
     stored; the entry."""
-    before = _entries()
+    before = _entries(path)
     diagnostics = await open_and_wait(client, path, path.read_text())
     assert _cached(client, path.as_uri(), 1) is False
     assert _shown(diagnostics) == FX001
     _close(client, path)
-    await _until(lambda: _entries() - before)  # written whole: a temporary file renamed
-    (entry,) = _entries() - before
+    await _until(lambda: _entries(path) - before)  # written whole: a temporary file renamed
+    (entry,) = _entries(path) - before
     return entry
 
 
@@ -238,14 +251,14 @@ async def test_a_reopened_notebook_shows_the_cache_in_its_cell(
     cache_client: LanguageClient, folder: Path
 ):
     cells, path = _gated_cells(folder / "release"), folder / "gate.ipynb"
-    before = _entries()
+    before = _entries(path)
     notebook = Notebook(cache_client, path, cells)
     await notebook.analysed()
     assert _cached(cache_client, notebook.uri, 1) is False
     in_cell = [("FX001", 6, 11, 6, 22)]  # the condition, in cell 2
     assert _shown(notebook.shown(1)) == in_cell
     notebook.close()
-    await _until(lambda: _entries() - before)
+    await _until(lambda: _entries(path) - before)
     (folder / "release").unlink()
     notebook = Notebook(cache_client, path, cells)
     await _until(lambda: _cached(cache_client, notebook.uri, 1) is True)
