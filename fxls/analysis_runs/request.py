@@ -16,6 +16,9 @@ WARM_IMPORTS = ("torch", "fxcore", "fxls.analysis.job")
 #: run by each pre-forked job process while it waits for its job (analyses a bundled model);
 #: for the editor, whose saves are apart, so the warm-up is done when a save comes
 WARM_UP = "fxls.analysis.job:warm_up"
+#: what fills torch's caches in a waiting job process from the export and compile runs of
+#: the last jobs (``fxls.analysis.torch_warmth``)
+WARM_FROM = "fxls.analysis.torch_warmth.replay:warm_from"
 #: packages whose modules a job imported are imported by the warm worker for later jobs:
 #: torch's costly ones (``torch._dynamo``, which torchvision and timm pull in, costs seconds
 #: per job); never more (a job can forge the list: ``fxls.worker.worker_imports``)

@@ -7,7 +7,13 @@ import contextlib
 import logging
 from collections.abc import Callable
 
-from fxls.analysis_runs.request import LEARN_IMPORTS, WARM_IMPORTS, WARM_UP, AnalysisRequest
+from fxls.analysis_runs.request import (
+    LEARN_IMPORTS,
+    WARM_FROM,
+    WARM_IMPORTS,
+    WARM_UP,
+    AnalysisRequest,
+)
 from fxls.analysis_runs.runs import run_analysis
 from fxls.report import FileReport
 from fxls.server.workspace_imports import workspace_imports
@@ -47,6 +53,7 @@ class AnalysisService:
         async with self._lock:
             if self._client is None:
                 client = WorkerClient(self.python, warm_imports=WARM_IMPORTS, warm_up=WARM_UP,
+                                      warm_from=WARM_FROM,
                                       learn_imports=LEARN_IMPORTS, sandbox=True,
                                       learn_libraries=self.learn_libraries,
                                       roots=tuple(self._roots))

@@ -125,7 +125,7 @@ def main() -> None:
     gc.freeze()  # keep the warm heap shared with the children (no copy-on-write by the GC)
     limits = Limits(config.memory_limit_mb, config.cpu_limit_s)
     worker = Worker(channel_in, channel_out, limits, config.warm_up, config.learn_imports,
-                    learn_libraries=config.learn_libraries)
+                    learn_libraries=config.learn_libraries, warm_from=config.warm_from)
     ready = Ready(os.getpid(), PROTOCOL_VERSION, sys.version, errors, facts)
     worker.serve(ready, config.prime)
 

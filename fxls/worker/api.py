@@ -26,7 +26,7 @@ import threading
 from typing import Any
 
 from fxls.worker.policy import JobPolicy
-from fxls.worker.protocol import HEADER, PARTIAL
+from fxls.worker.protocol import HEADER, PARTIAL, WARMTH, WARMTH_BYTES
 
 #: taken when the worker imports this module, before any user code: a job's user code may
 #: rebind ``json.dumps`` or ``os.write``, and the job's report must still get out
@@ -59,11 +59,29 @@ def send_partial(value: object) -> bool:
 
     False when not running in a job, or when ``value`` is not JSON data (nothing is sent).
     """
+    return _send(PARTIAL, value)
+
+
+def send_warmth(value: object) -> bool:
+    """Give the job processes that take the next jobs ``value`` (JSON data, at most
+    ``WARMTH_BYTES`` encoded): the worker keeps the last values (one per ``value["key"]``)
+    and the idle job process next in line runs the package's ``warm_from(value)`` on them
+    before its job arrives (``WorkerClient(warm_from=...)``). Data only: what it fills must
+    be worth having for a later job of the same input.
+
+    False when not running in a job or when ``value`` is not sent.
+    """
+    return _send(WARMTH, value, WARMTH_BYTES)
+
+
+def _send(status: str, value: object, limit: int | None = None) -> bool:
     if _result_fd is None:
         return False
     try:
-        frame = encode_frame(PARTIAL, value=value)
+        frame = encode_frame(status, value=value)
     except (TypeError, ValueError, RecursionError):
+        return False
+    if limit is not None and len(frame) > limit:
         return False
     write_frame(_result_fd, frame)
     return True

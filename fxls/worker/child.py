@@ -29,6 +29,7 @@ from typing import Any, NoReturn
 from fxls.worker import api, sandbox, where
 from fxls.worker.api import encode_frame, write_frame
 from fxls.worker.installed_libraries import NAMES_LIMIT
+from fxls.worker.job_inbox import JobInbox
 from fxls.worker.messages import RunRequest, decode_request
 from fxls.worker.policy import JobPolicy
 from fxls.worker.protocol import (
@@ -74,6 +75,7 @@ def serve_job(
     warm_up: str | None = None,
     learn_imports: tuple[str, ...] = (),
     job_dir: str = "",
+    warm_from: str | None = None,
 ) -> NoReturn:
     """Run in the freshly forked child (``job_dir``: the name of its private folder, see
     ``sandbox.enter``); never returns."""
@@ -81,7 +83,7 @@ def serve_job(
     try:
         _detach(worker_pid, close)
         sandbox.enter(job_dir)
-        raw = _receive_job(fds.job_r, warm_up)
+        raw = _receive_job(fds.job_r, warm_up, warm_from)
         _redirect_output(fds.out_w)
         _report_where_on_fault()
         if not raw:  # the worker retired this child (or died) before giving it a job
@@ -150,26 +152,23 @@ def run_target(target: str, params: JsonValue) -> bytes:
         return encode_frame(status, error=detail)
 
 
-def _receive_job(job_r: int, warm_up: str | None) -> bytes:
-    """The job's bytes; before they arrive, run ``warm_up`` (``module:function``) if given.
+def _receive_job(job_r: int, warm_up: str | None, warm_from: str | None = None) -> bytes:
+    """The job's bytes; before they arrive, run ``warm_up`` (``module:function``) if given,
+    then ``warm_from`` on each warmth value the worker sends meanwhile (``job_inbox``).
 
     Warming up in the idle child makes the job's first touches of the warm heap (reference
     counts: copy-on-write faults) and lazy caches happen before the job, off its clock. The
     job is read on a thread meanwhile, so the worker never blocks writing a large one.
     """
-    if not warm_up or _readable(job_r):
+    if not warm_up or (not warm_from and _readable(job_r)):
         return _read_job(job_r)
-    received: list[bytes] = []
-
-    def receive() -> None:
-        received.append(_read_job(job_r))
-        api.job_arrived()
-
-    reader = threading.Thread(target=receive, daemon=True)
-    reader.start()
+    inbox = JobInbox(job_r)
     run_warm_up(warm_up)
-    reader.join()
-    return received[0] if received else b""
+    while warm_from and not api.job_waiting():
+        value = inbox.next_warmth()
+        if value is not None:
+            run_warm_up(warm_from, value)
+    return inbox.job_bytes()
 
 
 def _read_job(job_r: int) -> bytes:
@@ -188,9 +187,13 @@ def _readable(fd: int) -> bool:
         return True
 
 
-def run_warm_up(target: str) -> None:
-    """Run the warm-up ``target()`` (``fxls.worker.api``) silently, errors swallowed, and put
-    ``sys.path`` back; then freeze what it left so forks share it."""
+_NO_VALUE = object()
+
+
+def run_warm_up(target: str, value: object = _NO_VALUE) -> None:
+    """Run the warm-up ``target()`` (``fxls.worker.api``; ``target(value)`` for a warmth
+    value) silently, errors swallowed, and put ``sys.path`` back; then freeze what it left so
+    forks share it."""
     saved_path = list(sys.path)
     saved_fds = os.dup(1), os.dup(2)
     devnull = os.open(os.devnull, os.O_WRONLY)
@@ -198,7 +201,11 @@ def run_warm_up(target: str) -> None:
     os.dup2(devnull, 2)
     os.close(devnull)
     try:
-        _resolve(target)()
+        function = _resolve(target)
+        if value is _NO_VALUE:
+            function()
+        else:
+            function(value)
     except BaseException:  # the job must run even if warming up failed
         pass
     finally:

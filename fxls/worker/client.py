@@ -73,6 +73,7 @@ class WorkerClient:
         memory_limit_mb: int = 2048,
         cpu_limit_s: float | None = None,
         warm_up: str | None = None,
+        warm_from: str | None = None,
         learn_imports: tuple[str, ...] = (),
         prime: str | None = None,
         sandbox: bool = False,
@@ -83,6 +84,9 @@ class WorkerClient:
         """``warm_up`` (``module:function``, no arguments; see ``fxls.worker.api``) runs in
         each pre-forked job process before its job arrives, ``prime`` (the same kind of
         function) once in the worker before its first fork; neither may run user code.
+        ``warm_from`` (``module:function`` of one JSON value) runs in the job process that
+        will take the next job, after its warm-up, on each value recent jobs sent with
+        ``api.send_warmth``: the job package's caches filled from data, never user code.
         Modules of the packages named in
         ``learn_imports`` (e.g. ``("torch._dynamo",)``; ``("torch",)`` for all of it) that a
         job imported are imported by the warm worker after that job, so later jobs find them
@@ -101,7 +105,7 @@ class WorkerClient:
         #: PYTHONPATH are added at the start)
         self.config = WorkerConfig(
             warm_imports=tuple(warm_imports), memory_limit_mb=memory_limit_mb,
-            cpu_limit_s=cpu_limit_s, warm_up=warm_up, prime=prime,
+            cpu_limit_s=cpu_limit_s, warm_up=warm_up, warm_from=warm_from, prime=prime,
             learn_imports=tuple(learn_imports), learn_libraries=learn_libraries,
             roots=(os.getcwd(), *roots), sandbox=sandbox)
         self.jobs = JobTable()

@@ -358,6 +358,7 @@ class WorkerConfig:
     memory_limit_mb: int | None = None
     cpu_limit_s: float | None = None
     warm_up: str | None = None
+    warm_from: str | None = None
     prime: str | None = None
     learn_imports: tuple[str, ...] = ()
     learn_libraries: bool = False
@@ -382,6 +383,7 @@ class WorkerConfig:
             memory_limit_mb=members.maybe_int("memory_limit_mb"),
             cpu_limit_s=members.maybe_number("cpu_limit_s"),
             warm_up=members.maybe_text("warm_up"),
+            warm_from=members.maybe_text("warm_from"),
             prime=members.maybe_text("prime"),
             learn_imports=members.texts("learn_imports"),
             learn_libraries=message.get("learn_libraries") is True,

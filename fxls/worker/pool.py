@@ -36,6 +36,7 @@ from fxls.worker import sandbox
 from fxls.worker.child import flush_output
 from fxls.worker.policy import JobPolicy
 from fxls.worker.protocol import write_all
+from fxls.worker.warmth_relay import WarmthRelay
 from fxls.worker.zygote import Announcement, ForkFailed, News, Preload, Zygote
 
 #: idle children kept forked: two jobs at once (``fxls check`` on two cores) never wait
@@ -65,6 +66,8 @@ class Child:
     preloaded: frozenset[str] = frozenset()
     #: the zygote that forked it (its generation; 0: the worker)
     zygote: int = 0
+    #: the warmth values it was sent (``warmth_relay``)
+    warmth_sent: set[int] = field(default_factory=set)
 
 
 class PoolOwner(Protocol):
@@ -116,6 +119,8 @@ class JobProcesses:
         self.forks = 0
         #: a job ended: what it left behind is to be killed (``end_strays``)
         self.strays_due = False
+        #: the last jobs' warmth values, for the idle process next in line
+        self.warmth = WarmthRelay()
 
     # ------------------------------------------------------------ lifecycle
     def start(self) -> int | None:
@@ -200,6 +205,13 @@ class JobProcesses:
                 close_job_w(child)
         return None
 
+    def share_warmth(self) -> None:
+        """Send the kept warmth values to the idle process next in line (the oldest: the one
+        ``hand_over`` takes first), those it has not had; not while a job runs (the process
+        would replay them on the job's other core)."""
+        if self.idle and self.idle[0].job_w >= 0 and not self.owner.running_jobs():
+            self.warmth.send_to(self.idle[0].job_w, self.idle[0].warmth_sent)
+
     def job_ended(self) -> None:
         """A job process ended: kill what it left behind (once it is safe)."""
         self.strays_due = True
@@ -246,6 +258,7 @@ class JobProcesses:
             self._unregister(child.pidfd)
         close_job_w(child)
         self.discard(child)
+        self.share_warmth()  # another one is next in line
 
     def idle_died(self, child: Child) -> None:
         if child not in self.idle:
@@ -259,6 +272,7 @@ class JobProcesses:
         if child.pidfd is not None:
             self.selector.register(child.pidfd, selectors.EVENT_READ,
                                    functools.partial(self.idle_died, child))
+        self.share_warmth()
 
     def discard(self, child: Child) -> None:
         kill_child(child.pid)
@@ -309,8 +323,8 @@ class JobProcesses:
             return
         self.selector.register(zygote.fileno(), selectors.EVENT_READ,
                                functools.partial(self.take_announcements, zygote))
-        previous = self.coming.pop(network, None)
-        if previous is not None:
+        previous = self.coming.get(network)
+        if previous is not None:  # stopped while still in the table: it is found there
             self.stop_zygote(previous)
         if zygote.ready:
             self._install(network, zygote)
@@ -370,6 +384,9 @@ class JobProcesses:
     def take_announcements(self, zygote: Zygote, wait: bool = False) -> None:
         """Adopt the job processes ``zygote`` announced (waiting for one if ``wait``); a
         zygote that is gone is replaced by the worker's own forks."""
+        if zygote not in self.zygotes.values() and zygote not in self.coming.values():
+            self._unregister(zygote.fileno())  # one the pool let go: its end must not fire
+            return
         while zygote in self.zygotes.values() or zygote in self.coming.values():
             try:
                 announcement = zygote.receive(wait=wait)

@@ -98,8 +98,11 @@ class JobStatus(StrEnum):
     INVALID = "invalid"  # the job's result broke the protocol (too large, not JSON...)
 
 
-#: frames a job sends before its result: part of the result, modules it imported
-PARTIAL, IMPORTS = "partial", "imports"
+#: frames a job sends before its result: part of the result, modules it imported, what
+#: the next job processes may warm up from (``api.send_warmth``; forwarded to them as is)
+PARTIAL, IMPORTS, WARMTH = "partial", "imports", "warmth"
+#: a warmth frame's size at most (a larger one is neither sent nor kept)
+WARMTH_BYTES = 2 * 1024 * 1024
 
 _STATUS = re.compile(rb'\{"status":"([a-z_]{1,20})"[,}]')
 

@@ -58,6 +58,8 @@ class JobFrames:
     #: the last frame of its watchdog (``where``; untrusted): decoded only if the job is
     #: ended, so a flood of them costs the worker no decoding
     where: bytes | None = None
+    #: what the next job processes may warm up from (``api.send_warmth``; untrusted)
+    warmth: bytes | None = None
 
 
 @dataclass

@@ -52,6 +52,8 @@ from fxls.worker.protocol import (
     IMPORTS,
     JOB_FRAME_LIMIT,
     PARTIAL,
+    WARMTH,
+    WARMTH_BYTES,
     JobStatus,
     JsonValue,
     Op,
@@ -86,11 +88,13 @@ class Worker:
     def __init__(
         self, channel_in: int, channel_out: int, limits: Limits, warm_up: str | None = None,
         learn_imports: tuple[str, ...] = (), learn_libraries: bool = False,
+        warm_from: str | None = None,
     ) -> None:
         self.channel_in = channel_in
         self.channel_out = channel_out
         self.limits = limits
         self.warm_up = warm_up
+        self.warm_from = warm_from if warm_up else None  # only a process warming up waits
         self.learn_libraries = learn_libraries
         #: modules jobs imported that the worker imports too, after the job that needed them
         self.own_imports = ImportsToLearn(learn_imports)
@@ -126,7 +130,8 @@ class Worker:
                   close: list[int], job_dir: str) -> NoReturn:
         """In a new job process (forked by the worker or its zygote): serve one job."""
         serve_in_job_process(ChildFds(job_r, result_w, out_w), self.limits, worker_pid, close,
-                             self.warm_up, self.own_imports.packages, job_dir)
+                             self.warm_up, self.own_imports.packages, job_dir,
+                             self.warm_from)
 
     # ---------------------------------------------------------------- loop
     def serve(self, ready: Ready, prime: str | None = None) -> None:
@@ -240,7 +245,8 @@ class Worker:
         self.send(message_of(Started(request.id)))
         self.pool.jobs_running(len(self.jobs))
         # the next job's process: its fork is quick, but its warm-up (an analysis) would take
-        # a core from this job until its first result; forked at once if none is left
+        # a core from this job: forked once the job ends (without a warm-up, at its first
+        # result); at once if none is left
         if self.pool.idle:
             job.refill_due = True
         else:
@@ -295,6 +301,8 @@ class Worker:
                 self._take_partial(job, body)
             elif status == WHERE:
                 frames.where = body if len(body) <= WHERE_LIMIT else None
+            elif status == WARMTH:
+                job.frames.warmth = body if len(body) <= WARMTH_BYTES else None
             elif status == IMPORTS:  # comes right before the final frame
                 names = _names(body)
                 if isinstance(names, dict):
@@ -309,11 +317,14 @@ class Worker:
             self.send(attach(message_of(Partial(job.id)), body))
         else:
             job.frames.held_partial = body
-        self._refill(job)
+        if not self.warm_up:  # a warm-up would take a core from what the job does next
+            self._refill(job)
 
     def _take_final(self, job: Job, body: bytes) -> None:
         job.frames.final, job.frames.final_from_job = body, True
         self.own_imports.note(job.frames.imports)
+        if job.frames.warmth is not None and self.warm_from:
+            self.pool.warmth.remember(job.frames.warmth)
         if job.killed_for is None and job.over_limit is None and not job.reported:
             tail = drain(job.child.out_r)
             if tail:
@@ -380,6 +391,7 @@ class Worker:
         self.pool.job_ended()
         self.pool.jobs_running(len(self.jobs))
         self._refill(job)
+        self.pool.share_warmth()
         self.learner.after_job()
         if job.frames.final_from_job and job.frames.libraries is not None:
             self.learner.offer(job.frames.libraries)

@@ -316,3 +316,32 @@ async def test_a_learned_librarys_import_writes_nothing_outside_the_zygotes_fold
         assert not (tmp_path / "imported").exists()
     finally:
         await worker.close()
+
+
+def _cpu_ms(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
+async def test_a_zygote_replaced_while_still_importing_leaves_the_worker_idle(
+        tmp_path: Path) -> None:
+    """A second round of learning started while the first round's zygote was still importing
+    replaces that zygote: it is ended, and its socket (where it announces itself once ready)
+    is no longer watched. It was left running and watched: the worker then spun on its
+    unread news, a whole core for as long as it lived."""
+    site = make_site(tmp_path)
+    (site / "slowlib").mkdir()
+    (site / "slowlib" / "__init__.py").write_text("import time\ntime.sleep(3)\n")
+    worker = await start(site)
+    try:
+        assert worker.pid is not None
+        await worker.warm(["slowlib"])
+        await asyncio.sleep(QUIET_S + 0.5)  # its zygote is importing it now
+        await worker.warm(["countlib"])  # the second round: a zygote that imports both
+        assert (await until_loaded(worker, "countlib"))["loaded"] is True
+        await asyncio.sleep(4.0)  # the first round's zygote would be ready by now
+        before = _cpu_ms(worker.pid)
+        await asyncio.sleep(1.5)
+        assert _cpu_ms(worker.pid) - before < 300  # a spinning worker takes all of 1.5 s
+    finally:
+        await worker.close()

@@ -131,6 +131,15 @@ def partial_after_a_nap(params: dict[str, Any]) -> float:
     return sent
 
 
+def partial_then_a_nap(params: dict[str, Any]) -> float:
+    """Send a partial result, sleep; returns when it is about to end (monotonic clock)."""
+    from fxls.worker.api import send_partial
+
+    assert send_partial({"sent": time.monotonic()})
+    time.sleep(float(params["seconds"]))
+    return time.monotonic()
+
+
 def warm_up() -> None:
     """A warm-up that leaves traces a job must (STATE) or must not (the rest) see; it puts
     torch's random generator back itself, as the job API asks."""
@@ -217,3 +226,19 @@ def library_report(params: dict[str, Any]) -> dict[str, Any]:
     return {"loaded": loaded[name], "also_loaded": loaded, "version": getattr(
         module, "VERSION", None), "file": getattr(module, "__file__", None),
         "pid": os.getpid()}
+
+
+def send_warmth(params: dict[str, Any]) -> bool:
+    """Offer the next job processes ``params["value"]`` (``api.send_warmth``)."""
+    from fxls.worker.api import send_warmth as send
+
+    return send(params["value"])
+
+
+def warm_from_value(value: Any) -> None:
+    """A ``warm_from``: note each warmth value this process was given."""
+    STATE.setdefault("warmth", []).append(value)
+
+
+def warmth_given(params: dict[str, Any]) -> Any:
+    return STATE.get("warmth", [])

@@ -108,6 +108,28 @@ async def test_a_jobs_replacement_is_forked_once_the_job_sent_its_first_result()
         await worker.close()
 
 
+async def test_with_a_warm_up_a_jobs_replacement_is_forked_once_the_job_ended() -> None:
+    """Its warm-up would take a core from what the job does after its first result (the
+    export and compile tiers take seconds)."""
+    worker = WorkerClient(sys.executable, warm_up=f"{JOBS}:warm_up")
+    await worker.start()
+    try:
+        assert worker.pid is not None
+        ready = set(children_of(worker.pid)) - {worker.zygote_pid}
+        result = await worker.run(f"{JOBS}:partial_then_a_nap", {"seconds": 0.4}, timeout=10)
+        assert result.status == "ok", result
+        ended = result.value
+        for _ in range(100):
+            idle = set(children_of(worker.pid)) - {worker.zygote_pid}
+            if len(idle) == IDLE_CHILDREN and idle - ready:
+                break
+            await asyncio.sleep(0.05)
+        (replacement,) = idle - ready
+        assert _started_at(replacement) >= ended - 0.02  # not at the partial, 0.4 s before
+    finally:
+        await worker.close()
+
+
 async def test_the_worker_primes_itself_once_and_its_forks_inherit_it() -> None:
     worker = WorkerClient(sys.executable, prime=f"{JOBS}:warm_up")
     await worker.start()

@@ -26,6 +26,8 @@ from fxls.analysis.pipeline.user_frames import (
     spans_of_exception,
     spans_of_summaries,
 )
+from fxls.analysis.torch_warmth.code_caches import CodeNames, recording
+from fxls.analysis.torch_warmth.graph_data import Undescribable, describe
 from fxls.codes import Severity
 from fxls.report import BreakInfo, Diagnostic, TargetGraph
 
@@ -87,14 +89,20 @@ class CompileOutcome:
     status: str
     found: list[Diagnostic]
     graphs: list[TargetGraph] = field(default_factory=list)
+    #: the subgraphs as data, and what dynamo read, for warming the next job's caches
+    described: list[list[Any]] = field(default_factory=list)
+    code: CodeNames = field(default_factory=CodeNames)
 
 
 def compile_module(run: TargetRun, file: SourceFile, fullgraph: bool) -> CompileOutcome:
     import torch._dynamo
+    code = CodeNames()
     try:
-        explained = torch._dynamo.explain(run.instance)(*run.inputs, **run.kwargs)
+        with recording(code):
+            explained = torch._dynamo.explain(run.instance)(*run.inputs, **run.kwargs)
     except Exception as error:
-        return CompileOutcome("failed", [_raised_diagnostic(error, run, file)])
+        return CompileOutcome("failed", [_raised_diagnostic(error, run, file)], code=code)
+    described = _described(explained.graphs)
     breaks = [(GraphBreak.parse(reason.reason), spans_of_summaries(reason.user_stack or [], file))
               for reason in explained.break_reasons]
     breaks = _with_user_callers(breaks, run, file) if breaks else breaks
@@ -102,12 +110,22 @@ def compile_module(run: TargetRun, file: SourceFile, fullgraph: bool) -> Compile
         (graph_break, locate(spans, file, run.span)) for graph_break, spans in breaks], file)
     breaks = _distinct(breaks)
     if not breaks:
-        return CompileOutcome(COMPILED, [], graphs)
+        return CompileOutcome(COMPILED, [], graphs, described, code)
     located = [(graph_break, locate(spans, file, run.span)) for graph_break, spans in breaks]
     found = [_break_diagnostic(at_place, run, file, fullgraph)
              for at_place in _by_place(located)]
     return CompileOutcome(f"{len(breaks)} graph break{'s' if len(breaks) != 1 else ''}",
-                          found, graphs)
+                          found, graphs, described, code)
+
+
+def _described(graphs: list[Any]) -> list[list[Any]]:
+    found = []
+    for gm in graphs:
+        try:
+            found.append(describe(gm))
+        except Undescribable:
+            continue
+    return found
 
 
 def _subgraphs(graphs: list[Any], located: list[_Located],

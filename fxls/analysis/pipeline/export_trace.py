@@ -12,7 +12,7 @@ output size depends on the data, met past the guard export stopped at).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ from fxls.analysis.pipeline.user_frames import (
     spans_of_exception,
     spans_of_structured,
 )
+from fxls.analysis.torch_warmth.graph_data import Undescribable, describe
 from fxls.report import Diagnostic, TargetGraph
 
 EXPORTED = "exported"
@@ -57,6 +58,8 @@ class ExportOutcome:
     status: str
     found: list[Diagnostic]
     graph: TargetGraph | None = None
+    #: the exported graph as data, for warming the next job's caches (``torch_warmth``)
+    described: list[Any] = field(default_factory=list)
 
 
 def export_module(run: TargetRun, file: SourceFile, strict: bool,
@@ -64,7 +67,8 @@ def export_module(run: TargetRun, file: SourceFile, strict: bool,
     try:
         program = torch.export.export(run.instance, run.inputs, run.kwargs or None,
                                       dynamic_shapes=dynamic_shapes, strict=strict)
-        return ExportOutcome(EXPORTED, [], _graph_of(program, file))
+        return ExportOutcome(EXPORTED, [], _graph_of(program, file),
+                             _described(program) if not strict else [])
     except Exception as error:  # the user's code or torch failed: that is the finding
         failures = [_failure_of(error)]
     drafted = None
@@ -85,6 +89,17 @@ def _graph_of(program: Any, file: SourceFile, drafted: bool = False) -> TargetGr
         return target_graph(program.graph_module, file, drafted=drafted)
     except Exception:
         return None
+
+
+def _described(program: Any) -> list[Any]:
+    from torch.export.graph_signature import InputKind
+    kinds = {spec.arg.name: {InputKind.PARAMETER: "param", InputKind.BUFFER: "buffer"}.get(
+        spec.kind, "input") for spec in program.graph_signature.input_specs
+        if hasattr(spec.arg, "name")}
+    try:
+        return describe(program.graph_module, kinds)
+    except (Undescribable, KeyError):
+        return []
 
 
 def _failed(count: int) -> str:

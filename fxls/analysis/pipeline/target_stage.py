@@ -25,8 +25,11 @@ from fxls.analysis.pipeline.target_inputs import TargetRun, target_runs
 from fxls.analysis.pipeline.tier_budget import TierBudget
 from fxls.analysis.pragmas import ClassPragmas
 from fxls.analysis.target_choice import TargetChoice, parse_targets
+from fxls.analysis.torch_warmth.code_caches import CodeNames
+from fxls.analysis.torch_warmth.replay import COMPILE, EXPORT, warmth
 from fxls.codes import Target
 from fxls.report import FileReport, ModuleReport, TargetGraphs
+from fxls.worker.api import send_warmth
 
 PENDING = "pending"
 
@@ -62,6 +65,8 @@ def run_torch_tiers(traced: list[TracedModule], report: FileReport, file: Source
     budget = TierBudget.of(file.settings.limits.timeout, report.timings_ms)
     runs = target_runs(traced, {module_report.name for module_report in report.modules
                                 if PENDING in module_report.targets.values()})
+    described: list[tuple[str, list[Any]]] = []
+    code = CodeNames()
     for module_report in report.modules:
         pending = [name for name, status in module_report.targets.items()
                    if status == PENDING]
@@ -82,6 +87,23 @@ def run_torch_tiers(traced: list[TracedModule], report: FileReport, file: Source
             module_report.targets[name] = outcome.status
             findings.add(module_report, outcome.found)
             _keep_graphs(module_report, outcome)
+            _note_warmth(outcome, described, code)
+    if described or code.files:
+        tiers = sorted({name for module_report in report.modules
+                        for name in module_report.targets if name in (EXPORT, COMPILE)})
+        send_warmth(warmth(f"{file.filename} {' '.join(tiers)}", described, code))
+
+
+def _note_warmth(outcome: ExportOutcome | CompileOutcome, described: list[tuple[str, list[Any]]],
+                 code: CodeNames) -> None:
+    """What the next job's process can warm from this class's run (``torch_warmth``)."""
+    if isinstance(outcome, ExportOutcome):
+        if outcome.described:
+            described.append((EXPORT, outcome.described))
+        return
+    described.extend((COMPILE, nodes) for nodes in outcome.described)
+    code.files.extend(outcome.code.files)
+    code.functions.extend(outcome.code.functions)
 
 
 def _run_target(target: Target, run: TargetRun,
