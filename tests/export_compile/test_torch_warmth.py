@@ -49,9 +49,23 @@ class ConvBlock(nn.Module):
         return torch.flatten(self.pool(torch.relu(self.bn(self.conv(x)))), 1)
 
 
+class Positions(nn.Module):
+    """GPT-2's way: positions made with ``arange`` (a factory, in dynamo's graph), a
+    dtype change (``_assert_tensor_metadata`` and ``_to_copy`` in export's)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.positions = nn.Embedding(16, 6)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        where = torch.arange(x.shape[1], device=x.device)
+        return x.to(torch.float32) + self.positions(where)
+
+
 CASES = {
     "attention": (Attention, (torch.randint(0, 50, (2, 5)),)),
     "conv": (ConvBlock, (torch.randn(2, 3, 9, 9),)),
+    "positions": (Positions, (torch.randn(2, 5, 6, dtype=torch.float64),)),
 }
 
 
@@ -108,7 +122,7 @@ def _graph() -> list[dict[str, object]]:
     "ops:myns.secret.default", "os:system", "torch:__import__", "operator:__class__",
     "ops:aten.linear.__call__", "torch.nn.functional:Module", "torch:load", "torch:save",
     "torch:compile", "torch:set_num_threads", "operator:attrgetter", "operator:methodcaller",
-    "operator:call", "operator:setitem",
+    "operator:call", "operator:setitem", "torch:randn", "torch:manual_seed",
 ])
 def test_a_function_that_is_not_a_tensor_operation_is_refused(change: str) -> None:
     nodes = _graph()
@@ -194,3 +208,13 @@ def test_dynamo_code_caches_are_warmed_in_another_process_for_loaded_modules_onl
     found = json.loads(done.stdout.splitlines()[-1])
     assert found["warmed"] > 0 and found["cleaned"] >= found["warmed"]
     assert linear in found["files"] and str(stranger) not in found["files"]
+
+
+def test_a_replay_leaves_torch_random_generator_as_it_was() -> None:
+    """A replayed dropout draws numbers; the job that follows must draw what it would have."""
+    torch._dynamo.reset()
+    explained = torch._dynamo.explain(nn.Dropout(0.5).train())(torch.randn(4, 8))
+    value = {"graphs": [{"tier": "compile", "nodes": describe(gm)} for gm in explained.graphs]}
+    before = torch.random.get_rng_state()
+    warm_from(json.loads(json.dumps(value)))
+    assert torch.equal(torch.random.get_rng_state(), before)

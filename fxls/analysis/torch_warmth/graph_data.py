@@ -31,6 +31,8 @@ MAX_NODES = 20_000
 #: dynamo runs the graph on them)
 MAX_TENSOR_BYTES = 1 << 30
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,80}")
+#: an ATen operator's name or overload (``_to_copy``, ``_assert_tensor_metadata``; no dunder)
+_OP_NAME = re.compile(r"_?[A-Za-z][A-Za-z0-9_]{0,80}")
 #: namespaces a dynamo graph's functions come from, by the name ``describe`` writes
 _NAMESPACES: dict[str, Any] = {
     "torch": torch, "torch.nn.functional": torch.nn.functional, "torch._C._nn": torch._C._nn,
@@ -202,7 +204,7 @@ def _resolve(name: str) -> Any:
     if public == "ops":
         parts = attribute.split(".")
         if len(parts) != 3 or parts[0] not in _OPS_NAMESPACES or not all(
-                _NAME.fullmatch(part) for part in parts):
+                _OP_NAME.fullmatch(part) for part in parts):
             raise Undescribable(f"the operator {attribute!r}")
         try:
             overload = getattr(getattr(getattr(torch.ops, parts[0]), parts[1]), parts[2])
@@ -214,12 +216,22 @@ def _resolve(name: str) -> Any:
     namespace = _NAMESPACES.get(public)
     found = getattr(namespace, attribute, None) if namespace is not None and _NAME.fullmatch(
         attribute) else None
-    allowed = attribute in _OPERATORS if public == "operator" else found in _tensor_functions()
+    if public == "operator":
+        allowed = attribute in _OPERATORS
+    elif public == "torch" and attribute in _FACTORIES:
+        allowed = True
+    else:
+        allowed = found in _tensor_functions()
     if found is None or not allowed:
         raise Undescribable(f"the function {name!r}")
     return found
 
 
+#: torch's functions that make tensors from numbers (not in its override table: they take no
+#: tensor), without the random ones
+_FACTORIES = frozenset({
+    "arange", "zeros", "ones", "full", "empty", "empty_strided", "tensor", "scalar_tensor",
+    "linspace", "logspace", "eye", "tril_indices", "triu_indices"})
 #: ``Tensor`` methods in torch's table that take a function or leave tensors behind
 _NOT_REPLAYED = frozenset({
     "register_hook", "register_post_accumulate_grad_hook", "apply_", "map_", "map2_",

@@ -29,9 +29,19 @@ def warmth(key: str, graphs: list[tuple[str, list[Any]]],
 def warm_from(value: Any) -> None:
     """Replay ``value``'s graphs, then warm dynamo's code caches; errors are the caller's to
     swallow (a description this torch cannot replay only means a cold cache)."""
+    import torch
+
     from fxls.worker.api import job_waiting
     if not isinstance(value, dict):
         return
+    generator = torch.random.get_rng_state()  # a graph's dropout draws: the job's must not
+    try:
+        _replay(value, job_waiting)
+    finally:
+        torch.random.set_rng_state(generator)
+
+
+def _replay(value: dict[str, Any], job_waiting: Any) -> None:
     graphs = value.get("graphs")
     for graph in graphs[:MAX_GRAPHS] if isinstance(graphs, list) else []:
         if job_waiting():
