@@ -187,10 +187,7 @@ def _readable(fd: int) -> bool:
         return True
 
 
-_NO_VALUE = object()
-
-
-def run_warm_up(target: str, value: object = _NO_VALUE) -> None:
+def run_warm_up(target: str, *value: object) -> None:
     """Run the warm-up ``target()`` (``fxls.worker.api``; ``target(value)`` for a warmth
     value) silently, errors swallowed, and put ``sys.path`` back; then freeze what it left so
     forks share it."""
@@ -201,11 +198,7 @@ def run_warm_up(target: str, value: object = _NO_VALUE) -> None:
     os.dup2(devnull, 2)
     os.close(devnull)
     try:
-        function = _resolve(target)
-        if value is _NO_VALUE:
-            function()
-        else:
-            function(value)
+        _resolve(target)(*value)
     except BaseException:  # the job must run even if warming up failed
         pass
     finally:

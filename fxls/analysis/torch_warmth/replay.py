@@ -11,8 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from fxls.analysis.torch_warmth import code_caches, graph_data
+from fxls.codes import Target
 
-EXPORT, COMPILE = "export", "compile"
+EXPORT, COMPILE = Target.EXPORT.value, Target.COMPILE.value
 #: graphs a warmth value holds at most
 MAX_GRAPHS = 64
 
