@@ -168,6 +168,9 @@ def _receive_job(job_r: int, warm_up: str | None, warm_from: str | None = None) 
         value = inbox.next_warmth()
         if value is not None:
             run_warm_up(warm_from, value)
+            if threading.active_count() > 2 and not api.job_waiting():
+                _os_exit(0)  # it left a thread (main, the inbox's and more): the job could
+                # not be confined here; the worker replaces an idle process that ended
     return inbox.job_bytes()
 
 

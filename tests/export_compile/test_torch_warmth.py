@@ -6,6 +6,7 @@ reference); what the replay reads from a job is checked, and anything else is re
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -218,3 +219,30 @@ def test_a_replay_leaves_torch_random_generator_as_it_was() -> None:
     before = torch.random.get_rng_state()
     warm_from(json.loads(json.dumps(value)))
     assert torch.equal(torch.random.get_rng_state(), before)
+
+
+ZOO_SITE = Path("~/.cache/fxls-model-zoo/site").expanduser()
+
+
+@pytest.mark.skipif(not (ZOO_SITE / "tqdm").is_dir(),
+                    reason="tqdm comes with the model zoo (scripts/install_model_zoo.py)")
+def test_a_replay_leaves_no_thread_behind_where_tqdm_is_installed() -> None:
+    """dynamo logs its steps on a tqdm bar, whose monitor is a thread; a job process that has
+    a second thread cannot be confined for its job (it crashed, FX102, on the next save)."""
+    torch._dynamo.reset()
+    explained = torch._dynamo.explain(nn.Linear(4, 4))(torch.randn(2, 4))
+    program = torch.export.export(nn.Linear(4, 4), (torch.randn(2, 4),))
+    value = {"graphs": [{"tier": "export", "nodes": describe(program.graph_module,
+                                                             _export_kinds(program))},
+                        *({"tier": "compile", "nodes": describe(gm)} for gm in explained.graphs)]}
+    script = textwrap.dedent("""
+        import json, sys, threading
+        from fxls.analysis.torch_warmth.replay import warm_from
+        before = threading.active_count()
+        warm_from(json.loads(sys.argv[1]))
+        print(before, threading.active_count())
+    """)
+    done = subprocess.run([sys.executable, "-c", script, json.dumps(value)], cwd=REPO,
+                          capture_output=True, text=True, timeout=120, check=True,
+                          env={**os.environ, "PYTHONPATH": f"{REPO}:{ZOO_SITE}"})
+    assert done.stdout.split() == ["1", "1"]

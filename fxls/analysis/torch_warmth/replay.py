@@ -36,10 +36,22 @@ def warm_from(value: Any) -> None:
     if not isinstance(value, dict):
         return
     generator = torch.random.get_rng_state()  # a graph's dropout draws: the job's must not
+    bar = _progress_bar()
+    monitor = getattr(bar, "monitor_interval", None)
+    if monitor is not None:  # dynamo's progress bar starts tqdm's monitor thread: a process
+        bar.monitor_interval = 0  # with a second thread cannot be confined for its job
     try:
         _replay(value, job_waiting)
     finally:
         torch.random.set_rng_state(generator)
+        if monitor is not None:
+            bar.monitor_interval = monitor
+
+
+def _progress_bar() -> Any:
+    """The tqdm class dynamo's step logger uses (``torch.hub``'s), if tqdm is installed."""
+    import torch.hub
+    return getattr(torch.hub, "tqdm", None)
 
 
 def _replay(value: dict[str, Any], job_waiting: Any) -> None:
