@@ -105,5 +105,6 @@ def _ran_the_notebook_step(stdout: str) -> None:
     # cursor marks the node
     assert ("ok   a notebook cell's code lens opens the graph; a click on a node shows its "
             "cell's line") in stdout, stdout
-    assert ("click relu (model.ipynb:cell 2:12) -> Cell 2 of 4; the cursor marks relu; Show FX Graph "
+    assert ("click relu (model.ipynb:cell 2:12) -> its line selected in cell 2; the cursor marks relu; "
+            "Show FX Graph "
             "in cell 3 -> panel Gate") in stdout, stdout

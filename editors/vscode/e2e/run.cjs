@@ -567,8 +567,11 @@ async function command(page, title) {
           if (attempt >= 2) throw error;
         }
       }
-      // cell 2's editor is the active one, its cursor on relu's line: the graph marks relu
-      await page.locator(".statusbar-item", { hasText: "Cell 2 of 4" }).first().waitFor({ timeout: 15_000 });
+      // cell 2's editor has relu's line selected, and the graph marks relu as the cursor's
+      // node (whether the workbench moved the focus from the panel to the cell is its own
+      // affair: on a loaded machine it now and then leaves it in the panel)
+      const blockCell = page.locator(".cell-editor-container .monaco-editor", { has: page.locator(".view-line", { hasText: "class Block" }) });
+      await blockCell.locator(".selected-text").first().waitFor({ timeout: 15_000 });
       await findFrame(page, '#graph[data-rendered="true"] g.cursor[data-id="n:relu"]', 15_000);
       await page.screenshot({ path: path.join(outDir, "notebook-graph.png") });
       // fxls: Show FX Graph in cell 3: its class, from the notebook's analysis
@@ -584,7 +587,7 @@ async function command(page, title) {
         if (!shown) await page.waitForTimeout(250);
       }
       if (!shown) throw new Error("no rendered Gate panel from cell 3");
-      return `lens "${title}" -> panel "${heading}"; click relu (${source}) -> Cell 2 of 4; the cursor marks relu; Show FX Graph in cell 3 -> panel ${shown}`;
+      return `lens "${title}" -> panel "${heading}"; click relu (${source}) -> its line selected in cell 2; the cursor marks relu; Show FX Graph in cell 3 -> panel ${shown}`;
     });
 
     const csp = consoleErrors.filter((text) => /Content Security Policy/i.test(text));
