@@ -6,6 +6,7 @@ import ctypes
 import os
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 STATE: dict[str, Any] = {}
@@ -236,8 +237,11 @@ def send_warmth(params: dict[str, Any]) -> bool:
 
 
 def warm_from_value(value: Any) -> None:
-    """A ``warm_from``: note each warmth value this process was given."""
+    """A ``warm_from``: note each warmth value this process was given (and, where the value
+    names a ``mark`` file, create it: the test's signal, before this process is confined)."""
     STATE.setdefault("warmth", []).append(value)
+    if isinstance(value, dict) and "mark" in value:
+        Path(value["mark"]).touch()
 
 
 def warmth_given(params: dict[str, Any]) -> Any:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+from pathlib import Path
 
 from fxls.worker import api
 from fxls.worker.client import WorkerClient
@@ -78,22 +79,22 @@ def test_a_waiting_process_takes_warmth_apart_from_its_job() -> None:
         api._job_arrived.clear()  # this process is no job process
 
 
-async def test_a_job_warmth_reaches_the_next_job_process_before_its_job() -> None:
+async def test_a_job_warmth_reaches_the_next_job_process_before_its_job(tmp_path: Path) -> None:
     worker = WorkerClient(sys.executable, warm_up=f"{JOBS}:warm_up",
                           warm_from=f"{JOBS}:warm_from_value")
     await worker.start()
     try:
-        sent = await worker.run(f"{JOBS}:send_warmth", {"value": {"key": "a.py", "n": 1}})
+        value = {"key": "a.py", "n": 1, "mark": str(tmp_path / "given")}
+        sent = await worker.run(f"{JOBS}:send_warmth", {"value": value})
         assert sent.status == "ok" and sent.value is True, sent
+        # the process next in line warms up, then is given the value (it marks the file);
+        # a job sent sooner would take it first and end its warming up
         deadline = asyncio.get_running_loop().time() + GIVE_UP_S
-        while True:  # the process next in line warms up first; a job arriving sooner stops it
-            await asyncio.sleep(0.5)
-            given = await worker.run(f"{JOBS}:warmth_given", {})
-            assert given.status == "ok", given
-            if given.value:
-                break
+        while not (tmp_path / "given").exists():
             assert asyncio.get_running_loop().time() < deadline, "no process was given it"
-        assert given.value == [{"key": "a.py", "n": 1}]
+            await asyncio.sleep(0.1)
+        given = await worker.run(f"{JOBS}:warmth_given", {})
+        assert given.status == "ok" and given.value == [value], given
     finally:
         await worker.close()
 
