@@ -289,12 +289,15 @@ def user_span(start_frame: types.FrameType | None = None) -> SourceSpan | None:
     return None
 
 
-def spans_of_traceback(tb: types.TracebackType | None) -> tuple[SourceSpan, ...]:
-    """User frames of a traceback, outermost first; the last is where the error was raised."""
+def spans_of_traceback(tb: types.TracebackType | None, *,
+                       in_file: str | None = None) -> tuple[SourceSpan, ...]:
+    """User frames of a traceback, outermost first; the last is where the error was raised.
+    With ``in_file``: that file's frames, user file or not (a file of torch's own)."""
     spans: list[SourceSpan] = []
     while tb is not None:
         code = tb.tb_frame.f_code
-        if not is_internal_file(code.co_filename):
+        if (code.co_filename == in_file if in_file is not None
+                else not is_internal_file(code.co_filename)):
             span = _span_at(code, tb.tb_lasti)
             if span is not None:
                 spans.append(span)

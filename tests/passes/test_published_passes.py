@@ -118,3 +118,20 @@ def test_a_users_compose_chain_of_optimums_transformations(tmp_path, zoo_on_path
     assert run["graph"] == "Net" and run["problem"] is None and run["added"], run
     changed = [d for d in found["diagnostics"] if d["code"] == "FX017"]
     assert [d["module"] for d in changed] == ["fusion"], found["diagnostics"]
+
+
+def test_a_pass_of_torchs_own_raising_is_reported_at_its_line_in_place(tmp_path):
+    """torch's own pass files, checked where they live: their frames are torch's (not the
+    user's, to fxcore), and the FX004 of a pass raising on a representative graph is at the
+    pass's line that raised all the same, not at its ``def``."""
+    where = TORCH_FX.parent / "passes" / "utils" / "matcher_with_name_node_map_utils.py"
+    found = _check(tmp_path, where)[where.name]
+    raising = "if gm._out_spec is None:"
+    (line,) = [n for n, text in enumerate(where.read_text(encoding="utf-8").splitlines())
+               if text.strip() == raising]
+    column = where.read_text(encoding="utf-8").splitlines()[line].index("gm._out_spec")
+    assert [(d["code"], d["severity"], d["range"]) for d in found["diagnostics"]] == [
+        ("FX004", "information", {"start": {"line": line, "character": column},
+                                  "end": {"line": line, "character": column + 12}})]
+    assert "(raised by the pass `_split_to_graph_and_name_node_map`" in \
+        found["diagnostics"][0]["message"]

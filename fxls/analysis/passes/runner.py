@@ -303,10 +303,12 @@ def _returned_name(spec: PassSpec) -> str | None:
 def _raised(error: BaseException, spec: PassSpec, subject: Subject,
             is_reportable: Callable[[str], bool]) -> Diagnostic:
     """FX004 at the pass line that raised (the innermost one of the exception's chain: a
-    PassManager re-raises its passes' errors wrapped)."""
+    PassManager re-raises its passes' errors wrapped); for a pass of torch's own (its frames
+    are not the user's to fxcore), the innermost line of the pass's file."""
     chosen, span = error, None
     for each in _chain(error):
         spans = [s for s in spans_of_traceback(each.__traceback__) if is_reportable(s.file)]
+        spans = spans or list(spans_of_traceback(each.__traceback__, in_file=spec.span.file))
         if spans:
             chosen, span = each, spans[-1]
     text = str(chosen).strip().splitlines()[0] if str(chosen).strip() else ""
