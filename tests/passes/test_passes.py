@@ -384,3 +384,33 @@ def test_the_text_analysed_not_the_file_on_disk(tmp_path):
     line = text[: text.index(needle)].count("\n") + 1
     assert [(code, span["line"], span["end_col"] - span["col"]) for code, span in found] == [
         ("FX005", line, len(needle))]
+
+
+RETURNS_A_VIEW = HEADER + '''class GraphView:
+    """A pass's own result whose lookups raise KeyError (as Inductor's GraphView does)."""
+
+    def __init__(self, children):
+        self.children = children
+
+    def __getattr__(self, name):
+        return self.children[name]
+
+
+def view_of(gm: fx.GraphModule):
+    for node in gm.graph.nodes:
+        if node.op == "call_function" and node.target is torch.relu:
+            gm.graph.call_function(torch.neg, (node,))
+    return GraphView({})
+'''
+
+
+def test_a_pass_returning_an_object_that_raises_on_lookup_is_checked_in_place(tmp_path):
+    """What a pass returns is the user's object: fxls reads it without letting its
+    ``__getattr__`` raise into the analysis (torch's Inductor ``graph_view.py``, checked in
+    place, was FX102 for a KeyError), and checks the graph it edited."""
+    path = tmp_path / "view.py"
+    path.write_text(RETURNS_A_VIEW, encoding="utf-8")
+    found = _check(tmp_path, path)["view.py"]
+    assert [d["code"] for d in found["diagnostics"]] == ["FX010"], found["diagnostics"]
+    assert ranges(found, "FX010") == [
+        lsp_range(RETURNS_A_VIEW, "gm.graph.call_function(torch.neg, (node,))")]

@@ -29,6 +29,7 @@ from fxls.analysis.passes.runner import (
     run_passes,
     stale_calls,
 )
+from fxls.analysis.passes.user_objects import attribute
 from fxls.report import Diagnostic, RelatedInfo
 
 __all__ = ["PassAnalysis", "Subject", "compare_outputs", "global_subjects", "project_subjects",
@@ -80,7 +81,7 @@ class PassAnalysis:
     def _stale_globals(self, namespace: dict[str, Any]) -> list[Diagnostic]:
         found = []
         for name, value in namespace.items():
-            if not (hasattr(value, "recompile") and hasattr(value, "graph")):
+            if attribute(value, "recompile") is None or attribute(value, "graph") is None:
                 continue
             stale = self.log.stale_edit(value)
             if stale is None:

@@ -16,6 +16,7 @@ from fxls.analysis.passes.checks import EXPORT_SUFFIX, Where, in_graph
 from fxls.analysis.passes.discovery import PassSpec
 from fxls.analysis.passes.edits import EditKind, EditLog
 from fxls.analysis.passes.module_copies import realistic_copy
+from fxls.analysis.passes.user_objects import attribute
 from fxls.report import Diagnostic, PassGraphRun, RelatedInfo
 
 #: a pass whose outputs differ by more than this (relative to the outputs' scale) is FX017
@@ -44,7 +45,7 @@ def compare_outputs(outcomes: list[Outcome]) -> list[Diagnostic]:
     expected: dict[int, list[Any] | None] = {}  # each model's outputs, computed once
     for outcome in outcomes:
         inputs = outcome.subject.example_inputs()
-        module = getattr(outcome.result, "graph_module", outcome.result)
+        module = attribute(outcome.result, "graph_module", outcome.result)
         if inputs is None or not isinstance(module, torch.nn.Module):
             continue
         key = id(outcome.subject)

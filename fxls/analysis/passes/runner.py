@@ -17,6 +17,7 @@ import torch
 import torch.fx
 
 from fxcore.graph_module import GraphModule as CoreGraphModule
+from fxcore.node import Node as CoreNode
 from fxcore.source import SourceSpan, spans_of_traceback
 from fxls.analysis.diagnostics import diagnostic, to_span
 from fxls.analysis.passes.checks import Where, in_graph, lint_graph, unused_nodes
@@ -30,6 +31,7 @@ from fxls.analysis.passes.module_copies import (
 from fxls.analysis.passes.module_swaps import modules_by_path, swapped_modules
 from fxls.analysis.passes.output_check import Outcome
 from fxls.analysis.passes.output_check import compare_outputs as compare_outputs
+from fxls.analysis.passes.user_objects import attribute
 from fxls.report import Diagnostic, NodeInfo, PassGraphRun, PassReport, RelatedInfo
 
 
@@ -141,11 +143,12 @@ def _module_to_run(result: Any, fresh: Any) -> Any:
     """What runs after a pass on an export graph: the module it returned, else the one it
     changed in place, recompiled: what runs next makes its code from the graph (Inductor
     after its passes, ``ep.module()``)."""
-    module = getattr(result, "graph_module", result)
-    if isinstance(module, torch.nn.Module) and not hasattr(result, "graph_signature"):
+    module = attribute(result, "graph_module", result)
+    is_program = attribute(result, "graph_signature") is not None
+    if isinstance(module, torch.nn.Module) and not is_program:
         return module
-    owner = result if hasattr(result, "graph_signature") else fresh  # an ExportedProgram's
-    module = getattr(owner, "graph_module", owner)
+    owner = result if is_program else fresh  # an ExportedProgram's
+    module = attribute(owner, "graph_module", owner)
     if isinstance(module, torch.fx.GraphModule):
         module.recompile()
     return module
@@ -224,8 +227,8 @@ _EDITS_IN_PLACE = (PassKind.GRAPH_MODULE, PassKind.PASS_BASE, PassKind.PASS_MANA
 
 def _graph_module_of(result: Any, spec: PassSpec, fresh: Any) -> Any:
     """The GraphModule a pass hands back (its result, a PassResult's, or the one it edited)."""
-    module = getattr(result, "graph_module", result)
-    if hasattr(module, "graph") and hasattr(getattr(module, "graph"), "nodes"):
+    module = attribute(result, "graph_module", result)
+    if attribute(attribute(module, "graph"), "nodes") is not None:
         return module
     if spec.kind in _EDITS_IN_PLACE:
         return fresh
@@ -235,7 +238,7 @@ def _graph_module_of(result: Any, spec: PassSpec, fresh: Any) -> Any:
 def _graph_of(result: Any, spec: PassSpec, fresh: Any) -> Any:
     if spec.kind is PassKind.GRAPH or (
             spec.kind in (PassKind.CLASS, PassKind.INSTANCE) and spec.takes is PassKind.GRAPH):
-        return result if hasattr(result, "nodes") else fresh.graph
+        return result if attribute(result, "nodes") is not None else fresh.graph
     if spec.kind is PassKind.INTERPRETER:
         return None
     module = _graph_module_of(result, spec, fresh)
@@ -247,8 +250,8 @@ def _stale_result(result: Any, spec: PassSpec, log: EditLog, where: Where) -> li
     ``recompile()``: calling it runs the old code."""
     if spec.kind not in (PassKind.GRAPH_MODULE, PassKind.MODULE):
         return []
-    module = getattr(result, "graph_module", result)
-    if not hasattr(module, "recompile"):
+    module = attribute(result, "graph_module", result)
+    if attribute(module, "recompile") is None:
         return []
     stale = log.stale_edit(module)
     if stale is None:
@@ -354,7 +357,7 @@ def _chain(error: BaseException) -> Iterator[BaseException]:
 
 
 def _format(value: Any) -> str:
-    if hasattr(value, "op") and hasattr(value, "users") and hasattr(value, "name"):
+    if isinstance(value, torch.fx.Node | CoreNode):
         return f"%{value.name}"
     if isinstance(value, tuple):
         inner = ", ".join(_format(v) for v in value)
@@ -363,7 +366,10 @@ def _format(value: Any) -> str:
         return "[" + ", ".join(_format(v) for v in value) + "]"
     if isinstance(value, dict):
         return "{" + ", ".join(f"{k!r}: {_format(v)}" for k, v in value.items()) + "}"
-    return repr(value)
+    try:
+        return repr(value)
+    except Exception:  # a constant of the user's whose __repr__ raises
+        return f"<{type(value).__name__}>"
 
 
 def _target_text(node: Any) -> str:
