@@ -414,3 +414,33 @@ def test_a_pass_returning_an_object_that_raises_on_lookup_is_checked_in_place(tm
     assert [d["code"] for d in found["diagnostics"]] == ["FX010"], found["diagnostics"]
     assert ranges(found, "FX010") == [
         lsp_range(RETURNS_A_VIEW, "gm.graph.call_function(torch.neg, (node,))")]
+
+
+INDUCTOR_STYLE = HEADER + '''def same_dtype(match):
+    """An Inductor pattern's extra_check: it takes a Match (nodes, graph, output_node() as
+    a graph has, and kwargs as no graph has), not a graph."""
+    return match.output_node().args[0].meta["val"].dtype == match.kwargs["dtype"]
+
+
+class BatchFusion:
+    """Inductor's group-batch fusions: fuse(graph, subset) with the subset its search found."""
+
+    def fuse(self, graph: fx.Graph, subset: list[fx.Node]):
+        first = subset[0]
+        with graph.inserting_before(first):
+            graph.call_function(torch.neg, (first,))
+'''
+
+
+def test_a_pattern_check_is_no_pass_and_made_up_options_refused_are_no_problem(tmp_path):
+    """Two shapes of torch's own Inductor passes: a ``match`` function is not run as a pass;
+    a class pass that takes more than the graph, given made-up arguments (an empty subset),
+    raises on them in its own body before touching the graph: not run, not reported."""
+    path = tmp_path / "inductor_style.py"
+    path.write_text(INDUCTOR_STYLE, encoding="utf-8")
+    found = _check(tmp_path, path)["inductor_style.py"]
+    assert found["diagnostics"] == []
+    passes = {p["name"]: p for p in found["passes"]}
+    assert set(passes) == {"BatchFusion"}
+    (run,) = passes["BatchFusion"]["runs"]
+    assert run["problem"].startswith("not run: it wants options besides the graph (IndexError")

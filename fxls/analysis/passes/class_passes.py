@@ -32,6 +32,8 @@ class GraphMethod:
     takes: PassKind
     flavour: Flavour | None
     options: PassOptions | None
+    #: it takes more than the graph, and fxls made those arguments up (defaults, annotations)
+    has_options: bool = False
 
 
 class Definitions:
@@ -92,7 +94,8 @@ def _graph_method(name: str, function: Any, definitions: Definitions) -> GraphMe
     options = options_for(definition, 2, [], namespace, definitions.filename)
     if options.missing:
         return None
-    return GraphMethod(name, kind, flavour, options)
+    has_options = len(positional) > 2 or bool(definition.args.kwonlyargs)
+    return GraphMethod(name, kind, flavour, options, has_options)
 
 
 def _annotated_method(name: str, function: Any) -> GraphMethod | None:

@@ -3,7 +3,9 @@
 A pass is found by what it is, not by its name:
 - a function whose first parameter is annotated ``GraphModule`` or ``Graph`` (torch.fx's or
   fxcore's), or whose body uses it as one (``gm.graph``, ``graph.nodes``,
-  ``replace_pattern(gm, ...)``), or that the file calls with a traced module or graph;
+  ``replace_pattern(gm, ...)``), or that the file calls with a traced module or graph; not
+  one whose parameter is also used as no graph is (``match.kwargs``: Inductor's pattern
+  checks take a ``Match``, which has ``nodes`` and ``output_node()`` too);
 - a function that traces its first parameter (``fx.symbolic_trace(model)``): a
   module-to-module pass such as the tutorial's ``fuse(model)``;
 - a ``Transformer`` / ``Interpreter`` subclass, a torch.fx ``PassBase`` subclass;
@@ -245,6 +247,7 @@ def _class_pass(definition: ast.ClassDef, namespace: dict[str, Any], filename: s
     return PassSpec(definition.name, PassKind.CLASS, cls, name_span(filename, definition),
                     method.flavour or _namespace_flavour(namespace), method=method.name,
                     takes=method.takes, options=method.options and method.options.make,
+                    has_options=method.has_options,
                     missing=construct.missing if construct else (),
                     construct=construct.make if construct else None)
 
@@ -293,7 +296,8 @@ def _pass_objects(tree: ast.Module, namespace: dict[str, Any], filename: str,
                                   name_span(filename, target),
                                   method.flavour or _namespace_flavour(namespace),
                                   method=method.name, takes=method.takes,
-                                  options=method.options and method.options.make))
+                                  options=method.options and method.options.make,
+                                  has_options=method.has_options))
     return found
 
 

@@ -119,9 +119,20 @@ def is_name(node: ast.AST, name: str) -> bool:
     return isinstance(node, ast.Name) and node.id == name
 
 
+#: attributes a graph and a graph module lack and a pattern match has (Inductor's
+#: ``Match``: the ``extra_check`` and replacement functions take one, and it has ``nodes``,
+#: ``graph`` and ``output_node()`` as a graph does)
+_MATCH_ONLY = {"kwargs", "args", "ctx", "replace_by_example", "replace_with_graph",
+               "erase_nodes", "output_nodes", "targets"}
+
+
 def use_of_parameter(definition: ast.FunctionDef, parameter: str) -> PassKind | None:
     """What the body does with ``parameter``: traces it, uses it as a graph module (its
-    ``.graph``, ``replace_pattern(it, ...)``) or as a graph (``.nodes``, ``.inserting_*``)."""
+    ``.graph``, ``replace_pattern(it, ...)``) or as a graph (``.nodes``, ``.inserting_*``);
+    None for a parameter also used as no graph is (``match.kwargs``)."""
+    if any(isinstance(node, ast.Attribute) and is_name(node.value, parameter)
+           and node.attr in _MATCH_ONLY for node in own_nodes(definition)):
+        return None
     as_graph = False
     for node in own_nodes(definition):
         if isinstance(node, ast.Call) and node.args and is_name(node.args[0], parameter):

@@ -327,8 +327,9 @@ def _raised(error: BaseException, spec: PassSpec, subject: Subject,
 def _refused_options(error: BaseException, spec: PassSpec) -> bool:
     """A pass with options raised in its own body before touching any graph: it validated
     its arguments (torchvision's ``create_feature_extractor`` without ``return_nodes``), a
-    call fxls made, not a bug of the pass."""
-    code = getattr(spec.target, "__code__", None)
+    call fxls made, not a bug of the pass (of a class pass: in the method it runs by)."""
+    function = spec.target if spec.method is None else attribute(spec.target, spec.method)
+    code = attribute(attribute(function, "__func__", function), "__code__")
     tb = error.__traceback__
     while tb is not None and tb.tb_next is not None:
         tb = tb.tb_next
