@@ -111,6 +111,7 @@ _SITE_PACKAGES_MARKERS = (os.sep + "site-packages" + os.sep, os.sep + "dist-pack
 _internal_by_filename: dict[str, bool] = {}
 _positions_by_code: dict[types.CodeType, list[tuple[int | None, ...]]] = {}
 _boundary_codes: set[types.CodeType] = set()
+_user_files: set[str] = set()
 
 
 def add_internal_path(path: str) -> None:
@@ -120,6 +121,15 @@ def add_internal_path(path: str) -> None:
     if prefix not in _INTERNAL_PREFIXES:
         _INTERNAL_PREFIXES = (*_INTERNAL_PREFIXES, prefix)
         _internal_by_filename.clear()
+
+
+def add_user_file(path: str) -> None:
+    """Treat ``path`` as user code even where it lies among internal files (a file of
+    torch's own, checked where it lives: its frames are where its problems are)."""
+    absolute = os.path.abspath(path)
+    _user_files.add(absolute)
+    for known in [name for name in _internal_by_filename if os.path.abspath(name) == absolute]:
+        _internal_by_filename[known] = False
 
 
 def is_internal_file(filename: str) -> bool:
@@ -137,6 +147,8 @@ def is_internal_file(filename: str) -> bool:
 
 
 def _classify(filename: str) -> bool:
+    if _user_files and os.path.abspath(filename) in _user_files:
+        return False
     if filename.startswith("<"):
         # <string> from exec() is user code too, but generated forward code (<eval_with_key>)
         # and frozen modules are not.
@@ -289,15 +301,12 @@ def user_span(start_frame: types.FrameType | None = None) -> SourceSpan | None:
     return None
 
 
-def spans_of_traceback(tb: types.TracebackType | None, *,
-                       in_file: str | None = None) -> tuple[SourceSpan, ...]:
-    """User frames of a traceback, outermost first; the last is where the error was raised.
-    With ``in_file``: that file's frames, user file or not (a file of torch's own)."""
+def spans_of_traceback(tb: types.TracebackType | None) -> tuple[SourceSpan, ...]:
+    """User frames of a traceback, outermost first; the last is where the error was raised."""
     spans: list[SourceSpan] = []
     while tb is not None:
         code = tb.tb_frame.f_code
-        if (code.co_filename == in_file if in_file is not None
-                else not is_internal_file(code.co_filename)):
+        if not is_internal_file(code.co_filename):
             span = _span_at(code, tb.tb_lasti)
             if span is not None:
                 spans.append(span)

@@ -429,18 +429,33 @@ class BatchFusion:
         first = subset[0]
         with graph.inserting_before(first):
             graph.call_function(torch.neg, (first,))
+
+
+class Detector:
+    """torch.ao's model-report detectors: a constructor that checks its arguments."""
+
+    def __init__(self, ratio_threshold: float):
+        if ratio_threshold <= 0 or ratio_threshold >= 1:
+            raise ValueError("Make sure threshold is > 0 and < 1")
+        self.ratio_threshold = ratio_threshold
+
+    def determine_observer_insert_points(self, prepared: fx.GraphModule):
+        return {n.name: n for n in prepared.graph.nodes}
 '''
 
 
 def test_a_pattern_check_is_no_pass_and_made_up_options_refused_are_no_problem(tmp_path):
     """Two shapes of torch's own Inductor passes: a ``match`` function is not run as a pass;
-    a class pass that takes more than the graph, given made-up arguments (an empty subset),
-    raises on them in its own body before touching the graph: not run, not reported."""
+    a class pass that takes more than the graph, given made-up arguments (an empty subset,
+    a threshold of 1.0), raises on them in its own method or constructor before touching the
+    graph: not run, not reported."""
     path = tmp_path / "inductor_style.py"
     path.write_text(INDUCTOR_STYLE, encoding="utf-8")
     found = _check(tmp_path, path)["inductor_style.py"]
     assert found["diagnostics"] == []
     passes = {p["name"]: p for p in found["passes"]}
-    assert set(passes) == {"BatchFusion"}
+    assert set(passes) == {"BatchFusion", "Detector"}
     (run,) = passes["BatchFusion"]["runs"]
     assert run["problem"].startswith("not run: it wants options besides the graph (IndexError")
+    (run,) = passes["Detector"]["runs"]
+    assert run["problem"].startswith("not run: it wants options besides the graph (ValueError")

@@ -247,7 +247,8 @@ def _class_pass(definition: ast.ClassDef, namespace: dict[str, Any], filename: s
     return PassSpec(definition.name, PassKind.CLASS, cls, name_span(filename, definition),
                     method.flavour or _namespace_flavour(namespace), method=method.name,
                     takes=method.takes, options=method.options and method.options.make,
-                    has_options=method.has_options,
+                    has_options=method.has_options or (
+                        construct is not None and not construct.from_call),
                     missing=construct.missing if construct else (),
                     construct=construct.make if construct else None)
 

@@ -306,12 +306,10 @@ def _returned_name(spec: PassSpec) -> str | None:
 def _raised(error: BaseException, spec: PassSpec, subject: Subject,
             is_reportable: Callable[[str], bool]) -> Diagnostic:
     """FX004 at the pass line that raised (the innermost one of the exception's chain: a
-    PassManager re-raises its passes' errors wrapped); for a pass of torch's own (its frames
-    are not the user's to fxcore), the innermost line of the pass's file."""
+    PassManager re-raises its passes' errors wrapped)."""
     chosen, span = error, None
     for each in _chain(error):
         spans = [s for s in spans_of_traceback(each.__traceback__) if is_reportable(s.file)]
-        spans = spans or list(spans_of_traceback(each.__traceback__, in_file=spec.span.file))
         if spans:
             chosen, span = each, spans[-1]
     text = str(chosen).strip().splitlines()[0] if str(chosen).strip() else ""
@@ -327,13 +325,15 @@ def _raised(error: BaseException, spec: PassSpec, subject: Subject,
 def _refused_options(error: BaseException, spec: PassSpec) -> bool:
     """A pass with options raised in its own body before touching any graph: it validated
     its arguments (torchvision's ``create_feature_extractor`` without ``return_nodes``), a
-    call fxls made, not a bug of the pass (of a class pass: in the method it runs by)."""
-    function = spec.target if spec.method is None else attribute(spec.target, spec.method)
-    code = attribute(attribute(function, "__func__", function), "__code__")
+    call fxls made, not a bug of the pass (of a class pass: in the method it runs by or in
+    its constructor)."""
+    functions = [spec.target] if spec.method is None else [
+        attribute(spec.target, spec.method), attribute(spec.target, "__init__")]
+    codes = {id(attribute(attribute(f, "__func__", f), "__code__")) for f in functions}
     tb = error.__traceback__
     while tb is not None and tb.tb_next is not None:
         tb = tb.tb_next
-    return spec.has_options and tb is not None and tb.tb_frame.f_code is code
+    return spec.has_options and tb is not None and id(tb.tb_frame.f_code) in codes
 
 
 def _raised_by_lint(error: BaseException) -> bool:

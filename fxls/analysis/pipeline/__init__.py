@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import fxcore.source
 from fxls.analysis.passes import PassAnalysis
 from fxls.analysis.pipeline.building import build_instances
 from fxls.analysis.pipeline.file_context import SourceFile
@@ -59,6 +60,7 @@ def analyze_source(
     report = FileReport(path)
     clock = Stopwatch(report.timings_ms)
     file = SourceFile.read(path, source, settings)
+    fxcore.source.add_user_file(file.filename)  # a file of torch's own, checked in place
     passes = PassAnalysis(file.filename, source, file.is_reportable)
     module, failures = run_file(file, passes)
     clock.lap("import")
