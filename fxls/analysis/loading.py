@@ -130,8 +130,10 @@ def _import(location: ModuleLocation, runner: _DocumentRunner) -> types.ModuleTy
     except KeyboardInterrupt:
         raise
     except BaseException as error:  # a parent package's __init__ (or what it imports) failed
-        runner.failures.append(_package_failure(error, location, runner))
+        failure = _package_failure(error, location, runner)
+        took_from_the_file = isinstance(error, ImportError) and error.name == location.name
     if runner.started:  # the package imported this file before it failed
+        _add_unless_said(failure, took_from_the_file, runner.failures)
         return sys.modules.get(location.name) or runner.module
     # run the file anyway, inside stand-ins for the packages that could not be imported
     _stand_in_packages(location)
@@ -141,12 +143,26 @@ def _import(location: ModuleLocation, runner: _DocumentRunner) -> types.ModuleTy
         raise
     except BaseException:
         return runner.module
+    finally:
+        _add_unless_said(failure, took_from_the_file, runner.failures)
+
+
+def _add_unless_said(failure: LoadFailure, took_from_the_file: bool,
+                     failures: list[LoadFailure]) -> None:
+    """The package's failure, unless the file's own line says it: the file raised the same
+    error where it imports what failed, or the package could not take a name from the file
+    that had raised before defining it (``from .core import Config``)."""
+    text = failure.message.partition(" raised: ")[2]
+    if failures and (took_from_the_file
+                     or any(f.message.endswith(f": {text}") for f in failures)):
+        return
+    failures.insert(0, failure)
 
 
 def _package_failure(
     error: BaseException, location: ModuleLocation, runner: _DocumentRunner
 ) -> LoadFailure:
-    package = location.package.partition(".")[0] or location.name
+    package = location.package or location.name
     text = "".join(traceback.format_exception_only(type(error), error)).strip()
     spans = [s for s in spans_of_traceback(error.__traceback__) if s.file != runner.filename]
     return LoadFailure(f"importing the package `{package}` raised: {text}", runner.first_line(),

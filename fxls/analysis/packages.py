@@ -8,7 +8,9 @@ module from its own folder. The rules, in order:
    is named by its path below it; folders without ``__init__.py`` are namespace packages.
 2. A file in a regular package (its folder has ``__init__.py``): the chain of folders with
    ``__init__.py`` above it gives the top package, imported from the folder above; under the
-   project's ``src/`` the name extends up to ``src/`` through namespace folders.
+   project's ``src/`` the name extends up to ``src/`` through namespace folders, and so it
+   does, outside the project, up to the site folder (``site-packages``, a ``PYTHONPATH``
+   folder) that holds a namespace package (optimum's ``optimum/fx``: ``optimum.fx``).
 3. A file under the project's ``src/``, or one with relative imports under the project root,
    is named by its path below that folder (namespace packages, PEP 420).
 4. Anything else is a script: named by its stem, imported from its own folder.
@@ -17,6 +19,8 @@ module from its own folder. The rules, in order:
 from __future__ import annotations
 
 import ast
+import os
+import site
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,7 +60,9 @@ def locate_module(
         base = top.parent
         if src is not None and base.is_relative_to(src):
             return _below(path, src) or _below(path, base) or _script(path)
-        return _below(path, base) or _script(path)
+        site = _site_folder_above(base) if project is None or not base.is_relative_to(
+            project) else None  # the project's own packages are named from the project
+        return (site and _below(path, site)) or _below(path, base) or _script(path)
     if src is not None:
         location = _below(path, src)
         if location is not None:
@@ -102,6 +108,24 @@ def _configured_roots(project: Path | None, roots: list[str]) -> list[Path]:
     base = project or Path.cwd()
     found = [(base / root).resolve() for root in roots]
     return sorted(found, key=lambda p: len(p.parts), reverse=True)  # the deepest first
+
+
+def _site_folder_above(folder: Path) -> Path | None:
+    """The site folder (``site-packages``, a ``PYTHONPATH`` folder) ``folder`` is a
+    namespace package of: below it, through folders that are all identifiers."""
+    for holder in _site_folders():
+        if folder != holder and folder.is_relative_to(holder) and all(
+                part.isidentifier() for part in folder.relative_to(holder).parts):
+            return holder
+    return None
+
+
+def _site_folders() -> list[Path]:
+    folders = [*os.environ.get("PYTHONPATH", "").split(os.pathsep), *site.getsitepackages()]
+    user_site = site.getusersitepackages()
+    if isinstance(user_site, str):
+        folders.append(user_site)
+    return [Path(folder).resolve() for folder in folders if folder]
 
 
 def _top_regular_package(folder: Path) -> Path | None:
