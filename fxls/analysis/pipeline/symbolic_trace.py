@@ -29,6 +29,7 @@ from fxls.analysis.loading import class_span
 from fxls.analysis.pipeline.building import not_built, real_build_failed
 from fxls.analysis.pipeline.file_context import FileContext, SourceFile
 from fxls.analysis.pipeline.findings import Findings
+from fxls.analysis.pipeline.given_structure import GivenStructure
 from fxls.analysis.pipeline.mode_difference import mode_difference
 from fxls.analysis.pipeline.trace_issues import exit_diagnostic, issue_diagnostic
 from fxls.analysis.pragmas import ClassPragmas
@@ -76,10 +77,21 @@ class _Tracing:
 
 def trace_classes(context: FileContext, outcomes: dict[type, Outcome], report: FileReport,
                   findings: Findings) -> list[TracedModule]:
-    """Every class of the file traced in order, its report and diagnostics added."""
+    """Every class of the file traced, its report and diagnostics added in the file's order;
+    the biggest models first, and each class given the containers a model's trace gave its
+    blocks (``given_structure``)."""
+    built = {cls: outcome.instance for cls, outcome in outcomes.items()
+             if isinstance(outcome, Built)}
+    sizes = {cls: sum(1 for _ in instance.modules()) for cls, instance in built.items()}
+    given = GivenStructure()
+    results: dict[type, ClassResult] = {}
+    with given.watching(list(built.values()), set(context.classes)):
+        for cls in sorted(context.classes, key=lambda each: -sizes.get(each, 0)):
+            results[cls] = trace_class(cls, context, outcomes.get(cls),
+                                       given=given.concrete_args(cls))
     traced = []
     for cls in context.classes:
-        module_report, found, done = trace_class(cls, context, outcomes.get(cls))
+        module_report, found, done = results[cls]
         report.modules.append(module_report)
         findings.add(module_report, found)
         if done is not None:
@@ -88,10 +100,12 @@ def trace_classes(context: FileContext, outcomes: dict[type, Outcome], report: F
 
 
 def trace_class(cls: type, context: FileContext, outcome: Outcome | None,
-                root: tuple[str, SourceSpan] | None = None) -> ClassResult:
+                root: tuple[str, SourceSpan] | None = None,
+                given: dict[str, Any] | None = None) -> ClassResult:
     """Trace and check one class's instance; the traced state for the second phase.
     ``root``: a model the file builds at module level, reported by its global's name and
-    span (``global_models``)."""
+    span (``global_models``); ``given``: the containers a model's trace gave this block
+    (its ``concrete_args``, unless a ``concrete`` pragma says otherwise)."""
     file = context.file
     name, span = root or (cls.__name__, class_span(cls, file.filename, file.source,
                                                     context.definitions))
@@ -104,7 +118,7 @@ def trace_class(cls: type, context: FileContext, outcome: Outcome | None,
     if isinstance(outcome, NotBuilt):
         return module_report, [not_built(outcome, module_report, span, file)], None
     module_report.via, module_report.entry = outcome.via, outcome.entry
-    concrete = None
+    concrete = given
     if pragmas.concrete:
         try:
             concrete = eval(pragmas.concrete, {**context.namespace, "torch": torch})
@@ -147,7 +161,8 @@ def _trace_built(context: FileContext, tracing: _Tracing) -> ClassResult:
             real = weights.counterpart(instance)
             if state is State.DIFFERS and real is not None:
                 return trace_class(tracing.cls, context,
-                                   replace(tracing.outcome, instance=real, weights=None))
+                                   replace(tracing.outcome, instance=real, weights=None),
+                                   given=tracing.concrete)
             if state is not State.REAL:
                 return module_report, [real_build_failed(
                     weights, tracing.cls, module_report, span, context.file)], None

@@ -38,7 +38,8 @@ def _with_real_weights(done: TracedModule, context: FileContext, report: FileRep
         return
     module_report, found, again = symbolic_trace.trace_class(cls, context, Built(
         real, done.module_report.entry, done.module_report.via,
-        parameters=sum(t.numel() for t in (*real.parameters(), *real.buffers()))))
+        parameters=sum(t.numel() for t in (*real.parameters(), *real.buffers()))),
+        given=done.ctx.concrete_args)
     report.modules[next(i for i, m in enumerate(report.modules)
                         if m is done.module_report)] = module_report
     findings.forget_module(done.module_report.name)
