@@ -24,6 +24,16 @@ def eval_pragma_args(text: str, namespace: dict[str, Any]) -> tuple[Any, ...]:
     return value if isinstance(value, tuple) else (value,)
 
 
+#: the image size most image models are built for: tried when 32x32 does not fit and the
+#: model does not say its own (EfficientFormer's last stage expects 7x7 features)
+_COMMON_SIZE = (224, 224)
+
+
+def retry_size(model: torch.nn.Module) -> tuple[int, int]:
+    """The image size to try when small images do not fit: the model's own, else 224x224."""
+    return spatial_size(model) or _COMMON_SIZE
+
+
 def spatial_size(model: torch.nn.Module) -> tuple[int, int] | None:
     """The image size a model says it expects: its ``pretrained_cfg``/``default_cfg``
     ``input_size`` (timm), or an ``img_size``/``image_size``/``input_size`` attribute of it

@@ -2,7 +2,8 @@
 a block whose inputs fxls would guess runs, for export and compile, on the call its model
 makes (keyword arguments included), so what export and compile say is about the code as
 the model uses it; a model whose trace stopped before its input reached a layer gets what
-its first layer takes; inputs that do not run eagerly stay "not run"."""
+its first layer takes; an image model too small for 32x32 images gets 224x224; inputs
+that do not run eagerly stay "not run"."""
 
 from __future__ import annotations
 
@@ -82,6 +83,18 @@ class Tokens(nn.Module):
         return self.lin(embeds)
 
 
+class Sized(nn.Module):
+    """Built for 224x224 images without saying so (a norm over the last stage's 14x14)."""
+
+    def __init__(self):
+        super().__init__()
+        self.patches = nn.Conv2d(3, 8, 16, stride=16)
+        self.norm = nn.LayerNorm([8, 14, 14])
+
+    def forward(self, images):
+        return self.norm(self.patches(images))
+
+
 class Unfit(nn.Module):
     def __init__(self):
         super().__init__()
@@ -138,7 +151,44 @@ def test_a_model_gets_what_its_first_layer_takes(report: dict[str, Any]) -> None
     assert _targets(report, "Tokens") == {"export": "exported", "compile": "compiled"}
 
 
+def test_an_image_model_too_small_for_32x32_gets_224x224(report: dict[str, Any]) -> None:
+    """Small images first (fast); a model they do not fit, and that does not say its own
+    size, runs on the size most image models are built for."""
+    assert _targets(report, "Sized") == {"export": "exported", "compile": "compiled"}
+    assert not [d for d in report["diagnostics"] if d["module"] == "Sized"]
+
+
 def test_inputs_that_do_not_run_eagerly_stay_not_run(report: dict[str, Any]) -> None:
     assert all(status.startswith("not run: the module raises")
                for status in _targets(report, "Unfit").values())
     assert not [d for d in report["diagnostics"] if d["module"] == "Unfit"]
+
+
+# 960M parameters: more than the build's memory budget, so fxls builds it on the meta device
+BIG = """from torch import nn
+
+
+class Big(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.wide = nn.Linear(8000, 60000)
+        self.head = nn.Linear(60000, 10)
+
+    def forward(self, x):
+        return self.head(self.wide(x))
+"""
+
+
+def test_a_model_built_on_the_meta_device_says_so(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Its inputs are real tensors, its parameters are not: no run, and the reason is that
+    (it was "the module raises on the example inputs")."""
+    (tmp_path / "big.py").write_text(BIG, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "fxls", "check", "--format", "json", "--no-progress",
+         "--target", "export,compile", "big.py"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=600)
+    assert done.returncode in (0, 1), done.stderr
+    found = json.loads(done.stdout)["files"][0]
+    assert _targets(found, "Big") == {
+        "export": "not run: the instance was built on the meta device",
+        "compile": "not run: the instance was built on the meta device"}

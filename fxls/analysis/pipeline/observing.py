@@ -13,7 +13,7 @@ from fxls.analysis import rewrites, rules
 from fxls.analysis.construction import INFERRED
 from fxls.analysis.context import ModuleContext, run_rule
 from fxls.analysis.diagnostics import diagnostic
-from fxls.analysis.inputs import infer_inputs, spatial_size
+from fxls.analysis.inputs import infer_inputs, retry_size, spatial_size
 from fxls.analysis.observe import observe, run_eager, signature
 from fxls.analysis.pipeline.file_context import FileContext
 from fxls.analysis.pipeline.findings import Findings
@@ -82,12 +82,15 @@ def _run_graph_and_module(traced: TracedModule, context: FileContext,
     record_backward = len(gm.graph.nodes) <= _MAX_NODES_FOR_AUTOGRAD
     seen = observe(gm, example_inputs, training=training, record_backward=record_backward)
     if not seen.ok and traced.inputs_inferred:
-        # small images first (fast); a model that asserts its own size gets it
-        size = spatial_size(traced.instance)
-        retry = infer_inputs(gm, size) if size is not None else None
-        if retry is not None:
-            example_inputs = ctx.example_inputs = retry
-            seen = observe(gm, retry, training=training, record_backward=record_backward)
+        # small images first (fast); a model that asserts its own size gets it, one that
+        # says none the common size, kept only if it runs there
+        own = spatial_size(traced.instance)
+        retry = infer_inputs(gm, retry_size(traced.instance))
+        again = (observe(gm, retry, training=training, record_backward=record_backward)
+                 if retry is not None else None)
+        if again is not None and (own is not None or again.ok):
+            example_inputs, seen = retry, again
+            ctx.example_inputs = retry
     if not seen.ok:
         ran, _ = run_eager(traced.instance, example_inputs, training)
         if ran:  # eager accepts these inputs: the graph is what is wrong

@@ -22,14 +22,14 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Collection
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
 
 from fxcore.graph_module import GraphModule
 from fxcore.source import SourceSpan
-from fxls.analysis.inputs import infer_inputs
+from fxls.analysis.inputs import infer_inputs, retry_size
 from fxls.analysis.pipeline.call_capture import Call, first_calls
 from fxls.analysis.pipeline.first_layer_inputs import first_layer_inputs
 from fxls.analysis.pipeline.symbolic_trace import TracedModule
@@ -75,13 +75,16 @@ def target_runs(traced: list[TracedModule],
         inputs = own[name] if own[name] is not None else first_layer_inputs(done.instance)
         if inputs is None:
             continue
-        if any(isinstance(value, torch.Tensor) and value.is_meta for value in inputs):
+        if any(isinstance(value, torch.Tensor) and value.is_meta
+               for value in (*inputs, *done.instance.parameters(), *done.instance.buffers())):
             runs[name] = _ON_META
             continue
         run = TargetRun(name, done.instance, inputs, done.span)
         if name in wanted and done.inputs_inferred and not calls.capturing(run):
-            runs[name] = _RAISES  # unless a model of the file gives it inputs that fit
-            continue
+            sized = _at_its_size(done)  # small images first; a model that asserts its size
+            if sized is None or not calls.capturing(run := replace(run, inputs=sized)):
+                runs[name] = _RAISES  # unless a model of the file gives it inputs that fit
+                continue
         runs[name] = run
     for run in [run for run in runs.values() if isinstance(run, TargetRun)]:
         if calls.inside(run.instance):  # (a model with its own inputs runs only when needed)
@@ -104,10 +107,17 @@ def _own_inputs(traced: TracedModule) -> tuple[Any, ...] | None:
     return tuple(inputs) if inputs is not None else None
 
 
-def _inferred(gm: GraphModule) -> tuple[Any, ...] | None:
+def _at_its_size(traced: TracedModule) -> tuple[Any, ...] | None:
+    """Inputs of the image size the model says it expects (``spatial_size``: a ViT's
+    ``img_size``, timm's ``pretrained_cfg``), else of the common one (``retry_size``)."""
+    gm = traced.ctx.graph_module
+    return _inferred(gm, retry_size(traced.instance)) if gm is not None else None
+
+
+def _inferred(gm: GraphModule, size: tuple[int, int] | None = None) -> tuple[Any, ...] | None:
     for leading_optional in (False, True):
         try:
-            found = infer_inputs(gm, leading_optional=leading_optional)
+            found = infer_inputs(gm, size, leading_optional=leading_optional)
         except Exception:
             found = None
         if found is not None:
