@@ -119,3 +119,49 @@ def test_a_siblings_problem_is_printed_once_under_one_path(tmp_path: Path):
     assert done.stdout.splitlines() == [
         "mymodels/blocks.py:11:12: FX001 `h.sum() > 0` depends on a traced value and decides "
         "control flow: symbolic tracing cannot follow a data-dependent branch"]
+
+
+MASKED = '''import torch
+from torch import nn
+
+
+class Embeddings(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(8, 8)
+        self.mask_token = None  # only a model built for masking has one
+
+    def forward(self, x, mask=None):
+        h = self.proj(x)
+        if mask is not None:
+            h = h * (1 - mask) + self.mask_token.expand(h.shape) * mask
+        return h
+'''
+
+
+def test_an_exception_in_the_branch_of_a_none_default_parameter_gets_a_hint(tmp_path: Path):
+    """``mask`` is an input of the trace, so ``mask is not None`` holds and the masking
+    branch runs on a model that has no mask token: torch.fx raises the same, and traces it
+    with ``concrete_args={'mask': None}``, which the hint says (and its pragma does)."""
+    import torch.fx
+
+    path = tmp_path / f"masked_{tmp_path.name}.py"
+    path.write_text(MASKED, encoding="utf-8")
+    settings = Settings(project=ProjectLayout(root=str(tmp_path)))
+    fx004 = _only(analyze_source(str(path), MASKED, settings), "Embeddings", "FX004")
+    assert _where(fx004) == _range(MASKED, "self.mask_token.expand")
+    assert fx004.message.startswith("AttributeError: 'NoneType' object has no attribute "
+                                    "'expand' (raised while tracing `Embeddings`)")
+    assert fx004.message.endswith(
+        "; `mask` defaults to None but is a traced input here, so the branch of `mask is not "
+        "None` ran: trace with `concrete_args={'mask': None}` (`# fxls: concrete {'mask': "
+        "None}`)")
+    namespace: dict = {}
+    exec(compile(MASKED, "masked.py", "exec"), namespace)
+    with pytest.raises(AttributeError, match="'NoneType' object has no attribute 'expand'"):
+        torch.fx.symbolic_trace(namespace["Embeddings"]())
+    torch.fx.symbolic_trace(namespace["Embeddings"](), concrete_args={"mask": None})
+    hinted = MASKED.replace("class Embeddings(nn.Module):",
+                            "# fxls: concrete {'mask': None}\nclass Embeddings(nn.Module):")
+    path.write_text(hinted, encoding="utf-8")
+    assert analyze_source(str(path), hinted, settings).diagnostics == []

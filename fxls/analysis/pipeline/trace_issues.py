@@ -9,7 +9,7 @@ import ast
 from pathlib import Path
 
 import fxcore.source
-from fxcore.recovering import TraceIssue
+from fxcore.recovering import IssueKind, TraceIssue
 from fxcore.source import SourceSpan
 from fxls.analysis.diagnostics import diagnostic, to_span
 from fxls.analysis.issue_kinds import REPORTING
@@ -41,6 +41,8 @@ def issue_diagnostic(
         message = reporting.library_message(
             issue, f"inside `{library}` ({Path(site.file).name}:{site.line}), reached from here",
             module)
+    if issue.kind is IssueKind.EXCEPTION:
+        message += _none_default_hint(where, module, file)
     item = diagnostic(reporting.code, in_user_terms(message), where, module,
                       kind=issue.kind.value)
     if library is not None and site is not None:
@@ -51,6 +53,55 @@ def issue_diagnostic(
         if outer != where and file.is_reportable(outer.file):
             item.related.append(RelatedInfo(to_span(outer), "reached from here"))
     return item
+
+
+def _none_default_hint(where: SourceSpan, module: str, file: SourceFile) -> str:
+    """An exception raised in the branch of ``if mask is not None:`` in the traced class's
+    own ``forward``, ``mask`` a parameter that defaults to None: symbolic tracing makes every
+    parameter an input, so the branch meant for a given mask is taken (torch.fx does so
+    too); ``concrete_args`` keeps it None."""
+    tree = file.tree_of(where.file)
+    if tree is None:
+        return ""
+    for cls in ast.walk(tree):
+        if not (isinstance(cls, ast.ClassDef) and cls.name == module):
+            continue
+        forward = next((f for f in cls.body if isinstance(f, ast.FunctionDef)
+                        and f.name == "forward"), None)
+        if forward is None:
+            return ""
+        for name in _taken_not_none_branches(forward, where.line):
+            if name in _none_defaults(forward.args):
+                return (f"; `{name}` defaults to None but is a traced input here, so the "
+                        f"branch of `{name} is not None` ran: trace with `concrete_args="
+                        f"{{'{name}': None}}` (`# fxls: concrete {{'{name}': None}}`)")
+    return ""
+
+
+def _taken_not_none_branches(function: ast.FunctionDef, line: int) -> list[str]:
+    """The names ``n`` of the ``if n is not None:`` statements whose body holds ``line``."""
+    names = []
+    for node in ast.walk(function):
+        if not (isinstance(node, ast.If) and node.body and node.body[0].lineno <= line
+                <= (node.body[-1].end_lineno or node.body[-1].lineno)):
+            continue
+        test = node.test
+        if (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name)
+                and len(test.ops) == 1 and isinstance(test.ops[0], ast.IsNot)
+                and isinstance(test.comparators[0], ast.Constant)
+                and test.comparators[0].value is None):
+            names.append(test.left.id)
+    return names
+
+
+def _none_defaults(arguments: ast.arguments) -> set[str]:
+    positional = [*arguments.posonlyargs, *arguments.args]
+    pairs = [*zip(positional[len(positional) - len(arguments.defaults):], arguments.defaults,
+                  strict=True),
+             *((a, d) for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True)
+               if d is not None)]
+    return {argument.arg for argument, default in pairs
+            if isinstance(default, ast.Constant) and default.value is None}
 
 
 def exit_diagnostic(
