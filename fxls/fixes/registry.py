@@ -43,6 +43,8 @@ def fixes_for(source: str, diagnostic: Diagnostic) -> list[Fix]:
         fixes += buffers.apply_rewrite(located, data.get("replacement"), data.get("rule"))
     elif code == "FX101" and diagnostic.module:
         fixes += pragmas.init_stub(located, diagnostic.module)
+    elif code == "FX004" and diagnostic.module and isinstance(data.get("none_default"), str):
+        fixes += pragmas.make_concrete(located, diagnostic.module, [data["none_default"]], code)
     elif code in ("FX001", "FX002", "FX003"):
         if code == "FX001":
             fixes += statements.assert_to_torch_assert(located)

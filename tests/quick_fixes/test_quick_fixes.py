@@ -84,6 +84,14 @@ CASES = {
         "        h = self.proj(x)\n        if scale:\n            h = h * 2\n        return h\n",
         "FX001", "concrete",
     ),
+    "none_default": (
+        HEAD + "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.proj = nn.Linear(4, 4)\n        self.mask_token = None\n\n"
+        "    def forward(self, x, mask=None):\n        h = self.proj(x)\n"
+        "        if mask is not None:\n            h = h + self.mask_token.expand(h.shape)\n"
+        "        return h\n",
+        "FX004", "concrete",
+    ),
     "leaf": (
         HEAD + "class Inner(nn.Module):\n    def forward(self, x):\n        if x.max() > 1:\n"
         "            return x\n        return -x\n\n\n"

@@ -41,10 +41,16 @@ def issue_diagnostic(
         message = reporting.library_message(
             issue, f"inside `{library}` ({Path(site.file).name}:{site.line}), reached from here",
             module)
-    if issue.kind is IssueKind.EXCEPTION:
-        message += _none_default_hint(where, module, file)
+    taken = _none_default_taken(where, module, file) if (
+        issue.kind is IssueKind.EXCEPTION) else None
+    if taken is not None:
+        message += (f"; `{taken}` defaults to None but is a traced input here, so the branch "
+                     f"of `{taken} is not None` ran: trace with `concrete_args={{'{taken}': "
+                     f"None}}` (`# fxls: concrete {{'{taken}': None}}`)")
     item = diagnostic(reporting.code, in_user_terms(message), where, module,
                       kind=issue.kind.value)
+    if taken is not None:
+        item.data["none_default"] = taken  # the quick fix's pragma
     if library is not None and site is not None:
         item.related.append(RelatedInfo(to_span(site), reporting.site_words))
         item.data["library_function"] = library
@@ -55,27 +61,25 @@ def issue_diagnostic(
     return item
 
 
-def _none_default_hint(where: SourceSpan, module: str, file: SourceFile) -> str:
-    """An exception raised in the branch of ``if mask is not None:`` in the traced class's
-    own ``forward``, ``mask`` a parameter that defaults to None: symbolic tracing makes every
-    parameter an input, so the branch meant for a given mask is taken (torch.fx does so
-    too); ``concrete_args`` keeps it None."""
+def _none_default_taken(where: SourceSpan, module: str, file: SourceFile) -> str | None:
+    """The parameter ``mask`` when the exception was raised in the branch of ``if mask is not
+    None:`` in the traced class's own ``forward``, ``mask`` defaulting to None: symbolic
+    tracing makes every parameter an input, so the branch meant for a given mask is taken
+    (torch.fx does so too); ``concrete_args`` keeps it None."""
     tree = file.tree_of(where.file)
     if tree is None:
-        return ""
+        return None
     for cls in ast.walk(tree):
         if not (isinstance(cls, ast.ClassDef) and cls.name == module):
             continue
         forward = next((f for f in cls.body if isinstance(f, ast.FunctionDef)
                         and f.name == "forward"), None)
         if forward is None:
-            return ""
-        for name in _taken_not_none_branches(forward, where.line):
-            if name in _none_defaults(forward.args):
-                return (f"; `{name}` defaults to None but is a traced input here, so the "
-                        f"branch of `{name} is not None` ran: trace with `concrete_args="
-                        f"{{'{name}': None}}` (`# fxls: concrete {{'{name}': None}}`)")
-    return ""
+            return None
+        defaults = _none_defaults(forward.args)
+        return next((name for name in _taken_not_none_branches(forward, where.line)
+                     if name in defaults), None)
+    return None
 
 
 def _taken_not_none_branches(function: ast.FunctionDef, line: int) -> list[str]:
