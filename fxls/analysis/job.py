@@ -11,6 +11,7 @@ from typing import Any
 
 import torch
 
+from fxls.analysis.files_read import FilesRead
 from fxls.analysis.library_names import module_named_by_file
 from fxls.analysis.network import refuse_network
 from fxls.analysis.pipeline import analyze_source
@@ -38,7 +39,11 @@ def analyze(params: dict[str, Any]) -> dict[str, Any]:
         if send_partial(partial):
             sent.append(partial)
 
+    files = FilesRead(params["path"], settings.project.root
+                      or str(Path(params["path"]).parent))
+    files.watch()
     report = analyze_source(params["path"], params["source"], settings, send_diagnostics)
+    report.reads = files.digests()
     # the caller has tracing's diagnostics already: only what they lack travels again
     return report.to_dict(partial=sent[-1] if sent else None)
 

@@ -342,6 +342,9 @@ class FileReport:
     #: the models' report is complete (graphs, shapes, backward nodes): a report sent ahead
     #: of the export/compile tiers and the passes can answer hover and inlay hints
     models_complete: bool = False
+    #: the workspace files the analysis read besides the file (modules it imported, data
+    #: files it opened) by their digests; None: too many or unreadable (``files_read``)
+    reads: dict[str, str] | None = field(default_factory=dict)
 
     @property
     def default_targets(self) -> bool:
@@ -365,6 +368,7 @@ class FileReport:
             "passes": [p.to_dict() for p in self.passes],
             "targets": list(self.targets), "targets_because": self.targets_because,
             "models_complete": self.models_complete,
+            "reads": None if self.reads is None else dict(self.reads),
         }
         if partial is not None:
             sent = {_diagnostic_key(d): (i, d) for i, d in enumerate(partial["diagnostics"])}

@@ -21,6 +21,8 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from fxls.analysis.files_read import MAX_FILES as MAX_FILES_READ
+from fxls.analysis.files_read import file_digest
 from fxls.project.source_text import source_text
 from fxls.report import MAX_DIAGNOSTICS, FileReport, InvalidReport, check_report
 from fxls.result_cache.file_fingerprint import CACHE_FORMAT, Fingerprint
@@ -70,6 +72,8 @@ class ResultCache:
             checked = check_report(entry.get("report"), path=os.path.realpath(fingerprint.path),
                                    text=source_text(fingerprint.source))
         except (InvalidReport, ValueError, TypeError, RecursionError):
+            return None
+        if not _reads_unchanged(checked.report.reads):
             return None
         with contextlib.suppress(OSError):
             os.utime(path)  # its last use, for the size bound
@@ -147,9 +151,18 @@ class ResultCache:
 
 def cacheable(report: FileReport) -> bool:
     """A report the fingerprint decides: not a job that failed, not one whose diagnostics
-    were cut to the limit (read back, the cut would be said twice)."""
-    return (len(report.diagnostics) <= MAX_DIAGNOSTICS
+    were cut to the limit (read back, the cut would be said twice), not one whose job could
+    not list the files it read."""
+    return (len(report.diagnostics) <= MAX_DIAGNOSTICS and report.reads is not None
+            and len(report.reads) <= MAX_FILES_READ
             and not any(d.code in _JOB_FAILURES for d in report.diagnostics))
+
+
+def _reads_unchanged(reads: dict[str, str] | None) -> bool:
+    """Every file the analysis read (a module imported by a computed name, a data file) has
+    the bytes it had then."""
+    return reads is not None and len(reads) <= MAX_FILES_READ and all(
+        file_digest(path) == digest for path, digest in reads.items())
 
 
 def _read_entry(path: str) -> object:
