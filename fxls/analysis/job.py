@@ -11,10 +11,10 @@ from typing import Any
 
 import torch
 
-from fxls.analysis.files_read import FilesRead
 from fxls.analysis.library_names import module_named_by_file
 from fxls.analysis.network import refuse_network
 from fxls.analysis.pipeline import analyze_source
+from fxls.project.files_read import FilesRead
 from fxls.project.setting_groups import ProjectLayout
 from fxls.project.settings import Settings
 from fxls.report import FileReport

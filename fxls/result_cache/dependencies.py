@@ -10,7 +10,7 @@ result. Imports are found by a pattern over the text (a word ``import`` in a str
 too), not by parsing: fast on a library's hundreds of files. Installed libraries are not
 followed, except the one the file itself belongs to: ``environment`` versions them. Imports
 by computed name (``importlib.import_module(name)``) and data files the code opens are not
-seen here: the job lists what it read (``fxls.analysis.files_read``), and a lookup checks
+seen here: the job lists what it read (``fxls.project.files_read``), and a lookup checks
 those.
 
 >>> sorted(names_imported("from .layers import Block\\nimport a.b as c, d\\n"))

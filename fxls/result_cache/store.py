@@ -21,8 +21,8 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from fxls.analysis.files_read import MAX_FILES as MAX_FILES_READ
-from fxls.analysis.files_read import file_digest
+from fxls.project.files_read import MAX_FILES as MAX_FILES_READ
+from fxls.project.files_read import file_digest
 from fxls.project.source_text import source_text
 from fxls.report import MAX_DIAGNOSTICS, FileReport, InvalidReport, check_report
 from fxls.result_cache.file_fingerprint import CACHE_FORMAT, Fingerprint

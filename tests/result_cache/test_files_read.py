@@ -73,7 +73,7 @@ def test_a_read_path_from_a_report_never_opens_a_fifo_or_a_relative_path(tmp_pat
     lookup opens no FIFO (it would block), no device, and nothing relative."""
     import os
 
-    from fxls.analysis.files_read import file_digest
+    from fxls.project.files_read import file_digest
 
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
