@@ -58,10 +58,11 @@ def _tracing(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
 def _containers(module: torch.nn.Module, args: tuple[Any, ...],
                 kwargs: dict[str, Any]) -> dict[str, Any]:
     try:
-        bound = inspect.signature(module.forward).bind(*args, **kwargs)
+        signature = inspect.signature(module.forward)
+        bound = signature.bind(*args, **kwargs)
     except (TypeError, ValueError):
         return {}
-    parameters = inspect.signature(module.forward).parameters
+    parameters = signature.parameters
     found = {}
     for name, value in bound.arguments.items():
         if parameters[name].kind in (inspect.Parameter.VAR_POSITIONAL,

@@ -29,6 +29,7 @@ import torch
 
 from fxcore.graph_module import GraphModule
 from fxcore.source import SourceSpan
+from fxls.analysis.construction import on_meta_device
 from fxls.analysis.inputs import infer_inputs, retry_size
 from fxls.analysis.pipeline.call_capture import Call, first_calls
 from fxls.analysis.pipeline.first_layer_inputs import first_layer_inputs
@@ -75,8 +76,8 @@ def target_runs(traced: list[TracedModule],
         inputs = own[name] if own[name] is not None else first_layer_inputs(done.instance)
         if inputs is None:
             continue
-        if any(isinstance(value, torch.Tensor) and value.is_meta
-               for value in (*inputs, *done.instance.parameters(), *done.instance.buffers())):
+        if on_meta_device(done.instance) or any(
+                isinstance(value, torch.Tensor) and value.is_meta for value in inputs):
             runs[name] = _ON_META
             continue
         run = TargetRun(name, done.instance, inputs, done.span)
